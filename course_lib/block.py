@@ -1,0 +1,80 @@
+"""The transformer block: attention and feed-forward sub-layers, norms, residuals (lesson 05)."""
+
+import torch
+from torch import nn
+
+from course_lib._validation import one_of, positive_int
+from course_lib.multihead import MultiHeadAttention
+
+NORMS = ("layer", "batch", "none")
+
+
+class TokenBatchNorm(nn.Module):
+    """BatchNorm1d over (B, T, D): one mean and variance per feature, pooled over batch and time."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(x.transpose(1, 2)).transpose(1, 2)  # (B, T, D) -> (B, D, T) -> (B, T, D)
+
+
+def make_norm(norm: str, d_model: int) -> nn.Module:
+    """LayerNorm, TokenBatchNorm or Identity for norm = "layer", "batch" or "none" (lesson 05)."""
+    one_of("norm", norm, NORMS)
+    if norm == "layer":
+        return nn.LayerNorm(d_model)
+    if norm == "batch":
+        return TokenBatchNorm(d_model)
+    return nn.Identity()
+
+
+class TransformerBlock(nn.Module):
+    """Pre-norm by default: x + attn(norm1(x)), then x + ff(norm2(x)) (lesson 05).
+
+    prenorm=False gives the original post-norm block, norm1(x + attn(x)) then
+    norm2(x + ff(x)); residual=False drops the "x +" so lesson 05 can show what it buys.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        *,
+        norm: str = "layer",
+        prenorm: bool = True,
+        residual: bool = True,
+        dropout: float = 0.0,
+        rope=None,
+    ):
+        super().__init__()
+        positive_int("d_ff", d_ff)
+        one_of("norm", norm, NORMS)
+        if not isinstance(dropout, int | float) or not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout: expected a probability in [0, 1), got {dropout!r}")
+        self.prenorm = bool(prenorm)
+        self.residual = bool(residual)
+        self.attn = MultiHeadAttention(d_model, num_heads, rope=rope)
+        self.norm1 = make_norm(norm, d_model)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.norm2 = make_norm(norm, d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def _add(self, x: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+        return x + update if self.residual else update
+
+    def forward(self, x: torch.Tensor, mask=None, return_weights: bool = False):
+        weights = None
+        if self.prenorm:
+            a = self.attn(self.norm1(x), mask, return_weights)
+            a, weights = a if return_weights else (a, None)
+            x = self._add(x, self.drop(a))  # (B, T, D)
+            x = self._add(x, self.drop(self.ff(self.norm2(x))))  # (B, T, D)
+        else:
+            a = self.attn(x, mask, return_weights)
+            a, weights = a if return_weights else (a, None)
+            x = self.norm1(self._add(x, self.drop(a)))  # (B, T, D)
+            x = self.norm2(self._add(x, self.drop(self.ff(x))))  # (B, T, D)
+        return (x, weights) if return_weights else x

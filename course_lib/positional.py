@@ -1,0 +1,87 @@
+"""Position information: sinusoidal encoding and rotary embeddings, RoPE (lesson 04)."""
+
+import torch
+from torch import nn
+
+from course_lib._validation import float_tensor, positive_int
+
+
+def _check_base(base) -> float:
+    if isinstance(base, bool) or not isinstance(base, int | float):
+        raise TypeError(f"base: expected a number > 1, got {type(base).__name__}")
+    if not base > 1:
+        raise ValueError(f"base: expected a number > 1, got {base}")
+    return float(base)
+
+
+def _check_even(name: str, value: int) -> int:
+    positive_int(name, value)
+    if value % 2:
+        raise ValueError(f"{name}: expected an even width (dimensions come in pairs), got {value}")
+    return value
+
+
+def sinusoidal_encoding(seq_len: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """(seq_len, d_model): PE[p, 2i] = sin(p / base**(2i/d)), PE[p, 2i+1] = cos(same) (lesson 04)."""
+    positive_int("seq_len", seq_len)
+    _check_even("d_model", d_model)
+    base = _check_base(base)
+    positions = torch.arange(seq_len, dtype=torch.float32)[:, None]  # (T, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (d/2,)
+    angles = positions / base ** (two_i / d_model)  # (T, 1) / (d/2,) -> (T, d/2)
+    pe = torch.empty(seq_len, d_model)
+    pe[:, 0::2] = angles.sin()
+    pe[:, 1::2] = angles.cos()
+    return pe  # (T, D)
+
+
+def rope_angles(positions: torch.Tensor, d: int, base: float = 10000.0) -> torch.Tensor:
+    """(T, d/2) rotation angles p * base**(-2i/d) for each position p and pair i (lesson 04)."""
+    two_i = torch.arange(0, d, 2, dtype=torch.float32, device=positions.device)  # (d/2,)
+    inv_freq = base ** (-two_i / d)  # (d/2,)
+    return positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, 1) * (1, d/2) -> (T, d/2)
+
+
+def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Rotate each pair (x[..., 2i], x[..., 2i+1]) by angle p * base**(-2i/d) (lesson 04).
+
+    x (..., T, d) with even d; positions (T,) integers. Norms are preserved and the dot
+    product of a rotated query at m with a rotated key at n depends only on m - n.
+    """
+    float_tensor("x", x, min_dim=2)
+    _check_even("x's last dimension d", x.shape[-1])
+    base = _check_base(base)
+    if not isinstance(positions, torch.Tensor):
+        raise TypeError(f"positions: expected a 1-D integer tensor, got {type(positions).__name__}")
+    if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"positions: expected an integer tensor, got dtype {positions.dtype}")
+    if positions.dim() != 1 or positions.shape[0] != x.shape[-2]:
+        raise ValueError(
+            f"positions: expected shape ({x.shape[-2]},) to match x's length T, "
+            f"got {tuple(positions.shape)}"
+        )
+    angles = rope_angles(positions, x.shape[-1], base).to(x.dtype)  # (T, d/2)
+    cos, sin = angles.cos(), angles.sin()
+    even, odd = x[..., 0::2], x[..., 1::2]  # each (..., T, d/2)
+    rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)  # (..., T, d/2, 2)
+    return rotated.flatten(-2)  # (..., T, d)
+
+
+class RotaryEmbedding(nn.Module):
+    """Applies RoPE to queries or keys at positions 0..T-1; no learned parameters (lesson 04)."""
+
+    def __init__(self, d_head: int, base: float = 10000.0):
+        super().__init__()
+        self.d_head = _check_even("d_head", d_head)
+        self.base = _check_base(base)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() >= 1 and x.shape[-1] != self.d_head:
+            raise ValueError(
+                f"x: expected last dimension d_head = {self.d_head}, got shape {tuple(x.shape)}"
+            )
+        positions = torch.arange(x.shape[-2], device=x.device)  # (T,)
+        return apply_rope(x, positions, self.base)
+
+    def extra_repr(self) -> str:
+        return f"d_head={self.d_head}, base={self.base:g}"

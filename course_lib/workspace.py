@@ -1,0 +1,96 @@
+"""The learner's workspace: copies of the lessons with exercise solutions replaced by stubs.
+
+`python -m course_lib.workspace notebooks workspace` (run by `make lab` and `make workspace`)
+writes a copy of every lesson that is not in the workspace yet, and never touches one
+that is: a learner's edits survive every update, and lessons added later appear.
+
+In the course's own notebooks, the code a learner should write sits between the lines
+`# BEGIN SOLUTION` and `# END SOLUTION`. In the copy, that region becomes a stub that
+raises NotImplementedError naming the exercise.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+BEGIN = "# BEGIN SOLUTION"
+END = "# END SOLUTION"
+_DEF = re.compile(r"^\s*def\s+(\w+)\s*\(")
+
+
+def stub_solutions(source: str, where: str = "this cell") -> str:
+    """Replace each BEGIN/END SOLUTION region of a cell's source with a NotImplementedError stub."""
+    out, exercise, inside = [], None, False
+    for number, line in enumerate(source.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if inside:
+                raise ValueError(f"{where}, line {number}: {BEGIN} inside another solution region")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            name = exercise or "this exercise"
+            out.append(f"{indent}# YOUR CODE HERE")
+            out.append(f'{indent}raise NotImplementedError("Exercise {name}: write your code here")')
+            continue
+        if stripped == END:
+            if not inside:
+                raise ValueError(f"{where}, line {number}: {END} without {BEGIN}")
+            inside = False
+            continue
+        if inside:
+            continue
+        match = _DEF.match(line)
+        if match:
+            exercise = match.group(1)
+        out.append(line)
+    if inside:
+        raise ValueError(f"{where}: {BEGIN} is never closed by {END}")
+    return "\n".join(out)
+
+
+def learner_copy(notebook: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
+    """A copy with solutions stubbed and every output cleared, ready for a learner to run."""
+    copy = nbformat.from_dict(notebook)
+    for index, cell in enumerate(copy.cells):
+        if cell.cell_type != "code":
+            continue
+        cell.source = stub_solutions(cell.source, where=f"{name}, cell {index}")
+        cell.outputs = []
+        cell.execution_count = None
+    copy.metadata.pop("widgets", None)
+    return copy
+
+
+def prepare(lessons: Path, workspace: Path) -> list[Path]:
+    """Write learner copies of lessons/*.ipynb that workspace lacks; return the new files."""
+    lessons, workspace = Path(lessons), Path(workspace)
+    if not lessons.is_dir():
+        raise ValueError(f"lessons: expected a folder of notebooks, got {lessons}")
+    workspace.mkdir(parents=True, exist_ok=True)
+    written = []
+    for source in sorted(lessons.glob("*.ipynb")):
+        target = workspace / source.name
+        if target.exists():
+            continue
+        notebook = nbformat.read(source, as_version=4)
+        nbformat.write(learner_copy(notebook, source.name), target)
+        written.append(target)
+    return written
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m course_lib.workspace LESSONS_DIR WORKSPACE_DIR", file=sys.stderr)
+        return 2
+    written = prepare(Path(argv[0]), Path(argv[1]))
+    kept = len(list(Path(argv[1]).glob("*.ipynb"))) - len(written)
+    print(f"workspace: {len(written)} new lesson(s) copied, {kept} existing kept untouched")
+    for path in written:
+        print(f"  + {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,99 @@
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+from torch.testing import assert_close
+
+from course_lib.attention import causal_mask
+from course_lib.multihead import MultiHeadAttention
+from course_lib.positional import RotaryEmbedding
+
+
+def torch_twin(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """torch's own module holding the same weights."""
+    d_model = mha.out.in_features
+    ref = nn.MultiheadAttention(d_model, mha.num_heads, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(mha.qkv.weight)
+        ref.in_proj_bias.copy_(mha.qkv.bias)
+        ref.out_proj.weight.copy_(mha.out.weight)
+        ref.out_proj.bias.copy_(mha.out.bias)
+    return ref
+
+
+@pytest.mark.parametrize("d_model,heads,T", [(16, 1, 5), (16, 4, 7), (24, 3, 4), (32, 8, 9)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_matches_torch_multihead_attention(d_model, heads, T, causal):
+    mha = MultiHeadAttention(d_model, heads)
+    ref = torch_twin(mha)
+    x = torch.randn(2, T, d_model)
+    mask = causal_mask(T) if causal else None
+    out, weights = mha(x, mask, return_weights=True)
+    # torch's attn_mask is True where attending is NOT allowed: the opposite convention
+    ref_out, ref_weights = ref(x, x, x, attn_mask=None if mask is None else ~mask,
+                               average_attn_weights=False)
+    assert_close(out, ref_out)
+    assert_close(weights, ref_weights)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_path_agrees_with_from_scratch_path(causal):
+    mha = MultiHeadAttention(32, 4, rope=RotaryEmbedding(8))
+    x = torch.randn(3, 10, 32, requires_grad=True)
+    mask = causal_mask(10) if causal else None
+    fused = mha(x, mask)
+    scratch, _ = mha(x, mask, return_weights=True)
+    assert_close(fused, scratch)
+    (g_fused,) = torch.autograd.grad(fused.square().sum(), x)
+    (g_scratch,) = torch.autograd.grad(scratch.square().sum(), x)
+    assert_close(g_fused, g_scratch)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 4, 8, 16])
+def test_parameter_count_does_not_depend_on_heads(heads):
+    count = sum(p.numel() for p in MultiHeadAttention(64, heads).parameters())
+    assert count == 4 * 64 * 64 + 4 * 64
+
+
+@settings(max_examples=20, deadline=None)
+@given(T=st.integers(2, 8), heads=st.sampled_from([1, 2, 4]), seed=st.integers(0, 1000))
+def test_without_positions_permuting_tokens_permutes_outputs(T, heads, seed):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(8, heads)
+    x = torch.randn(1, T, 8, generator=g)
+    perm = torch.randperm(T, generator=g)
+    assert_close(mha(x[:, perm]), mha(x)[:, perm], atol=1e-5, rtol=1e-4)
+
+
+def test_rope_breaks_permutation_equivariance():
+    mha = MultiHeadAttention(8, 2, rope=RotaryEmbedding(4))
+    x = torch.randn(1, 6, 8)
+    perm = torch.tensor([5, 4, 3, 2, 1, 0])
+    assert (mha(x[:, perm]) - mha(x)[:, perm]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,message",
+    [
+        ({"d_model": 10, "num_heads": 3}, ValueError, "num_heads: expected a divisor of d_model = 10, got 3"),
+        ({"d_model": 0, "num_heads": 1}, ValueError, "d_model: expected a positive int, got 0"),
+        ({"d_model": 8, "num_heads": -2}, ValueError, "num_heads: expected a positive int, got -2"),
+        ({"d_model": 8.0, "num_heads": 2}, TypeError, "d_model: expected a positive int"),
+        ({"d_model": 8, "num_heads": 2, "rope": RotaryEmbedding(8)}, ValueError, "rope: expected a RotaryEmbedding of width d_head = 4"),
+    ],
+)
+def test_bad_construction_is_named(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        MultiHeadAttention(**kwargs)
+
+
+def test_bad_forward_input_is_named():
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"x: expected shape \(B, T, 8\), got \(1, 3, 6\)"):
+        mha(torch.randn(1, 3, 6))
+    with pytest.raises(TypeError, match="mask: expected dtype torch.bool"):
+        mha(torch.randn(1, 3, 8), torch.ones(3, 3))
+    with pytest.raises(ValueError, match="query row 0"):
+        mha(torch.randn(1, 3, 8), torch.zeros(3, 3, dtype=torch.bool))

@@ -1,0 +1,51 @@
+"""Re-execute lesson notebooks in place, top to bottom, each in a fresh kernel (`make notebooks`).
+
+Deterministic output: no timing metadata, no saved widget state, and widget model ids
+renumbered in order, so running it twice leaves `git diff` empty.
+"""
+
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def renumber_widget_ids(notebook) -> None:
+    ids = {}
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get("application/vnd.jupyter.widget-view+json")
+            if view:
+                model_id = view["model_id"]
+                view["model_id"] = ids.setdefault(model_id, f"{len(ids) + 1:032x}")
+
+
+def run(path: Path) -> float:
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        record_timing=False,
+        store_widget_state=False,
+    )
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    renumber_widget_ids(notebook)
+    notebook.metadata.pop("widgets", None)
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    nbformat.write(notebook, path)
+    return seconds
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        print(f"{name}: {run(Path(name)):.1f} s")
