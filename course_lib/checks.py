@@ -98,7 +98,7 @@ def verdict(
             if predicate(got, case):
                 return Verdict(False, f"{name}: {hint}")
         return Verdict(False, f"{name}: the numbers differ from the course's version. {_gap(got, expected)}")
-    return Verdict(True, f"{name}: passed all {len(cases)} random cases. Well done!")
+    return Verdict(True, f"{name}: passed all {len(cases)} cases. Well done!")
 
 
 def _gap(got, expected) -> str:
@@ -207,7 +207,7 @@ def check_attention(fn: Callable) -> None:
 
 def check_causal_mask(fn: Callable) -> None:
     """Check fn(T) -> (T, T) bool mask, True where query t may attend to key s (lesson 01)."""
-    cases = [(1,), (2,), (5,), (9,)]
+    cases = [(5,), (2,), (9,), (1,)]  # T=1 last: there several bugs look alike
     bugs = [
         (lambda T: causal_mask(T).T.contiguous(), "your mask is the transpose: row t (the query) "
          "may see columns 0..t, so True belongs on and BELOW the diagonal (tril)."),

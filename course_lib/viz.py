@@ -10,6 +10,7 @@ import io
 import seaborn as sns
 import torch
 from matplotlib.figure import Figure
+from PIL import Image
 
 DPI = 80  # small PNGs keep explorers fast; still sharp at notebook width
 
@@ -25,6 +26,15 @@ def to_png(fig: Figure) -> bytes:
     """Render a Figure to PNG bytes, as the notebook's inline display would (lesson 00)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def canvas_png(canvas) -> bytes:
+    """PNG bytes of what an Agg canvas holds now, at fast compression (explorers, lesson 00)."""
+    width, height = canvas.get_width_height()
+    picture = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="png", compress_level=1)
     return buffer.getvalue()
 
 

@@ -1,0 +1,238 @@
+"""A toy language whose next token needs three different kinds of looking back (lesson 06).
+
+Every sentence has the same skeleton, for example
+
+    The dogs near the big cat eat the bone ( the bird and the cats " the boy " ) .
+
+and each part of it exercises one skill:
+
+- local: the object after a verb depends on that verb (eat -> bone or apple, read -> book or
+  letter, throw -> ball or stone), so predicting the word after "the" means looking one token
+  back, at the verb;
+- agreement: the verb's form (eats / eat) agrees with the subject, the noun straight after the
+  capital "The", never with the distractor nouns in between, whose number is drawn
+  independently;
+- matching: an aside in ( ), [ ] or " " may end with one nested span of the other family
+  (quotes inside brackets, brackets inside quotes), so a closer must match its own opener.
+
+Sentences are packed into lines of exactly `length` tokens (the last one cut off), one line per
+sequence. The files in data/ are written by `write_data` and a test regenerates them, so the
+shipped text and this generator never drift apart.
+"""
+
+import random
+from pathlib import Path
+
+import torch
+
+from course_lib._validation import positive_int
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+SEQ_LEN = 32  # L: the length every model is trained on
+LONG_LEN = 4 * SEQ_LEN  # the held-out long sequences, to test length generalisation
+
+# (singular, plural) pairs
+SUBJECTS = (("dog", "dogs"), ("cat", "cats"), ("bird", "birds"), ("girl", "girls"), ("boy", "boys"))
+INTRANSITIVE = (("runs", "run"), ("sleeps", "sleep"), ("sings", "sing"))
+TRANSITIVE = {  # verb pair -> the objects it takes
+    ("eats", "eat"): ("bone", "apple"),
+    ("reads", "read"): ("book", "letter"),
+    ("throws", "throw"): ("ball", "stone"),
+}
+PREPOSITIONS = ("near", "with", "behind")
+ADJECTIVES = ("big", "small", "old")
+OPENERS = {"(": ")", "[": "]", '"': '"'}
+CLOSERS = (")", "]", '"')
+
+VERBS = frozenset(v for pair in (*INTRANSITIVE, *TRANSITIVE) for v in pair)
+
+VOCAB: tuple[str, ...] = (
+    ".", "(", ")", "[", "]", '"', "The", "the", "and",
+    *(noun for pair in SUBJECTS for noun in pair),
+    *(verb for pair in INTRANSITIVE for verb in pair),
+    *(verb for pair in TRANSITIVE for verb in pair),
+    *(obj for objects in TRANSITIVE.values() for obj in objects),
+    *PREPOSITIONS,
+    *ADJECTIVES,
+)  # fmt: skip
+TOKEN_ID = {token: i for i, token in enumerate(VOCAB)}
+
+# name -> (number of lines, tokens per line, seed)
+SPLITS = {
+    "train": (4000, SEQ_LEN, 1),
+    "valid": (400, SEQ_LEN, 2),
+    "long": (200, LONG_LEN, 3),
+}
+
+
+# ---------------------------------------------------------------- the generator
+
+
+def _noun_phrase(rng: random.Random, adjective_p: float) -> list[str]:
+    words = ["the"]
+    if rng.random() < adjective_p:
+        words.append(rng.choice(ADJECTIVES))
+    return [*words, rng.choice(SUBJECTS)[rng.random() < 0.5]]
+
+
+def _span(rng: random.Random, opener: str, nest: bool) -> list[str]:
+    """An aside: the opener, one or two noun phrases, maybe one nested span, the closer."""
+    words = [opener, *_noun_phrase(rng, 0.3)]
+    if rng.random() < 0.4:
+        words += ["and", *_noun_phrase(rng, 0.3)]
+    if nest and rng.random() < 0.4:
+        # the nested span is of the other family and always ends the outer one
+        inner = '"' if opener != '"' else rng.choice(("(", "["))
+        words += _span(rng, inner, nest=False)
+    return [*words, OPENERS[opener]]
+
+
+def generate_sentence(rng: random.Random) -> list[str]:
+    """One sentence of the toy language, as a list of tokens ending in "." (lesson 06)."""
+    plural = rng.random() < 0.5
+    words = ["The", rng.choice(SUBJECTS)[plural]]
+    for _ in range(rng.choice((1, 1, 2))):  # distractors: their number is drawn independently
+        words += [rng.choice(PREPOSITIONS), *_noun_phrase(rng, 0.3)]
+    if rng.random() < 0.5:
+        words.append(rng.choice(INTRANSITIVE)[plural])
+    else:
+        verbs, objects = rng.choice(list(TRANSITIVE.items()))
+        words += [verbs[plural], "the", rng.choice(objects)]
+    if rng.random() < 0.6:
+        words += _span(rng, rng.choice(tuple(OPENERS)), nest=True)
+    return [*words, "."]
+
+
+def generate_sequences(num: int, length: int, seed: int) -> list[list[str]]:
+    """`num` lines of exactly `length` tokens: whole sentences, the last one cut (lesson 06)."""
+    positive_int("num", num)
+    positive_int("length", length)
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(num):
+        words: list[str] = []
+        while len(words) < length:
+            words += generate_sentence(rng)
+        lines.append(words[:length])
+    return lines
+
+
+def write_data(directory=DATA_DIR) -> list[Path]:
+    """Write vocab.txt and one NAME.txt per split (a line per sequence); return the paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / "vocab.txt"]
+    paths[0].write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    for name, (num, length, seed) in SPLITS.items():
+        path = directory / f"{name}.txt"
+        lines = generate_sequences(num, length, seed)
+        path.write_text("".join(" ".join(line) + "\n" for line in lines), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+# ---------------------------------------------------------------- tokens <-> ids
+
+
+def encode(text, *, max_len: int | None = None) -> torch.Tensor:
+    """Token ids (T,) of a space-separated string or a list of tokens (lesson 06).
+
+    Raises ValueError for empty text, a token outside VOCAB, or more than max_len tokens.
+    """
+    if isinstance(text, str):
+        tokens = text.split()
+    elif isinstance(text, list | tuple):
+        tokens = list(text)
+    else:
+        raise TypeError(f"text: expected a str or a list of tokens, got {type(text).__name__}")
+    if not tokens:
+        raise ValueError("text: expected at least one token, got empty text")
+    for position, token in enumerate(tokens):
+        if token not in TOKEN_ID:
+            raise ValueError(
+                f"text: unknown token {token!r} at position {position}; "
+                f"the vocabulary is {' '.join(VOCAB)}"
+            )
+    if max_len is not None and len(tokens) > max_len:
+        raise ValueError(
+            f"text: expected at most max_len = {max_len} tokens, got {len(tokens)}"
+        )
+    return torch.tensor([TOKEN_ID[t] for t in tokens], dtype=torch.long)  # (T,)
+
+
+def to_tokens(ids) -> list[str]:
+    """The token strings of a 1-D sequence of ids, e.g. to label an attention map (lesson 06)."""
+    if isinstance(ids, torch.Tensor):
+        if ids.dim() != 1:
+            raise ValueError(f"ids: expected a 1-D sequence, got shape {tuple(ids.shape)}")
+        ids = ids.tolist()
+    out = []
+    for i in ids:
+        if not 0 <= i < len(VOCAB):
+            raise ValueError(f"ids: expected ids in [0, {len(VOCAB)}), got {i}")
+        out.append(VOCAB[i])
+    return out
+
+
+def decode(ids) -> str:
+    """The text of a 1-D sequence of ids, tokens joined by spaces (lesson 06)."""
+    return " ".join(to_tokens(ids))
+
+
+def load_split(name: str, directory=DATA_DIR) -> torch.Tensor:
+    """The shipped split `name` ("train", "valid" or "long") as ids (N, T) (lesson 06)."""
+    if name not in SPLITS:
+        raise ValueError(f"name: expected one of {tuple(SPLITS)}, got {name!r}")
+    path = Path(directory) / f"{name}.txt"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return torch.stack([encode(line) for line in lines])  # (N, T)
+
+
+# ---------------------------------------------------------------- where each skill is needed
+
+
+def _as_tokens(sequence) -> list[str]:
+    return to_tokens(sequence) if isinstance(sequence, torch.Tensor) else list(sequence)
+
+
+def previous_token_pairs(sequence) -> list[tuple[int, int]]:
+    """(query, key) = (t, t - 1) for every t >= 1: the previous-token pattern (lesson 06)."""
+    return [(t, t - 1) for t in range(1, len(_as_tokens(sequence)))]
+
+
+def bracket_pairs(sequence) -> list[tuple[int, int]]:
+    """(query, key) for every closer in the sequence (lesson 06).
+
+    The query is the position just before the closer, where the model must predict it, and
+    the key is the position of its matching opener. A " closes the span when the innermost
+    open span is a quote, and opens a new one otherwise.
+    """
+    tokens = _as_tokens(sequence)
+    stack: list[int] = []
+    pairs = []
+    for position, token in enumerate(tokens):
+        closes_quote = token == '"' and stack and tokens[stack[-1]] == '"'
+        if token in (")", "]") or closes_quote:
+            if stack and OPENERS[tokens[stack[-1]]] == token:
+                pairs.append((position - 1, stack.pop()))
+        elif token in OPENERS:
+            stack.append(position)
+    return pairs
+
+
+def subject_pairs(sequence) -> list[tuple[int, int]]:
+    """(query, key) for every sentence whose verb is in the sequence (lesson 06).
+
+    The query is the position just before the verb, where the model must choose its form,
+    and the key is the subject: the noun straight after "The".
+    """
+    tokens = _as_tokens(sequence)
+    pairs = []
+    subject = None
+    for position, token in enumerate(tokens):
+        if token == "The" and position + 1 < len(tokens):
+            subject = position + 1
+        elif token in VERBS and subject is not None:
+            pairs.append((position - 1, subject))
+            subject = None
+    return pairs

@@ -1,0 +1,127 @@
+"""TinyTransformer: a causal language model made of the course's own blocks (lesson 06)."""
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from course_lib._validation import one_of, positive_int
+from course_lib.attention import causal_mask
+from course_lib.block import TransformerBlock, make_norm
+from course_lib.positional import RotaryEmbedding, sinusoidal_encoding
+
+POSITIONAL = ("rope", "sinusoidal", "none")
+CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "data" / "checkpoints"
+PRETRAINED = ("rope-h1", "rope-h2", "rope-h4", "rope-h8", "sinusoidal-h4", "none-h4")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything needed to rebuild a TinyTransformer; saved in each checkpoint's card."""
+
+    vocab_size: int  # V, number of token ids
+    d_model: int = 64  # D, width of the residual stream
+    num_heads: int = 4  # H; each head is d = D / H wide
+    d_ff: int = 256  # hidden width of each block's feed-forward layer
+    num_layers: int = 2  # number of TransformerBlocks
+    max_len: int = 128  # longest sequence the model accepts
+    positional: str = "rope"  # "rope", "sinusoidal" (added to the embeddings) or "none"
+    norm: str = "layer"  # "layer", "batch" or "none", as in TransformerBlock
+    prenorm: bool = True  # pre-norm blocks (the modern default) or post-norm
+
+
+class TinyTransformer(nn.Module):
+    """Token embedding, position scheme, causal TransformerBlocks, final norm, LM head (lesson 06).
+
+    forward(idx) maps ids (B, T) to next-token logits (B, T, V); position t only sees 0..t.
+    With return_weights=True it also returns one (B, H, T, T) attention tensor per layer.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        num_layers: int,
+        max_len: int,
+        *,
+        positional: str = "rope",
+        norm: str = "layer",
+        prenorm: bool = True,
+    ):
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("num_layers", num_layers)):
+            positive_int(name, value)
+        positive_int("max_len", max_len)
+        one_of("positional", positional, POSITIONAL)
+        self.config = ModelConfig(
+            vocab_size, d_model, num_heads, d_ff, num_layers, max_len, positional, norm, prenorm
+        )
+        self.embed = nn.Embedding(vocab_size, d_model)
+        # RoPE has no weights, so one instance serves every block
+        rope = RotaryEmbedding(d_model // num_heads) if positional == "rope" else None
+        if positional == "sinusoidal":
+            # not a parameter and not saved: rebuilt from the formula on load
+            self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(d_model, num_heads, d_ff, norm=norm, prenorm=prenorm, rope=rope)
+            for _ in range(num_layers)
+        )
+        self.norm = make_norm(norm, d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        nn.init.normal_(self.embed.weight, std=0.1)  # same order as the sinusoids' 0.1..1
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> "TinyTransformer":
+        """Build the model a ModelConfig describes (lesson 06)."""
+        kwargs = asdict(config)
+        positional = {k: kwargs.pop(k) for k in ("positional", "norm", "prenorm")}
+        return cls(**kwargs, **positional)
+
+    def forward(self, idx: torch.Tensor, return_weights: bool = False):
+        if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long or idx.dim() != 2:
+            got = tuple(idx.shape) if isinstance(idx, torch.Tensor) else type(idx).__name__
+            raise ValueError(f"idx: expected a (B, T) tensor of int64 token ids, got {got}")
+        B, T = idx.shape
+        if T > self.config.max_len:
+            raise ValueError(f"idx: expected at most max_len = {self.config.max_len} tokens, got {T}")
+        if T == 0 or idx.min() < 0 or idx.max() >= self.config.vocab_size:
+            raise ValueError(
+                f"idx: expected T >= 1 ids in [0, {self.config.vocab_size}), got shape {(B, T)}"
+            )
+        x = self.embed(idx)  # (B, T, D)
+        if self.config.positional == "sinusoidal":
+            x = x + self.pe[:T]  # (B, T, D) + (T, D)
+        mask = causal_mask(T, device=idx.device)  # (T, T)
+        weights = []
+        for block in self.blocks:
+            if return_weights:
+                x, w = block(x, mask, return_weights=True)  # (B, T, D), (B, H, T, T)
+                weights.append(w)
+            else:
+                x = block(x, mask)  # (B, T, D)
+        logits = self.head(self.norm(x))  # (B, T, V)
+        return (logits, weights) if return_weights else logits
+
+
+def load_card(name: str) -> dict:
+    """The JSON card of shipped checkpoint `name`: config, training, scores (lesson 06)."""
+    _check_name(name)
+    return json.loads((CHECKPOINT_DIR / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def load_pretrained(name: str) -> TinyTransformer:
+    """A shipped TinyTransformer, in eval mode, by name, e.g. "rope-h4" (lesson 06)."""
+    card = load_card(name)
+    model = TinyTransformer.from_config(ModelConfig(**card["config"]))
+    state = torch.load(CHECKPOINT_DIR / f"{name}.pt", map_location="cpu", weights_only=True)
+    model.load_state_dict(state)
+    return model.eval()
+
+
+def _check_name(name) -> None:
+    if name not in PRETRAINED:
+        raise ValueError(f"name: expected one of {', '.join(PRETRAINED)}; got {name!r}")

@@ -1,0 +1,88 @@
+"""The learner's workspace: solutions become stubs, existing copies are never overwritten."""
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from course_lib.workspace import main, prepare, stub_solutions
+
+SOLVED = """def attention(q, k, v):
+    \"\"\"Your turn.\"\"\"
+    # BEGIN SOLUTION
+    scores = q @ k.T
+    return scores.softmax(-1) @ v
+    # END SOLUTION
+"""
+
+
+def lesson(path, source=SOLVED):
+    nb = new_notebook(cells=[new_markdown_cell("# Lesson"), new_code_cell(source, execution_count=1)])
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="solution output\n")]
+    nbformat.write(nb, path)
+
+
+def test_stub_replaces_the_region_and_names_the_exercise():
+    out = stub_solutions(SOLVED)
+    assert "q @ k.T" not in out and "BEGIN SOLUTION" not in out
+    assert '    raise NotImplementedError("Exercise attention: write your code here")' in out
+    assert out.startswith("def attention(q, k, v):")
+    namespace = {}
+    exec(out, namespace)  # the stubbed cell is still valid Python
+    with pytest.raises(NotImplementedError, match="attention"):
+        namespace["attention"](1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    "source,message",
+    [
+        ("# BEGIN SOLUTION\nx = 1\n", "never closed"),
+        ("x = 1\n# END SOLUTION\n", "without"),
+        ("# BEGIN SOLUTION\n# BEGIN SOLUTION\n# END SOLUTION\n", "inside another"),
+    ],
+)
+def test_unbalanced_markers_are_reported(source, message):
+    with pytest.raises(ValueError, match=message):
+        stub_solutions(source)
+
+
+def test_prepare_copies_stubs_and_clears_outputs(tmp_path):
+    lessons, workspace = tmp_path / "notebooks", tmp_path / "workspace"
+    lessons.mkdir()
+    lesson(lessons / "01_a.ipynb")
+    assert prepare(lessons, workspace) == [workspace / "01_a.ipynb"]
+    copy = nbformat.read(workspace / "01_a.ipynb", as_version=4)
+    code = copy.cells[1]
+    assert "NotImplementedError" in code.source and "q @ k.T" not in code.source
+    assert code.outputs == [] and code.execution_count is None
+    # the course's own notebook keeps its solution
+    assert "q @ k.T" in nbformat.read(lessons / "01_a.ipynb", as_version=4).cells[1].source
+
+
+def test_learner_edits_survive_and_new_lessons_appear(tmp_path, capsys):
+    lessons, workspace = tmp_path / "notebooks", tmp_path / "workspace"
+    lessons.mkdir()
+    lesson(lessons / "01_a.ipynb")
+    prepare(lessons, workspace)
+    mine = workspace / "01_a.ipynb"
+    edited = nbformat.read(mine, as_version=4)
+    edited.cells[1].source = "def attention(q, k, v):\n    return 'my own attempt'"
+    nbformat.write(edited, mine)
+    before = mine.read_bytes()
+
+    lesson(lessons / "01_a.ipynb", SOLVED + "\n# the course was updated\n")
+    lesson(lessons / "02_b.ipynb")
+    assert main([str(lessons), str(workspace)]) == 0
+    assert mine.read_bytes() == before
+    assert (workspace / "02_b.ipynb").exists()
+    assert "1 new lesson(s) copied, 1 existing kept untouched" in capsys.readouterr().out
+
+
+def test_every_course_notebook_stubs_cleanly(tmp_path):
+    from pathlib import Path
+
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    written = prepare(notebooks, tmp_path)
+    assert len(written) == len(list(notebooks.glob("*.ipynb"))) > 0
+    for path in written:
+        for cell in nbformat.read(path, as_version=4).cells:
+            assert "BEGIN SOLUTION" not in cell.source and "END SOLUTION" not in cell.source
