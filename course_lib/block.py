@@ -17,6 +17,11 @@ class TokenBatchNorm(nn.Module):
         self.bn = nn.BatchNorm1d(d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training and x.shape[0] * x.shape[1] < 2:
+            raise ValueError(
+                "x: batch norm in training mode needs at least 2 tokens (B * T >= 2) to "
+                f"estimate a mean and variance, got shape {tuple(x.shape)}; call .eval() first"
+            )
         return self.bn(x.transpose(1, 2)).transpose(1, 2)  # (B, T, D) -> (B, D, T) -> (B, T, D)
 
 
