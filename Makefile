@@ -13,7 +13,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=300 \
 	--nbval-sanitize-with tests/sanitize.cfg
 
-.PHONY: lab test unit nbval notebooks workspace venv clean
+.PHONY: lab test unit nbval notebooks workspace venv clean bench
 
 venv: $(STAMP)
 
@@ -26,7 +26,7 @@ workspace: $(STAMP)
 	$(PY) -m course_lib.workspace notebooks workspace
 
 lab: workspace
-	@echo "JupyterLab on http://127.0.0.1:$(PORT)/lab?token=$(TOKEN)"
+	@echo "JupyterLab on http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$(TOKEN)"
 	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) \
 		--ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--IdentityProvider.token=$(TOKEN) --ServerApp.root_dir=workspace \
@@ -43,6 +43,9 @@ nbval: $(STAMP)
 
 notebooks: $(STAMP)
 	$(PY) tools/run_notebooks.py notebooks/*.ipynb
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
 
 clean:
 	rm -rf $(VENV) site artefacts

@@ -1,0 +1,115 @@
+"""The course's MultiHeadAttention against torch.nn.MultiheadAttention, forward plus backward."""
+
+import json
+import subprocess
+import sys
+
+import torch
+from torch import nn
+from torch.utils import benchmark
+
+from course_lib.attention import causal_mask
+from course_lib.multihead import MultiHeadAttention
+
+TARGET_FUSED, TARGET_SCRATCH = 1.1, 1.5
+
+
+def _pair(d_model: int, heads: int):
+    ours = MultiHeadAttention(d_model, heads)
+    ref = nn.MultiheadAttention(d_model, heads, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(ours.qkv.weight)
+        ref.in_proj_bias.copy_(ours.qkv.bias)
+        ref.out_proj.weight.copy_(ours.out.weight)
+        ref.out_proj.bias.copy_(ours.out.bias)
+    return ours, ref
+
+
+def _step_ours(module, x, mask, fused: bool):
+    module.fused = fused
+    module(x, mask).sum().backward()
+
+
+def _step_torch(module, x, mask):
+    # torch wants True where attending is NOT allowed; need_weights=False takes its fast path
+    module(x, x, x, attn_mask=~mask, need_weights=False)[0].sum().backward()
+
+
+def compare(B=8, T=256, D=256, H=8, min_run_time=1.0) -> dict:
+    """Median seconds per forward+backward for each implementation, and ratios to torch."""
+    torch.manual_seed(0)
+    ours, ref = _pair(D, H)
+    x = torch.randn(B, T, D, requires_grad=True)
+    mask = causal_mask(T)
+    timers = {
+        "torch": benchmark.Timer(
+            "step(ref, x, mask)", globals={"step": _step_torch, "ref": ref, "x": x, "mask": mask}
+        ),
+        "fused": benchmark.Timer(
+            "step(ours, x, mask, True)",
+            globals={"step": _step_ours, "ours": ours, "x": x, "mask": mask},
+        ),
+        "scratch": benchmark.Timer(
+            "step(ours, x, mask, False)",
+            globals={"step": _step_ours, "ours": ours, "x": x, "mask": mask},
+        ),
+    }
+    seconds = {name: t.blocked_autorange(min_run_time=min_run_time).median for name, t in timers.items()}
+    ours.fused = True
+    return {
+        "shape": f"B={B}, T={T}, D={D}, H={H}",
+        **{f"{k}_ms": v * 1000 for k, v in seconds.items()},
+        "fused_ratio": seconds["fused"] / seconds["torch"],
+        "scratch_ratio": seconds["scratch"] / seconds["torch"],
+    }
+
+
+_PEAK = """
+import resource, sys, torch
+from course_lib.attention import causal_mask
+from course_lib.multihead import MultiHeadAttention
+B, T, D, H, fused = 1, int(sys.argv[1]), 256, 8, sys.argv[2] == "fused"
+module = MultiHeadAttention(D, H)
+module.fused = fused
+x = torch.randn(B, T, D)
+mask = causal_mask(T)
+with torch.no_grad():
+    module(x, mask)  # warm-up allocations of the libraries themselves
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with torch.no_grad():
+    for _ in range(2):
+        module(x, mask)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)
+"""
+
+
+def peak_memory(T: int = 2048) -> dict:
+    """Extra peak resident memory (MiB) of one forward pass, each path in a fresh process."""
+    result = {"T": T}
+    for path in ("scratch", "fused"):
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK, str(T), path], capture_output=True, text=True, check=True
+        )
+        result[f"{path}_mib"] = int(out.stdout.strip()) / 1024
+    # what the (B, H, T, T) float32 weight matrix alone costs
+    result["weights_matrix_mib"] = 1 * 8 * T * T * 4 / 2**20
+    return result
+
+
+def import_time(repeats: int = 5) -> float:
+    """Milliseconds to `import course_lib` once torch is already imported (best of repeats)."""
+    code = (
+        "import time, torch; start = time.perf_counter(); import course_lib, course_lib.attention,"
+        " course_lib.multihead, course_lib.positional, course_lib.block;"
+        " print(time.perf_counter() - start)"
+    )
+    runs = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout)
+        for _ in range(repeats)
+    ]
+    return min(runs) * 1000
+
+
+if __name__ == "__main__":
+    print(json.dumps(compare(T=64, min_run_time=0.2), indent=1))
