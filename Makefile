@@ -13,7 +13,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=300 \
 	--nbval-sanitize-with tests/sanitize.cfg
 
-.PHONY: lab test unit nbval notebooks workspace venv clean bench
+.PHONY: lab test unit nbval notebooks workspace venv clean bench lint html browser
 
 venv: $(STAMP)
 
@@ -32,17 +32,33 @@ lab: workspace
 		--IdentityProvider.token=$(TOKEN) --ServerApp.root_dir=workspace \
 		--LabApp.default_url=/lab/tree/00_start_here.ipynb
 
-test: $(STAMP)
-	$(PY) -m pytest tests $(NBVAL) notebooks
+# -rs prints why anything was skipped (e.g. the browser test without Chromium: one line)
+test: $(STAMP) lint
+	$(PY) -m pytest -rs tests $(NBVAL) notebooks
 
 unit: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --ignore=tests/browser
 
 nbval: $(STAMP)
 	$(PY) -m pytest $(NBVAL) notebooks
 
 notebooks: $(STAMP)
 	$(PY) tools/run_notebooks.py notebooks/*.ipynb
+
+# ---------------------------------------------------------------- lint, html, browser (issue 8)
+LINT_PATHS := course_lib tests tools notebooks $(wildcard benchmarks)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+
+# every lesson as static HTML in site/ (git-ignored): explorers show their starting picture
+html: $(STAMP)
+	$(PY) tools/build_site.py site notebooks/[0-9][0-9]_*.ipynb
+
+# only the browser test (needs /usr/bin/chromium); screenshots in artefacts/browser/
+browser: $(STAMP)
+	$(PY) -m pytest -rs tests/browser
 
 bench: $(STAMP)
 	$(PY) -m benchmarks

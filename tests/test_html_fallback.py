@@ -1,0 +1,73 @@
+"""Lessons read without a kernel (nbconvert, GitHub, nbviewer): explorers still show a picture.
+
+Renders every lesson with tools/build_site.py (what `make html` runs) into a temporary folder
+and looks for each explorer's stored PNG and each concept check's HTML in the page.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def widget_outputs(path: Path) -> list[dict]:
+    nb = json.loads(path.read_text())
+    return [
+        output["data"]
+        for cell in nb["cells"]
+        for output in cell.get("outputs", [])
+        if WIDGET_VIEW in output.get("data", {})
+    ]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_site.py"), str(out), *map(str, LESSONS)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def test_every_lesson_is_rendered_and_listed(site):
+    index = (site / "index.html").read_text()
+    for lesson in LESSONS:
+        assert (site / f"{lesson.stem}.html").is_file()
+        assert f'href="{lesson.stem}.html"' in index
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_widget_has_a_picture_or_text_where_widgets_cannot_run(path, site):
+    page = (site / f"{path.stem}.html").read_text()
+    outputs = widget_outputs(path)
+    explorers = [data for data in outputs if "image/png" in data]
+    assert all("image/png" in data or "text/html" in data for data in outputs), (
+        "a widget output with no image/png or text/html fallback shows as an empty cell"
+    )
+    for data in explorers:
+        png = "".join(data["image/png"]).replace("\n", "")
+        assert f'src="data:image/png;base64,{png}"' in page, (
+            f"{''.join(data['text/plain'])}: its starting picture is missing from the HTML"
+        )
+    for data in outputs:
+        if "image/png" not in data:
+            assert "".join(data["text/html"]) in page
+    assert f'<script type="{WIDGET_VIEW}">' not in page, (
+        "nbconvert chose a live widget view (the notebook stores widget state?): "
+        "it would need JavaScript from the internet and shows nothing without it"
+    )
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_links_between_lessons_point_at_rendered_pages(path, site):
+    page = (site / f"{path.stem}.html").read_text()
+    assert not re.search(r'href="\d\d_[\w-]+\.ipynb', page)
