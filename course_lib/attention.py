@@ -1,6 +1,7 @@
 """Scaled dot-product attention and the causal mask (lessons 01 and 02)."""
 
 import math
+from contextlib import contextmanager
 
 import torch
 
@@ -94,3 +95,212 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=True):
     # softmax subtracts each row's max first, so scores of 1e4 never overflow to inf
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
     return weights @ v, weights  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
+
+
+# ---------------------------------------------------------------- lesson 01
+
+
+def toy_embeddings(words, D: int = 16, seed: int = 0) -> torch.Tensor:
+    """(T, D) random embeddings, one fixed vector per distinct word, so repeats match (lesson 01)."""
+    if isinstance(words, str) or not all(isinstance(w, str) for w in words) or not words:
+        raise TypeError(f"words: expected a non-empty list of strings, got {words!r}")
+    positive_int("D", D)
+    vocabulary = sorted(set(words))
+    table = torch.randn(len(vocabulary), D, generator=torch.Generator().manual_seed(seed))
+    return table[[vocabulary.index(w) for w in words]]  # (T, D)
+
+
+def project_qkv(x, d: int, seed: int = 0):
+    """Random (untrained) projections of x (..., T, D) to q, k, v of width d (lesson 01).
+
+    Weights are N(0, 1/D), so q, k and v components have about the variance of x's.
+    """
+    float_tensor("x", x, min_dim=2)
+    positive_int("d", d)
+    D = x.shape[-1]
+    g = torch.Generator().manual_seed(seed)
+    w_q, w_k, w_v = (torch.randn(D, d, generator=g) / math.sqrt(D) for _ in range(3))
+    return x @ w_q, x @ w_k, x @ w_v  # (..., T, D) @ (D, d) -> (..., T, d)
+
+
+def influence_on_last(fn, x) -> torch.Tensor:
+    """(T,) size of d fn(x)[-1] / d x[t] (Frobenius norm) for each position t of x (T, D) (lesson 01).
+
+    How strongly the last output still depends on each earlier input: the question of
+    how far information travels through a model in one forward pass.
+    """
+    float_tensor("x", x, min_dim=2)
+    if x.dim() != 2:
+        raise ValueError(f"x: expected a (T, D) sequence, got shape {tuple(x.shape)}")
+    jac = torch.autograd.functional.jacobian(lambda inp: fn(inp)[-1], x)  # (D_out, T, D)
+    return jac.pow(2).sum(dim=(0, 2)).sqrt()  # (T,)
+
+
+# ---------------------------------------------------------------- lesson 02
+
+
+@contextmanager
+def one_thread():
+    """Run tiny tensor work on one thread, then restore the setting (explorers, lesson 02).
+
+    For these sizes waking a thread pool costs more than it saves; on a busy 2-core
+    machine it made lesson 02's training run 10x slower.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def random_qkv(n: int, T: int, d_k: int, d_v: int = 16, generator=None):
+    """n random (T, d_k) queries and keys and (T, d_v) values, entries N(0, 1) (lesson 02)."""
+    for name, value in (("n", n), ("T", T), ("d_k", d_k), ("d_v", d_v)):
+        positive_int(name, value)
+    q = torch.randn(n, T, d_k, generator=generator)
+    k = torch.randn(n, T, d_k, generator=generator)
+    v = torch.randn(n, T, d_v, generator=generator)
+    return q, k, v
+
+
+def sample_scores(d_k: int, n: int, *, scale=False, generator=None) -> torch.Tensor:
+    """(n,) dot products q . k of independent unit-variance q, k in d_k dimensions (lesson 02)."""
+    positive_int("d_k", d_k)
+    positive_int("n", n)
+    q = torch.randn(n, d_k, generator=generator)
+    k = torch.randn(n, d_k, generator=generator)
+    return (q * k).sum(dim=-1) * scale_factor(scale, d_k)  # (n,)
+
+
+def softmax_entropy(weights) -> torch.Tensor:
+    """Entropy in nats of each distribution along the last axis; 0 log 0 counts as 0 (lesson 02).
+
+    log(T) for a uniform row over T keys, 0 for a one-hot row.
+    """
+    float_tensor("weights", weights)
+    return -torch.special.xlogy(weights, weights).sum(dim=-1)  # (...)
+
+
+def attention_gradients(q, k, v, *, scale=True, upstream=None):
+    """Weights and the gradients of L = sum(output * upstream) w.r.t. the scores and q (lesson 02).
+
+    "Scores" are what the softmax sees, after any scaling. Returns
+    (weights (..., T, T), grad_scores (..., T, T), grad_q (..., T, d_k)). Without
+    `upstream`, one of ones is used; the lesson passes a random one (a random readout).
+    """
+    check_qkv(q, k, v)
+    q = q.detach().clone().requires_grad_(True)
+    scores = (q @ k.transpose(-2, -1)) * scale_factor(scale, q.shape[-1])  # (..., T, T)
+    scores.retain_grad()
+    weights = torch.softmax(scores, dim=-1)  # (..., T, T)
+    output = weights @ v  # (..., T, T) @ (..., T, d_v) -> (..., T, d_v)
+    if upstream is None:
+        upstream = torch.ones_like(output)
+    if upstream.shape != output.shape:
+        raise ValueError(
+            f"upstream: expected the output's shape {tuple(output.shape)}, "
+            f"got {tuple(upstream.shape)}"
+        )
+    (output * upstream).sum().backward()
+    return weights.detach(), scores.grad, q.grad
+
+
+def typical_gradient_norms(
+    d_k: int, *, scale, T: int = 8, d_v: int = 16, n: int = 64, seed: int = 0
+):
+    """Median over n*T queries of the per-query gradient norm w.r.t. scores and q (lesson 02).
+
+    Returns (scores_norm, q_norm, weights (n, T, T), scores (n, T, T)). The median is the
+    typical query: without scaling a few queries whose top two scores nearly tie keep a
+    large gradient, while most get almost none.
+    """
+    g = torch.Generator().manual_seed(seed)
+    with one_thread():
+        q, k, v = random_qkv(n, T, d_k, d_v, generator=g)
+        upstream = torch.randn(n, T, d_v, generator=g)
+        weights, grad_scores, grad_q = attention_gradients(q, k, v, scale=scale, upstream=upstream)
+        scores = (q @ k.transpose(-2, -1)) * scale_factor(scale, d_k)  # (n, T, T)
+    return (
+        grad_scores.norm(dim=-1).median().item(),
+        grad_q.norm(dim=-1).median().item(),
+        weights,
+        scores,
+    )
+
+
+def marked_average_batch(B: int, T: int, D: int, marked: int = 3, generator=None):
+    """A toy task for lesson 02's training run: x (B, T, D) and target (B, D - 2).
+
+    Feature 0 flags `marked` tokens per sequence, feature 1 is a constant 1 on every token,
+    the rest is content. Every position must output the mean content of the flagged
+    tokens: a job for attention spread evenly over them, not for a one-hot pick.
+    """
+    for name, value in (("B", B), ("T", T), ("D", D), ("marked", marked)):
+        positive_int(name, value)
+    if marked > T or D < 3:
+        raise ValueError(f"marked, D: expected marked <= T = {T} and D >= 3, got {marked}, {D}")
+    x = torch.randn(B, T, D, generator=generator)
+    picks = torch.rand(B, T, generator=generator).argsort(dim=-1)[:, :marked]  # (B, marked)
+    flag = torch.zeros(B, T)
+    flag[torch.arange(B)[:, None], picks] = 1.0
+    x[..., 0] = flag
+    x[..., 1] = 1.0
+    target = (x[..., 2:] * flag[..., None]).sum(dim=1) / marked  # (B, D - 2)
+    return x, target
+
+
+class SingleHeadLayer(torch.nn.Module):
+    """One attention head whose values are the tokens' content; only W_q, W_k learn (lesson 02)."""
+
+    def __init__(self, D: int, d: int, *, scale=True):
+        super().__init__()
+        self.w_q = torch.nn.Linear(D, d, bias=False)  # weights N(0, 1/D): q entries ~ unit variance
+        self.w_k = torch.nn.Linear(D, d, bias=False)
+        for layer in (self.w_q, self.w_k):
+            torch.nn.init.normal_(layer.weight, std=1 / math.sqrt(D))
+        self.factor = scale_factor(scale, d)
+
+    def forward(self, x):
+        scores = (self.w_q(x) @ self.w_k(x).transpose(-2, -1)) * self.factor  # (B, T, T)
+        weights = torch.softmax(scores, dim=-1)  # (B, T, T)
+        return weights @ x[..., 2:], scores, weights  # (B, T, T) @ (B, T, D-2) -> (B, T, D-2)
+
+
+def train_single_head(*, scale, d: int = 256, steps: int = 60, D: int = 16, T: int = 8,
+                      B: int = 32, lr: float = 0.5, seed: int = 0) -> dict:
+    """Train a SingleHeadLayer on marked_average_batch with SGD; per-step history (lesson 02).
+
+    Returns lists "loss", "entropy" (mean attention entropy, nats), "max_weight" (mean
+    largest weight per query) and "grad_scores" (median per-query gradient norm w.r.t. the
+    scores, the signal that reaches W_q and W_k through the softmax).
+    """
+    positive_int("steps", steps)
+    with one_thread():
+        return _train(scale, d, steps, D, T, B, lr, seed)
+
+
+def _train(scale, d, steps, D, T, B, lr, seed) -> dict:
+    torch.manual_seed(seed)
+    data = torch.Generator().manual_seed(seed + 1)
+    model = SingleHeadLayer(D, d, scale=scale)
+    params = list(model.parameters())
+    velocity = [torch.zeros_like(p) for p in params]  # SGD with momentum 0.9, written out
+    history = {"loss": [], "entropy": [], "max_weight": [], "grad_scores": []}
+    for _ in range(steps):
+        x, target = marked_average_batch(B, T, D, generator=data)
+        output, scores, weights = model(x)
+        scores.retain_grad()
+        loss = (output - target[:, None]).pow(2).mean()  # target broadcast to every position
+        for p in params:
+            p.grad = None
+        loss.backward()
+        history["loss"].append(loss.item())
+        history["entropy"].append(softmax_entropy(weights.detach()).mean().item())
+        history["max_weight"].append(weights.detach().amax(dim=-1).mean().item())
+        history["grad_scores"].append(scores.grad.norm(dim=-1).median().item())
+        with torch.no_grad():
+            for p, v in zip(params, velocity, strict=True):
+                v.mul_(0.9).add_(p.grad)
+                p.sub_(lr * v)
+    return history

@@ -217,3 +217,251 @@ def check_causal_mask(fn: Callable) -> None:
         (lambda T: causal_mask(T).float(), "right pattern, wrong dtype: return a bool tensor."),
     ]
     _report(verdict("causal_mask", fn, cases, causal_mask, bugs))
+
+
+# ---------------------------------------------------------------- lesson 02
+
+
+def _as_tensor_result(fn: Callable) -> Callable:
+    """Let a learner return a Python float where a 0-d tensor is expected."""
+
+    def wrapped(*args):
+        got = fn(*args)
+        return torch.tensor(float(got)) if isinstance(got, int | float) else got
+
+    return wrapped
+
+
+def score_variance_reference(q, k, scale):
+    d_k = q.shape[-1]
+    scores = (q * k).sum(dim=-1) * (1 / math.sqrt(d_k) if scale else 1.0)  # (n,)
+    return scores.var()
+
+
+def _variance_wrong(kind: str):
+    def wrong(q, k, scale):
+        d_k = q.shape[-1]
+        f = 1 / math.sqrt(d_k) if scale else 1.0
+        if kind == "std":
+            return ((q * k).sum(dim=-1) * f).std()
+        if kind == "all_pairs":
+            return ((q @ k.T) * f).var()  # (n, d_k) @ (d_k, n) -> (n, n)
+        if kind == "no_sum":
+            return (q * k * f).var()
+        if kind == "over_d":
+            return ((q * k).sum(dim=-1) * (1 / d_k if scale else 1.0)).var()
+        if kind == "variance_over_sqrt":
+            return (q * k).sum(dim=-1).var() * f
+        return (q * k).sum(dim=-1).var()  # "ignore_scale"
+
+    return wrong
+
+
+def score_variance_cases(seed: int = 0) -> list[tuple]:
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for d_k, scale in [(1, False), (16, False), (64, False), (16, True), (256, True)]:
+        cases.append((_randn(2000, d_k, generator=g), _randn(2000, d_k, generator=g), scale))
+    return cases
+
+
+def check_score_variance(fn: Callable) -> None:
+    """Check fn(q, k, scale) -> variance of the n scores q[i] . k[i] (lesson 02's exercise)."""
+    bugs = [
+        (_variance_wrong("std"), "that is the standard deviation; the variance is its square "
+         "(.var(), not .std())."),
+        (_variance_wrong("all_pairs"), "q @ k.T scores every query against every key; this "
+         "exercise pairs row i of q with row i of k: (q * k).sum(dim=-1)."),
+        (_variance_wrong("no_sum"), "you took the variance of single products q_j k_j; sum them "
+         "over the d_k axis first, each score is a whole dot product."),
+        (_variance_wrong("over_d"), "with scale=True, divide the scores by sqrt(d_k), not by d_k."),
+        (_variance_wrong("variance_over_sqrt"), "you divided the variance by sqrt(d_k); scale the "
+         "scores instead (the variance then shrinks by d_k)."),
+        (_variance_wrong("ignore_scale"), "scale=True should divide each score by sqrt(d_k) "
+         "before taking the variance; yours ignores it."),
+    ]
+    hints = [
+        (lambda got, case: bool(
+            (got - score_variance_reference(*case)).abs() < 0.02 * score_variance_reference(*case)),
+         "nearly right: take the variance around the mean with .var() (it divides by n - 1)."),
+    ]
+    learner = _as_tensor_result(fn)
+
+    def either_variance(q, k, scale):
+        # dividing by n instead of n - 1 is as right as .var(): rescale it so both pass
+        got = learner(q, k, scale)
+        n = q.shape[0]
+        biased = score_variance_reference(q, k, scale) * (n - 1) / n
+        matches = isinstance(got, torch.Tensor) and got.shape == ()
+        if matches and torch.allclose(got.to(biased.dtype), biased):
+            return got * n / (n - 1)
+        return got
+
+    _report(verdict("score_variance", either_variance, score_variance_cases(),
+                    score_variance_reference, bugs, hints))
+
+
+def entropy_reference(weights):
+    return -torch.special.xlogy(weights, weights).sum(dim=-1)
+
+
+def entropy_cases(seed: int = 0) -> list[tuple]:
+    g = torch.Generator().manual_seed(seed)
+    cases = [(torch.softmax(_randn(3, 4, generator=g) * 2, dim=-1),),
+             (torch.softmax(_randn(2, 3, 6, generator=g), dim=-1),),
+             (torch.softmax(_randn(5, generator=g), dim=-1),)]
+    cases.append((torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.25, 0.25, 0.5]]),))
+    return cases
+
+
+def check_entropy(fn: Callable) -> None:
+    """Check fn(weights) -> entropy in nats over the last axis (lesson 02's exercise)."""
+    bugs = [
+        (lambda w: -torch.special.xlogy(w, w).sum(dim=-1) / math.log(2), "that is in bits "
+         "(log base 2); the course measures entropy in nats: use torch.log."),
+        (lambda w: torch.special.xlogy(w, w).sum(dim=-1), "the sign is flipped: entropy is "
+         "MINUS the sum of p log p, so it is never negative."),
+        (lambda w: -torch.special.xlogy(w, w).sum(dim=0), "you summed over the first axis; each "
+         "distribution runs along the LAST axis (dim=-1)."),
+        (lambda w: -torch.special.xlogy(w, w).mean(dim=-1), "you averaged p log p over the keys; "
+         "entropy SUMS it (use .sum(dim=-1))."),
+    ]
+    hints = [
+        (lambda got, case: bool(torch.isnan(got).any()), "you get NaN where a weight is exactly "
+         "0: 0 * log 0 must count as 0 (torch.special.xlogy(p, p) does that)."),
+    ]
+    _report(verdict("entropy", fn, entropy_cases(), entropy_reference, bugs, hints))
+
+
+# ---------------------------------------------------------------- lesson 05
+
+
+def _block_parts(D: int, H: int, seed: int):
+    """(attn, ff, norm1, norm2) of a TransformerBlock whose two norms have distinct random gains."""
+    from course_lib.block import TransformerBlock  # here, so lessons 00-04 never import the block
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        block = TransformerBlock(D, H, 4 * D).eval()
+        for norm in (block.norm1, block.norm2):
+            torch.nn.init.uniform_(norm.weight, 0.5, 1.5)
+            torch.nn.init.uniform_(norm.bias, -0.5, 0.5)
+    return block.attn, block.ff, block.norm1, block.norm2
+
+
+def prenorm_block_cases(seed: int = 0) -> list[tuple]:
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for i, (B, T, D, H) in enumerate([(2, 5, 16, 4), (1, 7, 8, 2), (3, 4, 32, 4)]):
+        x = _randn(B, T, D, generator=g) * 2 + 1  # (B, T, D), off-centre so norms matter
+        cases.append((x, *_block_parts(D, H, seed + i)))
+    return cases
+
+
+def prenorm_block_reference(x, attn, ff, norm1, norm2):
+    h = x + attn(norm1(x))  # (B, T, D)
+    return h + ff(norm2(h))  # (B, T, D)
+
+
+def _prenorm_wrong(kind: str):
+    def wrong(x, attn, ff, norm1, norm2):
+        if kind == "postnorm":
+            h = norm1(x + attn(x))
+            return norm2(h + ff(h))
+        if kind == "no_residual":
+            return ff(norm2(attn(norm1(x))))
+        if kind == "residual_from_normed":
+            a = norm1(x)
+            h = a + attn(a)
+            b = norm2(h)
+            return b + ff(b)
+        if kind == "same_norm":
+            h = x + attn(norm1(x))
+            return h + ff(norm1(h))
+        if kind == "ff_sees_x":
+            h = x + attn(norm1(x))
+            return h + ff(norm2(x))
+        return x + ff(norm2(attn(norm1(x))))  # "one_residual"
+
+    return wrong
+
+
+def check_prenorm_block(fn: Callable) -> None:
+    """Check fn(x, attn, ff, norm1, norm2) -> the pre-norm block's output (lesson 05's exercise)."""
+    bugs = [
+        (_prenorm_wrong("postnorm"), "that is the post-norm order, norm(x + sublayer(x)); in a "
+         "pre-norm block each sub-layer sees norm(x) and its output is added to x itself."),
+        (_prenorm_wrong("no_residual"), "the residual additions are missing: h = x + attn(...), "
+         "then h + ff(...)."),
+        (_prenorm_wrong("residual_from_normed"), "you add the sub-layer's output to the NORMALISED "
+         "input; the residual path must carry x untouched: x + attn(norm1(x))."),
+        (_prenorm_wrong("same_norm"), "the feed-forward sub-layer has its own norm: use norm2 "
+         "there, not norm1 again."),
+        (_prenorm_wrong("ff_sees_x"), "the feed-forward sub-layer must read h, the result of the "
+         "attention step, not the block's input x: h + ff(norm2(h))."),
+        (_prenorm_wrong("one_residual"), "each sub-layer needs its own residual addition; you "
+         "wrapped one addition around both."),
+    ]
+    with torch.no_grad():
+        _report(verdict("prenorm_block", fn, prenorm_block_cases(), prenorm_block_reference, bugs))
+
+
+def layer_norm_reference(x, weight, bias, eps=1e-5):
+    norm = torch.nn.LayerNorm(x.shape[-1], eps=eps)
+    with torch.no_grad():
+        norm.weight.copy_(weight)
+        norm.bias.copy_(bias)
+        return norm(x)
+
+
+def layer_norm_cases(seed: int = 0) -> list[tuple]:
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for shape in [(2, 5, 8), (3, 4), (1, 6, 16)]:
+        D = shape[-1]
+        x = _randn(*shape, generator=g) * 3 + _randn(D, generator=g)  # off-centre, per feature
+        weight, bias = _randn(D, generator=g) * 0.5 + 1, _randn(D, generator=g) * 0.5
+        cases.append((x, weight, bias, 1e-5))
+    x = _randn(4, 8, generator=g) * 1e-3  # variance ~1e-6, so eps's place shows
+    cases.append((x, _randn(8, generator=g) * 0.5 + 1, _randn(8, generator=g) * 0.5, 1e-5))
+    return cases
+
+
+def _layer_norm_wrong(kind: str):
+    def wrong(x, weight, bias, eps=1e-5):
+        dims = tuple(range(x.dim() - 1)) if kind == "per_feature" else (-1,)
+        mean = x.mean(dim=dims, keepdim=True)
+        var = x.var(dim=dims, keepdim=True, unbiased=(kind == "unbiased"))
+        if kind == "eps_outside":
+            y = (x - mean) / (var.sqrt() + eps)
+        elif kind == "no_centre":
+            y = x / torch.sqrt(var + eps)
+        else:
+            y = (x - mean) / torch.sqrt(var + eps)
+        if kind == "no_affine":
+            return y
+        if kind == "shift_first":
+            return (y + bias) * weight
+        return y * weight + bias
+
+    return wrong
+
+
+def check_layer_norm(fn: Callable) -> None:
+    """Check fn(x, weight, bias, eps) against torch.nn.LayerNorm (lesson 05's exercise)."""
+    bugs = [
+        (_layer_norm_wrong("unbiased"), "x.var() divides by D - 1 by default; layer norm uses the "
+         "plain mean of squared deviations: x.var(dim=-1, unbiased=False)."),
+        (_layer_norm_wrong("eps_outside"), "epsilon belongs INSIDE the square root: divide by "
+         "sqrt(var + eps), not sqrt(var) + eps."),
+        (_layer_norm_wrong("per_feature"), "you normalised each feature over all the tokens: "
+         "that is batch norm. Layer norm takes each token's statistics over its own D features "
+         "(dim=-1, keepdim=True)."),
+        (_layer_norm_wrong("no_affine"), "the normalisation is right; now apply the learned gain "
+         "and bias: y * weight + bias."),
+        (_layer_norm_wrong("shift_first"), "scale first, then shift: y * weight + bias, not "
+         "(y + bias) * weight."),
+        (_layer_norm_wrong("no_centre"), "subtract each token's mean before dividing by the "
+         "standard deviation."),
+    ]
+    _report(verdict("layer_norm", fn, layer_norm_cases(), layer_norm_reference, bugs))

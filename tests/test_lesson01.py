@@ -1,0 +1,101 @@
+"""Lesson 01's claims, each checked against torch or against a hand-derived answer."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from course_lib.attention import (
+    causal_mask,
+    influence_on_last,
+    project_qkv,
+    scaled_dot_product_attention,
+    toy_embeddings,
+)
+from course_lib.widgets import TOY_SENTENCE
+
+WORDS = list(TOY_SENTENCE)
+
+
+def toy_qkv(d=8, seed=0):
+    return project_qkv(toy_embeddings(WORDS, 16), d, seed=seed)
+
+
+def test_repeated_words_share_an_embedding_and_projections_keep_scale():
+    x = toy_embeddings(WORDS, 16)
+    assert x.shape == (9, 16)
+    assert torch.equal(x[0], x[3])  # "the" twice
+    assert not torch.equal(x[0], x[1])
+    with pytest.raises(TypeError, match="words"):
+        toy_embeddings("the cat")
+    # N(0, 1/D) weights keep q, k, v entries at about the variance of x's (measured 0.99-1.01)
+    big = torch.randn(4000, 64)
+    for part in project_qkv(big, 32, seed=3):
+        assert part.shape == (4000, 32)
+        assert 0.9 < part.var().item() < 1.1
+
+
+def test_influence_matches_a_linear_map_worked_by_hand():
+    w = torch.randn(5, 3)
+    x = torch.randn(6, 5)
+    influence = influence_on_last(lambda s: s @ w, x)  # (T, 5) @ (5, 3) -> (T, 3)
+    expected = torch.zeros(6)
+    expected[-1] = w.norm()  # only the last input reaches the last output, through w
+    assert_close(influence, expected)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_attention_reaches_far_back_in_one_step_an_rnn_does_not(seed):
+    torch.manual_seed(seed)
+    T, D = 24, 16
+    x = torch.randn(T, D)
+    rnn = torch.nn.RNN(D, D, batch_first=True)
+    rnn_influence = influence_on_last(lambda s: rnn(s[None])[0][0], x)
+    attn_influence = influence_on_last(
+        lambda s: scaled_dot_product_attention(*project_qkv(s, D, seed=seed))[0], x
+    )
+    # measured over seeds 0-4: RNN first/last 7.6e-10 .. 1.1e-7
+    assert rnn_influence[0] / rnn_influence[-1] < 1e-5
+    # attention: no trend with distance; far half over near half (medians) 0.68 .. 2.97
+    ratio = attn_influence[: T // 2].median() / attn_influence[T // 2 :].median()
+    assert 0.25 < ratio.item() < 4.0
+
+
+def test_toy_attention_step_by_step_matches_torch():
+    q, k, v = toy_qkv()
+    scores = q @ k.T / 8**0.5  # (T, d) @ (d, T) -> (T, T)
+    weights = torch.softmax(scores, dim=-1)
+    assert_close(weights.sum(-1), torch.ones(9))
+    out = weights @ v
+    by_hand = torch.stack([sum(weights[t, s] * v[s] for s in range(9)) for t in range(9)])
+    assert_close(out, by_hand)  # each output is a weighted average of the value vectors
+    assert_close(out, F.scaled_dot_product_attention(q, k, v))
+    course_out, course_weights = scaled_dot_product_attention(q, k, v)
+    assert_close(course_out, out)
+    assert_close(course_weights, weights)
+
+
+def test_causal_mask_zeroes_the_future_and_future_tokens_cannot_change_the_past():
+    q, k, v = toy_qkv()
+    out, weights = scaled_dot_product_attention(q, k, v, causal_mask(9))
+    assert torch.all(weights.triu(1) == 0)
+    assert_close(weights[0], torch.eye(9)[0])  # the first token can only see itself
+    assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    # change the last two tokens: with the mask, outputs 0..6 stay exactly the same
+    x = toy_embeddings(WORDS, 16)
+    changed = x.clone()
+    changed[7:] = torch.randn(2, 16)
+    before, _ = scaled_dot_product_attention(*project_qkv(x, 8), causal_mask(9))
+    after, _ = scaled_dot_product_attention(*project_qkv(changed, 8), causal_mask(9))
+    assert torch.equal(before[:7], after[:7])
+    unmasked_before, _ = scaled_dot_product_attention(*project_qkv(x, 8))
+    unmasked_after, _ = scaled_dot_product_attention(*project_qkv(changed, 8))
+    assert (unmasked_before[:7] - unmasked_after[:7]).abs().max() > 1e-3  # without it they leak
+
+
+def test_the_map_depends_on_the_projections():
+    _, w0 = scaled_dot_product_attention(*toy_qkv(seed=0))
+    _, w1 = scaled_dot_product_attention(*toy_qkv(seed=1))
+    _, wide = scaled_dot_product_attention(*toy_qkv(d=64, seed=0))
+    assert (w0 - w1).abs().max() > 0.1
+    assert (w0 - wide).abs().max() > 0.1
