@@ -101,7 +101,7 @@ def build_stack(
     dtype: torch.dtype = torch.float32,
     **block_kwargs,
 ) -> nn.ModuleList:
-    """depth TransformerBlocks drawn from their own seed; the global RNG is left as it was (lesson 05).
+    """depth TransformerBlocks drawn from their own seed, leaving the global RNG alone (lesson 05).
 
     The norms draw no random numbers, so one seed gives the same attention and feed-forward
     weights for every norm, prenorm and residual setting: comparisons change one thing only.
@@ -144,9 +144,8 @@ def gradient_reaching(hidden: list[torch.Tensor], probe: torch.Tensor, depth=Non
         raise ValueError(f"depth: expected at most {len(hidden) - 1} (the blocks run), got {depth}")
     float_tensor("probe", probe, min_dim=3)
     if probe.shape != hidden[depth].shape:
-        raise ValueError(
-            f"probe: expected the output's shape {tuple(hidden[depth].shape)}, got {tuple(probe.shape)}"
-        )
+        expected = tuple(hidden[depth].shape)
+        raise ValueError(f"probe: expected the output's shape {expected}, got {tuple(probe.shape)}")
     loss = (hidden[depth] * probe).sum()
     grads = torch.autograd.grad(loss, hidden[:depth], retain_graph=True)  # one (B, T, D) each
     return torch.stack([g.norm() for g in grads])  # (depth,)

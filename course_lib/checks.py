@@ -389,18 +389,33 @@ def _prenorm_wrong(kind: str):
 def check_prenorm_block(fn: Callable) -> None:
     """Check fn(x, attn, ff, norm1, norm2) -> the pre-norm block's output (lesson 05's exercise)."""
     bugs = [
-        (_prenorm_wrong("postnorm"), "that is the post-norm order, norm(x + sublayer(x)); in a "
-         "pre-norm block each sub-layer sees norm(x) and its output is added to x itself."),
-        (_prenorm_wrong("no_residual"), "the residual additions are missing: h = x + attn(...), "
-         "then h + ff(...)."),
-        (_prenorm_wrong("residual_from_normed"), "you add the sub-layer's output to the NORMALISED "
-         "input; the residual path must carry x untouched: x + attn(norm1(x))."),
-        (_prenorm_wrong("same_norm"), "the feed-forward sub-layer has its own norm: use norm2 "
-         "there, not norm1 again."),
-        (_prenorm_wrong("ff_sees_x"), "the feed-forward sub-layer must read h, the result of the "
-         "attention step, not the block's input x: h + ff(norm2(h))."),
-        (_prenorm_wrong("one_residual"), "each sub-layer needs its own residual addition; you "
-         "wrapped one addition around both."),
+        (
+            _prenorm_wrong("postnorm"),
+            "that is the post-norm order, norm(x + sublayer(x)); in a "
+            "pre-norm block each sub-layer sees norm(x) and its output is added to x itself.",
+        ),
+        (
+            _prenorm_wrong("no_residual"),
+            "the residual additions are missing: h = x + attn(...), then h + ff(...).",
+        ),
+        (
+            _prenorm_wrong("residual_from_normed"),
+            "you add the sub-layer's output to the NORMALISED "
+            "input; the residual path must carry x untouched: x + attn(norm1(x)).",
+        ),
+        (
+            _prenorm_wrong("same_norm"),
+            "the feed-forward sub-layer has its own norm: use norm2 there, not norm1 again.",
+        ),
+        (
+            _prenorm_wrong("ff_sees_x"),
+            "the feed-forward sub-layer must read h, the result of the "
+            "attention step, not the block's input x: h + ff(norm2(h)).",
+        ),
+        (
+            _prenorm_wrong("one_residual"),
+            "each sub-layer needs its own residual addition; you wrapped one addition around both.",
+        ),
     ]
     with torch.no_grad():
         _report(verdict("prenorm_block", fn, prenorm_block_cases(), prenorm_block_reference, bugs))
@@ -450,18 +465,33 @@ def _layer_norm_wrong(kind: str):
 def check_layer_norm(fn: Callable) -> None:
     """Check fn(x, weight, bias, eps) against torch.nn.LayerNorm (lesson 05's exercise)."""
     bugs = [
-        (_layer_norm_wrong("unbiased"), "x.var() divides by D - 1 by default; layer norm uses the "
-         "plain mean of squared deviations: x.var(dim=-1, unbiased=False)."),
-        (_layer_norm_wrong("eps_outside"), "epsilon belongs INSIDE the square root: divide by "
-         "sqrt(var + eps), not sqrt(var) + eps."),
-        (_layer_norm_wrong("per_feature"), "you normalised each feature over all the tokens: "
-         "that is batch norm. Layer norm takes each token's statistics over its own D features "
-         "(dim=-1, keepdim=True)."),
-        (_layer_norm_wrong("no_affine"), "the normalisation is right; now apply the learned gain "
-         "and bias: y * weight + bias."),
-        (_layer_norm_wrong("shift_first"), "scale first, then shift: y * weight + bias, not "
-         "(y + bias) * weight."),
-        (_layer_norm_wrong("no_centre"), "subtract each token's mean before dividing by the "
-         "standard deviation."),
+        (
+            _layer_norm_wrong("unbiased"),
+            "x.var() divides by D - 1 by default; layer norm uses the "
+            "plain mean of squared deviations: x.var(dim=-1, unbiased=False).",
+        ),
+        (
+            _layer_norm_wrong("eps_outside"),
+            "epsilon belongs INSIDE the square root: divide by "
+            "sqrt(var + eps), not sqrt(var) + eps.",
+        ),
+        (
+            _layer_norm_wrong("per_feature"),
+            "you normalised each feature over all the tokens: "
+            "that is batch norm. Layer norm takes each token's statistics over its own D features "
+            "(dim=-1, keepdim=True).",
+        ),
+        (
+            _layer_norm_wrong("no_affine"),
+            "the normalisation is right; now apply the learned gain and bias: y * weight + bias.",
+        ),
+        (
+            _layer_norm_wrong("shift_first"),
+            "scale first, then shift: y * weight + bias, not (y + bias) * weight.",
+        ),
+        (
+            _layer_norm_wrong("no_centre"),
+            "subtract each token's mean before dividing by the standard deviation.",
+        ),
     ]
     _report(verdict("layer_norm", fn, layer_norm_cases(), layer_norm_reference, bugs))

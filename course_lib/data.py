@@ -2,16 +2,16 @@
 
 Every sentence has the same skeleton, for example
 
-    The dogs near the big cat eat the bone ( the bird and the cats " the boy " ) .
+    Dogs near the cat with the girl sing bone run bone run bone ( the bird " the boys " ) .
 
-and each part of it exercises one skill:
+and each part of it needs one skill:
 
-- local: the object after a verb depends on that verb (eat -> bone or apple, read -> book or
-  letter, throw -> ball or stone), so predicting the word after "the" means looking one token
-  back, at the verb;
-- agreement: the verb's form (eats / eat) agrees with the subject, the noun straight after the
-  capital "The", never with the distractor nouns in between, whose number is drawn
-  independently;
+- local: a song (after "sings" or "sing") is two words taking turns, any two lowercase words,
+  so inside it the next word is the one before the current word: a job for a head that looks
+  one token back;
+- agreement: the verb agrees with the subject, the capitalised noun that starts the sentence,
+  in number (sings / sing) and in kind (each subject has its own three verbs), never with the
+  distractor nouns in between, whose number and kind are drawn independently;
 - matching: an aside in ( ), [ ] or " " may end with one nested span of the other family
   (quotes inside brackets, brackets inside quotes), so a closer must match its own opener.
 
@@ -31,31 +31,41 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 SEQ_LEN = 32  # L: the length every model is trained on
 LONG_LEN = 4 * SEQ_LEN  # the held-out long sequences, to test length generalisation
 
-# (singular, plural) pairs
-SUBJECTS = (("dog", "dogs"), ("cat", "cats"), ("bird", "birds"), ("girl", "girls"), ("boy", "boys"))
-INTRANSITIVE = (("runs", "run"), ("sleeps", "sleep"), ("sings", "sing"))
-TRANSITIVE = {  # verb pair -> the objects it takes
-    ("eats", "eat"): ("bone", "apple"),
-    ("reads", "read"): ("book", "letter"),
-    ("throws", "throw"): ("ball", "stone"),
+# (singular, plural) pairs; any of them can be the subject
+NOUNS = (
+    ("dog", "dogs"), ("cat", "cats"), ("girl", "girls"), ("boy", "boys"), ("bird", "birds"),
+    ("fish", "fishes"),
+)  # fmt: skip
+VERBS = (("runs", "run"), ("sleeps", "sleep"), ("eats", "eat"), ("reads", "read"),
+         ("throws", "throw"), ("sings", "sing"))  # fmt: skip
+CAN = {  # a subject picks its verbs (by the singular forms), so the verb needs the subject
+    "dog": ("runs", "eats", "sings"),
+    "cat": ("sleeps", "eats", "sings"),
+    "girl": ("reads", "throws", "sings"),
+    "boy": ("throws", "runs", "sings"),
+    "bird": ("eats", "sleeps", "sings"),
+    "fish": ("sleeps", "runs", "sings"),
 }
+TAKES_OBJECT = ("eats", "reads", "throws")
+OBJECTS = ("bone", "apple", "book", "letter", "ball", "stone")
 PREPOSITIONS = ("near", "with", "behind")
-ADJECTIVES = ("big", "small", "old")
 OPENERS = {"(": ")", "[": "]", '"': '"'}
 CLOSERS = (")", "]", '"')
 
-VERBS = frozenset(v for pair in (*INTRANSITIVE, *TRANSITIVE) for v in pair)
+VERB_FORMS = frozenset(form for pair in VERBS for form in pair)
+SUBJECT_FORMS = frozenset(noun.capitalize() for pair in NOUNS for noun in pair)
 
 VOCAB: tuple[str, ...] = (
-    ".", "(", ")", "[", "]", '"', "The", "the", "and",
-    *(noun for pair in SUBJECTS for noun in pair),
-    *(verb for pair in INTRANSITIVE for verb in pair),
-    *(verb for pair in TRANSITIVE for verb in pair),
-    *(obj for objects in TRANSITIVE.values() for obj in objects),
+    ".", "(", ")", "[", "]", '"', "the", "and",
+    *(noun.capitalize() for pair in NOUNS for noun in pair),
+    *(noun for pair in NOUNS for noun in pair),
+    *(verb for pair in VERBS for verb in pair),
+    *OBJECTS,
     *PREPOSITIONS,
-    *ADJECTIVES,
 )  # fmt: skip
 TOKEN_ID = {token: i for i, token in enumerate(VOCAB)}
+# a song alternates two words, any two of these: "dog runs dog runs ..."
+SONG_WORDS = tuple(t for t in VOCAB if t.islower())
 
 # name -> (number of lines, tokens per line, seed)
 SPLITS = {
@@ -68,18 +78,15 @@ SPLITS = {
 # ---------------------------------------------------------------- the generator
 
 
-def _noun_phrase(rng: random.Random, adjective_p: float) -> list[str]:
-    words = ["the"]
-    if rng.random() < adjective_p:
-        words.append(rng.choice(ADJECTIVES))
-    return [*words, rng.choice(SUBJECTS)[rng.random() < 0.5]]
+def _noun(rng: random.Random) -> str:
+    return rng.choice(NOUNS)[rng.random() < 0.5]
 
 
 def _span(rng: random.Random, opener: str, nest: bool) -> list[str]:
-    """An aside: the opener, one or two noun phrases, maybe one nested span, the closer."""
-    words = [opener, *_noun_phrase(rng, 0.3)]
-    if rng.random() < 0.4:
-        words += ["and", *_noun_phrase(rng, 0.3)]
+    """An aside: the opener, one to three nouns, maybe one nested span, the closer."""
+    words = [opener, "the", _noun(rng)]
+    while len(words) < 9 and rng.random() < 0.4:
+        words += ["and", "the", _noun(rng)]
     if nest and rng.random() < 0.4:
         # the nested span is of the other family and always ends the outer one
         inner = '"' if opener != '"' else rng.choice(("(", "["))
@@ -87,17 +94,25 @@ def _span(rng: random.Random, opener: str, nest: bool) -> list[str]:
     return [*words, OPENERS[opener]]
 
 
+def _song(rng: random.Random) -> list[str]:
+    """A song: two words taking turns, so each word is the one two back."""
+    first, second = rng.sample(SONG_WORDS, 2)
+    return ([first, second] * 5)[: rng.randint(4, 10)]
+
+
 def generate_sentence(rng: random.Random) -> list[str]:
     """One sentence of the toy language, as a list of tokens ending in "." (lesson 06)."""
     plural = rng.random() < 0.5
-    words = ["The", rng.choice(SUBJECTS)[plural]]
+    subject = rng.choice(NOUNS)
+    words = [subject[plural].capitalize()]
     for _ in range(rng.choice((1, 1, 2))):  # distractors: their number is drawn independently
-        words += [rng.choice(PREPOSITIONS), *_noun_phrase(rng, 0.3)]
-    if rng.random() < 0.5:
-        words.append(rng.choice(INTRANSITIVE)[plural])
-    else:
-        verbs, objects = rng.choice(list(TRANSITIVE.items()))
-        words += [verbs[plural], "the", rng.choice(objects)]
+        words += [rng.choice(PREPOSITIONS), "the", _noun(rng)]
+    verb = rng.choice(CAN[subject[0]])
+    words.append(verb if not plural else dict(VERBS)[verb])
+    if verb in TAKES_OBJECT:
+        words += ["the", rng.choice(OBJECTS)]
+    elif verb == "sings":
+        words += _song(rng)
     if rng.random() < 0.6:
         words += _span(rng, rng.choice(tuple(OPENERS)), nest=True)
     return [*words, "."]
@@ -154,9 +169,7 @@ def encode(text, *, max_len: int | None = None) -> torch.Tensor:
                 f"the vocabulary is {' '.join(VOCAB)}"
             )
     if max_len is not None and len(tokens) > max_len:
-        raise ValueError(
-            f"text: expected at most max_len = {max_len} tokens, got {len(tokens)}"
-        )
+        raise ValueError(f"text: expected at most max_len = {max_len} tokens, got {len(tokens)}")
     return torch.tensor([TOKEN_ID[t] for t in tokens], dtype=torch.long)  # (T,)
 
 
@@ -196,8 +209,26 @@ def _as_tokens(sequence) -> list[str]:
 
 
 def previous_token_pairs(sequence) -> list[tuple[int, int]]:
-    """(query, key) = (t, t - 1) for every t >= 1: the previous-token pattern (lesson 06)."""
-    return [(t, t - 1) for t in range(1, len(_as_tokens(sequence)))]
+    """(query, key) = (t, t - 1) wherever the previous token decides the next one (lesson 06).
+
+    That is inside a song, the words after "sings" or "sing" up to the next "." or opener:
+    its words take turns, so from the song's second word on, the next word is a copy of the
+    word before the current one.
+    """
+    tokens = _as_tokens(sequence)
+    pairs = []
+    position = 0
+    while position < len(tokens):
+        if tokens[position] in ("sings", "sing"):
+            start = end = position + 1
+            while end < len(tokens) and tokens[end] in SONG_WORDS:
+                end += 1
+            # queries whose next token is still in the song: start + 1 .. end - 2
+            pairs += [(t, t - 1) for t in range(start + 1, end - 1)]
+            position = end
+        else:
+            position += 1
+    return pairs
 
 
 def bracket_pairs(sequence) -> list[tuple[int, int]]:
@@ -224,15 +255,15 @@ def subject_pairs(sequence) -> list[tuple[int, int]]:
     """(query, key) for every sentence whose verb is in the sequence (lesson 06).
 
     The query is the position just before the verb, where the model must choose its form,
-    and the key is the subject: the noun straight after "The".
+    and the key is the subject: the capitalised noun that starts the sentence.
     """
     tokens = _as_tokens(sequence)
     pairs = []
     subject = None
     for position, token in enumerate(tokens):
-        if token == "The" and position + 1 < len(tokens):
-            subject = position + 1
-        elif token in VERBS and subject is not None:
+        if token in SUBJECT_FORMS:
+            subject = position
+        elif token in VERB_FORMS and subject is not None:
             pairs.append((position - 1, subject))
             subject = None
     return pairs

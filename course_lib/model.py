@@ -87,7 +87,9 @@ class TinyTransformer(nn.Module):
             raise ValueError(f"idx: expected a (B, T) tensor of int64 token ids, got {got}")
         B, T = idx.shape
         if T > self.config.max_len:
-            raise ValueError(f"idx: expected at most max_len = {self.config.max_len} tokens, got {T}")
+            raise ValueError(
+                f"idx: expected at most max_len = {self.config.max_len} tokens, got {T}"
+            )
         if T == 0 or idx.min() < 0 or idx.max() >= self.config.vocab_size:
             raise ValueError(
                 f"idx: expected T >= 1 ids in [0, {self.config.vocab_size}), got shape {(B, T)}"

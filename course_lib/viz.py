@@ -177,8 +177,13 @@ SCALE_LIMITS = (1e-2, 1e3)
 def _box(ax, x, y, text, color, width=1.25, height=0.9):
     ax.add_patch(
         FancyBboxPatch(
-            (x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.04",
-            facecolor=color, edgecolor="black", linewidth=1.2,
+            (x - width / 2, y - height / 2),
+            width,
+            height,
+            boxstyle="round,pad=0.04",
+            facecolor=color,
+            edgecolor="black",
+            linewidth=1.2,
         )
     )
     ax.text(x, y, text, ha="center", va="center", fontsize=10)
@@ -192,14 +197,28 @@ def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
     """Boxes and arrows of one block, input on the left, output on the right (lesson 05)."""
     norm, attn, ff, add = "#f6d55c", "#9ecae1", "#a1d99b", "white"
     if prenorm:
-        parts = [("x", None), ("LayerNorm", norm), ("multi-head\nattention", attn), ("+", add),
-                 ("LayerNorm", norm), ("feed-forward\nLinear, GELU,\nLinear", ff), ("+", add),
-                 ("out", None)]
+        parts = [
+            ("x", None),
+            ("LayerNorm", norm),
+            ("multi-head\nattention", attn),
+            ("+", add),
+            ("LayerNorm", norm),
+            ("feed-forward\nLinear, GELU,\nLinear", ff),
+            ("+", add),
+            ("out", None),
+        ]
         skips = [(0, 3), (3, 6)]  # the residual path jumps from input to its "+"
     else:
-        parts = [("x", None), ("multi-head\nattention", attn), ("+", add), ("LayerNorm", norm),
-                 ("feed-forward\nLinear, GELU,\nLinear", ff), ("+", add), ("LayerNorm", norm),
-                 ("out", None)]
+        parts = [
+            ("x", None),
+            ("multi-head\nattention", attn),
+            ("+", add),
+            ("LayerNorm", norm),
+            ("feed-forward\nLinear, GELU,\nLinear", ff),
+            ("+", add),
+            ("LayerNorm", norm),
+            ("out", None),
+        ]
         skips = [(0, 2), (3, 5)]
     xs = [1.6 * i for i in range(len(parts))]
     for x, (text, color) in zip(xs, parts, strict=True):
@@ -215,8 +234,13 @@ def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
         _arrow(ax, (xs[i] + half[i], 0), (xs[i + 1] - half[i + 1], 0))
     if residual:
         for start, end in skips:
-            _arrow(ax, (xs[start] + 0.1, 0.3), (xs[end], 0.3), color="tab:red",
-                   connectionstyle="bar,fraction=-0.12")
+            _arrow(
+                ax,
+                (xs[start] + 0.1, 0.3),
+                (xs[end], 0.3),
+                color="tab:red",
+                connectionstyle="bar,fraction=-0.12",
+            )
         ax.text(xs[0] + 0.2, 1.35, "residual path (x + ...)", color="tab:red", fontsize=10)
     ax.set_xlim(xs[0] - 0.6, xs[-1] + 0.6)
     ax.set_ylim(-0.9, 1.7)
@@ -288,4 +312,45 @@ def depth_profile_figure(curves: dict):
             ax.plot(*pinned_points(layers, ys, below), "v", ms=7, color=line.get_color())
             ax.plot(*pinned_points(layers, ys, above), "^", ms=7, color=line.get_color())
     ax_grad.legend(fontsize=9, loc="lower right")
+    return fig
+
+
+# ---------------------------------------------------------------- lesson 06
+
+
+def plot_history(history, *, smooth: int = 25):
+    """Loss curves and per-block gradient norms of a training run (lesson 06).
+
+    history: what course_lib.train.train returns (step, train_loss, val_step, val_loss,
+    grad_norm: per step, one norm per block). Training loss is drawn faint per step and as
+    a running mean over `smooth` steps.
+    """
+    if not history.step:
+        raise ValueError("history: expected at least one recorded step, got an empty history")
+    steps = torch.tensor(history.step, dtype=torch.float32)
+    loss = torch.tensor(history.train_loss)
+    window = max(1, min(int(smooth), len(loss)))
+    running = loss.unfold(0, window, 1).mean(dim=1)  # (steps - window + 1,)
+    fig, (ax_loss, ax_grad) = new_figure(11.0, 3.8, ncols=2)
+    ax_loss.plot(steps, loss, color="tab:blue", alpha=0.25, lw=0.8)
+    ax_loss.plot(
+        steps[window - 1 :], running, color="tab:blue", label=f"training (mean of {window})"
+    )
+    ax_loss.plot(
+        history.val_step, history.val_loss, "o-", color="tab:orange", ms=4, label="validation"
+    )
+    ax_loss.set_xlabel("step")
+    ax_loss.set_ylabel("cross-entropy loss (nats)")
+    ax_loss.set_title("loss")
+    ax_loss.legend(fontsize=9)
+    ax_loss.grid(True, alpha=0.3)
+    norms = torch.tensor(history.grad_norm)  # (steps, blocks)
+    for block in range(norms.shape[1]):
+        ax_grad.plot(steps, norms[:, block], lw=0.8, label=f"block {block}")
+    ax_grad.set_yscale("log")
+    ax_grad.set_xlabel("step")
+    ax_grad.set_ylabel("gradient norm (before clipping)")
+    ax_grad.set_title("gradient norm of each block")
+    ax_grad.legend(fontsize=9)
+    ax_grad.grid(True, alpha=0.3)
     return fig

@@ -347,6 +347,9 @@ class BlockExplorer(Explorer):
 
     MAX_DEPTH = 48
     NORMS = (("layer norm", "layer"), ("batch norm", "batch"), ("no norm", "none"))
+    # every setting looks different even where the numbers barely move (depth 1):
+    # colour = norm, solid / dashed = residual on / off, circles / squares = pre / post-norm
+    COLORS = {"layer": "tab:blue", "batch": "tab:green", "none": "tab:purple"}
 
     def __init__(self, D: int = 16, heads: int = 2, B: int = 2, T: int = 8, seed: int = 0):
         g = torch.Generator().manual_seed(seed)
@@ -359,22 +362,32 @@ class BlockExplorer(Explorer):
                     for residual in (True, False):
                         key = (norm, prenorm, residual)
                         self.stacks[key] = build_stack(
-                            self.MAX_DEPTH, D, heads, 4 * D, seed=seed,
-                            norm=norm, prenorm=prenorm, residual=residual,
+                            self.MAX_DEPTH,
+                            D,
+                            heads,
+                            4 * D,
+                            seed=seed,
+                            norm=norm,
+                            prenorm=prenorm,
+                            residual=residual,
                         )
                         self.hidden[key] = run_stack(self.stacks[key], self.x)  # 49 x (B, T, D)
         self.readout = widgets.HTML()
         fig, (self.ax_grad, self.ax_scale) = viz.new_figure(11.0, 3.8, ncols=2)
         viz.setup_depth_axes(self.ax_grad, self.ax_scale, self.MAX_DEPTH)
         self.artists = {}
-        for name, ax, color in (("grad", self.ax_grad, "tab:blue"), ("scale", self.ax_scale, "tab:orange")):
-            (line,) = ax.plot([], [], "o-", ms=3, color=color)
+        for name, ax in (("grad", self.ax_grad), ("scale", self.ax_scale)):
+            (line,) = ax.plot([], [], "o-", ms=4)
             (below,) = ax.plot([], [], "v", ms=8, color="tab:red")
             (above,) = ax.plot([], [], "^", ms=8, color="tab:red")
             self.artists[name] = (line, below, above)
         self.ax_grad.text(
-            0.02, 0.03, "red triangles: beyond the axis, pinned to its edge",
-            transform=self.ax_grad.transAxes, fontsize=9, color="tab:red",
+            0.02,
+            0.93,
+            "red triangles: beyond the axis, pinned to its edge",
+            transform=self.ax_grad.transAxes,
+            fontsize=9,
+            color="tab:red",
         )
         controls = {
             "depth": slider("depth (blocks)", 24, 1, self.MAX_DEPTH),
@@ -382,12 +395,16 @@ class BlockExplorer(Explorer):
                 value=True, description="residual (x + ...)", style={"description_width": "initial"}
             ),
             "norm": widgets.Dropdown(
-                options=self.NORMS, value="layer", description="norm",
+                options=self.NORMS,
+                value="layer",
+                description="norm",
                 style={"description_width": "initial"},
             ),
             "prenorm": widgets.ToggleButtons(
-                options=(("pre-norm", True), ("post-norm", False)), value=True,
-                description="norm placement", style={"description_width": "initial"},
+                options=(("pre-norm", True), ("post-norm", False)),
+                value=True,
+                description="norm placement",
+                style={"description_width": "initial"},
             ),
         }
         dynamic = [artist for group in self.artists.values() for artist in group]
@@ -409,6 +426,9 @@ class BlockExplorer(Explorer):
             line, below, above = self.artists[name]
             ys, low, high = viz.pin_to_limits(values, limits)
             line.set_data(layers, ys)
+            line.set_color(self.COLORS[v["norm"]])
+            line.set_linestyle("-" if v["residual"] else "--")
+            line.set_marker("o" if v["prenorm"] else "s")
             below.set_data(*viz.pinned_points(layers, ys, low))
             above.set_data(*viz.pinned_points(layers, ys, high))
         names = {norm: label for label, norm in self.NORMS}

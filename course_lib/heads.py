@@ -1,0 +1,73 @@
+"""Head detectors: a score in [0, 1] per (layer, head) for each job a head can take on (lesson 06).
+
+A detector is a list of (query, key) position pairs per sequence, from course_lib.data:
+
+- "previous": inside a song, where the next word copies the one before the current word,
+  (t, t - 1);
+- "bracket": the position just before each closer and its matching opener;
+- "subject": the position just before each verb and the subject noun it agrees with.
+
+A head's score is the attention weight it puts on the key, averaged over every pair in every
+sequence: the mean attention mass on the target position. 1 means the head always looks
+exactly there; a head that spreads evenly over T keys scores about 1 / T.
+"""
+
+import torch
+
+from course_lib import data
+
+DETECTORS = {
+    "previous": data.previous_token_pairs,
+    "bracket": data.bracket_pairs,
+    "subject": data.subject_pairs,
+}
+
+
+@torch.no_grad()
+def attention_weights(model, ids: torch.Tensor, batch_size: int = 100) -> list[torch.Tensor]:
+    """The model's attention, one (N, H, T, T) tensor per layer, for ids (N, T) (lesson 06)."""
+    was_training = model.training
+    model.eval()
+    chunks = [
+        model(ids[i : i + batch_size], return_weights=True)[1]
+        for i in range(0, len(ids), batch_size)
+    ]
+    model.train(was_training)
+    return [torch.cat(per_layer) for per_layer in zip(*chunks, strict=True)]  # each (N, H, T, T)
+
+
+def detector_score(weights: list[torch.Tensor], ids: torch.Tensor, detector: str) -> torch.Tensor:
+    """(num_layers, H): mean attention mass each head puts on the detector's key (lesson 06)."""
+    if detector not in DETECTORS:
+        raise ValueError(f"detector: expected one of {tuple(DETECTORS)}, got {detector!r}")
+    pairs = [(b, q, k) for b, seq in enumerate(ids) for q, k in DETECTORS[detector](seq)]
+    if not pairs:
+        raise ValueError(f"ids: no {detector!r} pairs in these sequences to score")
+    b, q, k = torch.tensor(pairs).T  # each (P,)
+    return torch.stack([w[b, :, q, k].mean(dim=0) for w in weights])  # (P, H) -> (layers, H)
+
+
+def detector_scores(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every detector's (num_layers, H) scores for a model on ids (N, T) (lesson 06)."""
+    weights = attention_weights(model, ids)
+    return {name: detector_score(weights, ids, name) for name in DETECTORS}
+
+
+def offset_score(weights: list[torch.Tensor], offset: int = 1) -> torch.Tensor:
+    """(num_layers, H): mean attention mass on t - offset over every t >= offset (lesson 06).
+
+    Unlike the "previous" detector this counts every position, songs or not, so it tells a
+    head that always looks one back from one that does so only where it pays.
+    """
+    # w.diagonal(-offset): (N, H, T - offset), entry t is the mass that query t + offset puts on t
+    return torch.stack([w.diagonal(-offset, -2, -1).mean(dim=(0, 2)) for w in weights])
+
+
+def best_heads(scores: dict[str, torch.Tensor]) -> dict[str, tuple[int, int, float]]:
+    """For each detector, the (layer, head, score) of its highest-scoring head (lesson 06)."""
+    best = {}
+    for name, table in scores.items():
+        flat = int(table.argmax())
+        layer, head = divmod(flat, table.shape[1])
+        best[name] = (layer, head, float(table[layer, head]))
+    return best

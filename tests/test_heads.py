@@ -1,0 +1,89 @@
+import pytest
+import torch
+
+import course_lib
+from course_lib import data, heads
+from course_lib.model import PRETRAINED, ModelConfig, TinyTransformer, load_card, load_pretrained
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # tiny matrices: a second thread only adds spin-waiting, ten times slower on a busy machine
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def valid_ids():
+    return data.load_split("valid")
+
+
+@pytest.fixture(scope="module")
+def shipped_scores(valid_ids):
+    return heads.detector_scores(load_pretrained("rope-h4"), valid_ids)
+
+
+def test_shipped_four_head_model_has_specialised_heads(shipped_scores):
+    best = heads.best_heads(shipped_scores)
+    # measured on the shipped rope-h4: previous 0.97, bracket 0.81, subject 0.99
+    assert best["previous"][2] >= 0.9
+    assert best["bracket"][2] >= 0.7
+    assert best["subject"][2] >= 0.7
+    # three different heads do the three jobs
+    assert len({best[k][:2] for k in best}) == 3
+
+
+def test_scores_in_the_card_are_the_scores_of_the_shipped_weights(shipped_scores):
+    card = load_card("rope-h4")
+    for name, table in shipped_scores.items():
+        assert torch.allclose(table, torch.tensor(card["detectors"][name]), atol=2e-3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_weights_score_low_on_every_detector(valid_ids, seed):
+    course_lib.set_seed(seed)
+    model = TinyTransformer.from_config(ModelConfig(len(data.VOCAB)))
+    best = heads.best_heads(heads.detector_scores(model, valid_ids[:100]))
+    # measured for seeds 0, 1, 2: previous <= 0.08, bracket <= 0.07, subject <= 0.14
+    assert all(score < 0.3 for _, _, score in best.values()), best
+
+
+def test_detector_score_is_the_mean_mass_on_the_key():
+    tokens = 'Dogs near the cat sing bone run bone run ( the bird " the boys " ) .'
+    ids = data.encode(tokens)[None]  # (1, T)
+    T = ids.shape[1]
+    weights = torch.rand(1, 3, T, T).tril()
+    weights = weights / weights.sum(-1, keepdim=True)  # (1, H, T, T), rows sum to 1
+    for name, pairs_of in heads.DETECTORS.items():
+        pairs = pairs_of(tokens.split())
+        expected = torch.stack([weights[0, :, q, k] for q, k in pairs]).mean(0)  # (H,)
+        score = heads.detector_score([weights, weights], ids, name)
+        assert score.shape == (2, 3)
+        assert torch.allclose(score[1], expected)
+
+
+def test_a_perfect_previous_token_head_scores_one_everywhere():
+    T = 12
+    weights = torch.zeros(2, 1, T, T)
+    weights[:, :, 0, 0] = 1
+    weights[:, :, torch.arange(1, T), torch.arange(T - 1)] = 1  # each row on t - 1
+    assert heads.offset_score([weights]).item() == 1.0
+    assert heads.offset_score([weights], offset=2).item() == 0.0
+
+
+def test_bad_detector_and_empty_pairs_raise():
+    ids = data.encode("Dog runs .")[None]
+    weights = [torch.ones(1, 1, 3, 3) / 3]
+    with pytest.raises(ValueError, match="previous"):
+        heads.detector_score(weights, ids, "induction")
+    with pytest.raises(ValueError, match="no 'bracket' pairs"):
+        heads.detector_score(weights, ids, "bracket")
+
+
+def test_every_card_records_its_best_heads():
+    for name in PRETRAINED:
+        card = load_card(name)
+        for detector, (layer, head, score) in card["best_heads"].items():
+            assert card["detectors"][detector][layer][head] == pytest.approx(score, abs=1e-3)

@@ -1,0 +1,166 @@
+import json
+
+import pytest
+import torch
+from torch import nn
+from torch.testing import assert_close
+
+from course_lib import data
+from course_lib.attention import causal_mask
+from course_lib.block import TransformerBlock
+from course_lib.model import (
+    CHECKPOINT_DIR,
+    PRETRAINED,
+    ModelConfig,
+    TinyTransformer,
+    load_card,
+    load_pretrained,
+)
+
+V = len(data.VOCAB)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # tiny matrices: a second thread only adds spin-waiting, ten times slower on a busy machine
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def small(positional="rope", **kw):
+    return TinyTransformer(V, 32, 4, 64, 2, 24, positional=positional, **kw).eval()
+
+
+@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none"])
+def test_shapes_and_weights(positional):
+    model = small(positional)
+    idx = torch.randint(V, (3, 10))
+    logits = model(idx)
+    assert logits.shape == (3, 10, V)
+    logits2, weights = model(idx, return_weights=True)
+    assert_close(logits2, logits)  # fused and from-scratch attention agree
+    assert len(weights) == 2
+    for w in weights:
+        assert w.shape == (3, 4, 10, 10)
+        assert_close(w.sum(-1), torch.ones(3, 4, 10))
+        assert (w.triu(1) == 0).all()  # no query looks ahead
+
+
+@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none"])
+@pytest.mark.parametrize("prenorm", [True, False])
+def test_changing_a_future_token_never_changes_earlier_logits(positional, prenorm):
+    model = small(positional, prenorm=prenorm)
+    idx = torch.randint(V, (2, 16))
+    before = model(idx)
+    for t in (0, 5, 15):
+        changed = idx.clone()
+        changed[:, t] = (changed[:, t] + 1 + torch.arange(2)) % V
+        after = model(changed)
+        assert torch.equal(after[:, :t], before[:, :t]), f"position < {t} saw token {t}"
+        assert not torch.allclose(after[:, t], before[:, t])  # the changed position itself does
+
+
+def test_matches_a_torch_transformer_encoder_built_from_the_same_weights():
+    model = TinyTransformer(V, 32, 4, 64, 2, 24, positional="none").eval()
+    reference = nn.ModuleList(
+        nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation="gelu", batch_first=True,
+                                   norm_first=True)
+        for _ in range(2)
+    ).eval()  # fmt: skip
+    for ours, theirs in zip(model.blocks, reference, strict=True):
+        theirs.self_attn.in_proj_weight.data.copy_(ours.attn.qkv.weight)
+        theirs.self_attn.in_proj_bias.data.copy_(ours.attn.qkv.bias)
+        theirs.self_attn.out_proj.weight.data.copy_(ours.attn.out.weight)
+        theirs.self_attn.out_proj.bias.data.copy_(ours.attn.out.bias)
+        theirs.linear1.load_state_dict(ours.ff[0].state_dict())
+        theirs.linear2.load_state_dict(ours.ff[2].state_dict())
+        theirs.norm1.load_state_dict(ours.norm1.state_dict())
+        theirs.norm2.load_state_dict(ours.norm2.state_dict())
+    idx = torch.randint(V, (2, 12))
+    x = model.embed(idx)
+    torch_mask = ~causal_mask(12)  # torch: True = may NOT attend
+    for layer in reference:
+        x = layer(x, src_mask=torch_mask)
+    expected = model.head(model.norm(x))
+    assert_close(model(idx), expected, atol=1e-5, rtol=1e-4)
+
+
+def test_made_only_of_course_blocks():
+    model = small()
+    assert all(type(b) is TransformerBlock for b in model.blocks)
+    torch_transformer = (nn.Transformer, nn.TransformerEncoderLayer, nn.MultiheadAttention)
+    assert not any(isinstance(m, torch_transformer) for m in model.modules())
+
+
+def test_sinusoidal_table_is_rebuilt_not_saved():
+    model = small("sinusoidal")
+    assert "pe" not in model.state_dict()
+    assert model.pe.shape == (24, 32)
+
+
+def test_config_round_trip():
+    model = small("sinusoidal", norm="layer", prenorm=False)
+    rebuilt = TinyTransformer.from_config(model.config)
+    expected = ModelConfig(V, 32, 4, 64, 2, 24, "sinusoidal", "layer", False)
+    assert rebuilt.config == model.config == expected
+
+
+@pytest.mark.parametrize(
+    "idx, message",
+    [
+        (torch.zeros(1, 25, dtype=torch.long), "at most max_len = 24 tokens, got 25"),
+        (torch.zeros(1, 5), "int64"),
+        (torch.zeros(5, dtype=torch.long), r"\(B, T\)"),
+        (torch.full((1, 5), V), rf"\[0, {V}\)"),
+        (torch.full((1, 5), -1), rf"\[0, {V}\)"),
+    ],
+)
+def test_bad_input_raises(idx, message):
+    with pytest.raises(ValueError, match=message):
+        small()(idx)
+
+
+def test_bad_configuration_raises():
+    with pytest.raises(ValueError, match="positional"):
+        TinyTransformer(V, 32, 4, 64, 2, 24, positional="learned")
+    with pytest.raises(ValueError, match="num_heads"):
+        TinyTransformer(V, 32, 5, 64, 2, 24)
+
+
+@pytest.mark.parametrize("name", PRETRAINED)
+def test_every_shipped_checkpoint_loads_and_matches_its_card(name):
+    model = load_pretrained(name)
+    card = json.loads((CHECKPOINT_DIR / f"{name}.json").read_text())
+    assert card == load_card(name)
+    assert model.config == ModelConfig(**card["config"])
+    assert not model.training
+    # a plain state dict of tensors: loadable without unpickling arbitrary objects
+    state = torch.load(CHECKPOINT_DIR / f"{name}.pt", weights_only=True)
+    assert all(isinstance(v, torch.Tensor) for v in state.values())
+    for key in ("seed", "steps"):
+        assert key in card["train"]
+    for key in ("wall_time_s", "val_loss", "detectors", "torch", "length_generalisation"):
+        assert key in card
+
+
+def test_checkpoints_are_a_few_megabytes():
+    total = sum(p.stat().st_size for p in CHECKPOINT_DIR.iterdir())
+    assert total < 5e6
+
+
+def test_pretrained_heads_and_positions_are_as_named():
+    for name in PRETRAINED:
+        config = load_card(name)["config"]
+        positional, heads = name.split("-h")
+        assert (config["positional"], config["num_heads"]) == (positional, int(heads))
+        assert config["d_model"] == 64  # same total width whatever the head count
+
+
+def test_unknown_name_lists_the_valid_ones():
+    names = "rope-h1, rope-h2, rope-h4, rope-h8, sinusoidal-h4, none-h4"
+    with pytest.raises(ValueError, match=names):
+        load_pretrained("rope-h3")
+    with pytest.raises(ValueError, match="got 'gpt2'"):
+        load_card("gpt2")

@@ -1,0 +1,141 @@
+import json
+import math
+from itertools import pairwise
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from course_lib import data, train, viz
+from course_lib.model import PRETRAINED, ModelConfig, TinyTransformer
+
+V = len(data.VOCAB)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # tiny matrices: a second thread only adds spin-waiting, ten times slower on a busy machine
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return data.load_split("train")[:512], data.load_split("valid")[:64]
+
+
+def tiny_model():
+    return TinyTransformer(V, 32, 2, 64, 1, 32)
+
+
+def test_loss_falls_on_a_short_run(splits):
+    train_ids, valid_ids = splits
+    model = tiny_model()
+    start = train.evaluate(model, valid_ids)
+    config = train.TrainConfig(steps=60, batch_size=16, warmup_steps=10, eval_every=20)
+    history = train.train(model, train_ids, valid_ids, config, progress=False)
+    # measured: 4.12 nats at random (ln 53 = 3.97), 2.50 after 60 steps
+    assert start > 3.5
+    assert history.val_loss[-1] < start - 1.0
+    assert history.val_loss[0] > history.val_loss[-1]
+
+
+def test_history_records_every_step_and_every_block(splits):
+    train_ids, valid_ids = splits
+    model = TinyTransformer(V, 32, 2, 64, 3, 32)
+    config = train.TrainConfig(steps=12, batch_size=4, warmup_steps=3, eval_every=5)
+    history = train.train(model, train_ids, valid_ids, config, progress=False)
+    assert history.step == list(range(12))
+    assert len(history.train_loss) == len(history.lr) == 12
+    assert len(history.grad_norm) == 12 and all(len(g) == 3 for g in history.grad_norm)
+    assert all(g > 0 for row in history.grad_norm for g in row)
+    assert history.val_step == [4, 9, 11]
+    assert history.wall_time > 0
+    assert not model.training
+
+
+def test_training_is_deterministic_for_a_seed(splits):
+    train_ids, valid_ids = splits
+    config = train.TrainConfig(steps=8, batch_size=4, eval_every=8)
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        runs.append(train.train(tiny_model(), train_ids, valid_ids, config, progress=False))
+    assert runs[0].train_loss == runs[1].train_loss
+
+
+def test_gradient_norms_are_recorded_before_clipping(splits):
+    train_ids, valid_ids = splits
+    norms = {}
+    for clip in (None, 1e-6):
+        torch.manual_seed(0)
+        config = train.TrainConfig(steps=1, batch_size=4, warmup_steps=1, grad_clip=clip)
+        history = train.train(tiny_model(), train_ids, valid_ids, config, progress=False)
+        norms[clip] = history.grad_norm
+    assert norms[None] == norms[1e-6]
+    assert min(norms[1e-6][0]) > 1e-3  # far above the clip: the raw norm, not the clipped one
+
+
+def test_learning_rate_warms_up_then_decays_to_a_tenth():
+    config = train.TrainConfig(steps=100, lr=1e-3, warmup_steps=10)
+    lrs = [train.learning_rate(s, config) for s in range(100)]
+    assert lrs[0] == pytest.approx(1e-4)
+    assert lrs[9] == pytest.approx(1e-3)
+    assert all(a >= b for a, b in pairwise(lrs[9:]))
+    assert train.learning_rate(100, config) == pytest.approx(1e-4)
+
+
+def test_loss_by_position_matches_torch_cross_entropy(splits):
+    _, valid_ids = splits
+    model = tiny_model().eval()
+    ids = valid_ids[:10]
+    with torch.no_grad():
+        logits = model(ids[:, :-1])
+    expected = torch.stack(
+        [F.cross_entropy(logits[:, t], ids[:, t + 1]) for t in range(ids.shape[1] - 1)]
+    )
+    assert_close(train.loss_by_position(model, ids, batch_size=3), expected)
+    assert train.evaluate(model, ids) == pytest.approx(float(expected.mean()), rel=1e-5)
+    assert_close(train.lm_loss(model, ids), expected.mean())
+
+
+def test_recipes_cover_every_shipped_name():
+    assert tuple(train.RECIPES) == PRETRAINED
+    widths = {config.d_model for config, _ in train.RECIPES.values()}
+    assert widths == {64}
+
+
+def test_build_checkpoint_writes_a_loadable_state_dict_and_card(tmp_path, monkeypatch):
+    config = ModelConfig(V, d_model=16, num_heads=2, d_ff=32, num_layers=1, max_len=data.LONG_LEN)
+    quick = train.TrainConfig(steps=3, batch_size=4, eval_every=3)
+    monkeypatch.setitem(train.RECIPES, "rope-h4", (config, quick))
+    card = train.build_checkpoint("rope-h4", tmp_path, progress=False)
+    assert json.loads((tmp_path / "rope-h4.json").read_text()) == card
+    model = TinyTransformer.from_config(ModelConfig(**card["config"]))
+    model.load_state_dict(torch.load(tmp_path / "rope-h4.pt", weights_only=True))
+    lengths = card["length_generalisation"]
+    assert lengths["train_len"] == data.SEQ_LEN and lengths["eval_len"] == 4 * data.SEQ_LEN
+    assert len(lengths["loss_by_position"]) == 4 * data.SEQ_LEN - 1
+    assert set(card["detectors"]) == {"previous", "bracket", "subject"}
+    assert all(math.isfinite(x) for x in lengths["loss_by_position"])
+    with pytest.raises(ValueError, match="rope-h1"):
+        train.build_checkpoint("rope-h16", tmp_path)
+
+
+def test_plot_history_draws_losses_and_a_line_per_block(splits):
+    train_ids, valid_ids = splits
+    model = TinyTransformer(V, 32, 2, 64, 2, 32)
+    config = train.TrainConfig(steps=30, batch_size=4, eval_every=10)
+    history = train.train(model, train_ids, valid_ids, config, progress=False)
+    fig = viz.plot_history(history)
+    ax_loss, ax_grad = fig.axes
+    assert len(ax_loss.lines) == 3  # per step, running mean, validation
+    assert list(ax_loss.lines[2].get_ydata()) == history.val_loss
+    assert len(ax_grad.lines) == 2
+    assert ax_grad.get_yscale() == "log"
+    assert viz.to_png(fig)[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="history"):
+        viz.plot_history(train.History())
