@@ -1,1 +1,1 @@
-"""`make bench`: how fast the course feels. Run as `python -m benchmarks` from the repository root."""
+"""`make bench`: how fast the course feels. Run `python -m benchmarks` from the repository root."""

@@ -54,7 +54,9 @@ def compare(B=8, T=256, D=256, H=8, min_run_time=1.0) -> dict:
             globals={"step": _step_ours, "ours": ours, "x": x, "mask": mask},
         ),
     }
-    seconds = {name: t.blocked_autorange(min_run_time=min_run_time).median for name, t in timers.items()}
+    seconds = {
+        name: t.blocked_autorange(min_run_time=min_run_time).median for name, t in timers.items()
+    }
     ours.fused = True
     return {
         "shape": f"B={B}, T={T}, D={D}, H={H}",
@@ -104,8 +106,11 @@ def import_time(repeats: int = 5) -> float:
         " print(time.perf_counter() - start)"
     )
     runs = [
-        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True).stdout)
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
         for _ in range(repeats)
     ]
     return min(runs) * 1000

@@ -15,7 +15,10 @@ def run_time(path: Path) -> float:
     """Seconds to execute every cell of path, measured after the kernel is up."""
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
-        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
     )
     with client.setup_kernel():
         start = time.perf_counter()
@@ -32,8 +35,14 @@ def measure(paths=None) -> list[dict]:
     rows = []
     for path in paths or sorted((ROOT / "notebooks").glob("*.ipynb")):
         seconds = run_time(path)
-        rows.append({"notebook": path.name, "seconds": seconds, "target_s": target_for(path),
-                     "ok": seconds <= target_for(path)})
+        rows.append(
+            {
+                "notebook": path.name,
+                "seconds": seconds,
+                "target_s": target_for(path),
+                "ok": seconds <= target_for(path),
+            }
+        )
     return rows
 
 
@@ -42,5 +51,8 @@ def make_test_time() -> dict:
     start = time.perf_counter()
     done = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "passed": done.returncode == 0,
-            "ok": done.returncode == 0 and seconds <= TARGET_MAKE_TEST_S}
+    return {
+        "seconds": seconds,
+        "passed": done.returncode == 0,
+        "ok": done.returncode == 0 and seconds <= TARGET_MAKE_TEST_S,
+    }

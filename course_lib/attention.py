@@ -15,7 +15,7 @@ def causal_mask(T: int, device=None) -> torch.Tensor:
 
 
 def scale_factor(scale, d_k: int) -> float:
-    """The number scores are multiplied by: 1/sqrt(d_k) for True, 1 for False, or a float (lesson 02)."""
+    """Factor for the scores: 1/sqrt(d_k) for True, 1 for False, or a given float (lesson 02)."""
     if isinstance(scale, bool):
         return 1.0 / math.sqrt(d_k) if scale else 1.0
     if isinstance(scale, int | float):
@@ -89,7 +89,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=True):
     factor = scale_factor(scale, q.shape[-1])
     if mask is not None:
         check_mask(mask, scores_shape)
-    scores = (q @ k.transpose(-2, -1)) * factor  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
+    scores = (
+        q @ k.transpose(-2, -1)
+    ) * factor  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     # softmax subtracts each row's max first, so scores of 1e4 never overflow to inf
@@ -101,7 +103,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=True):
 
 
 def toy_embeddings(words, D: int = 16, seed: int = 0) -> torch.Tensor:
-    """(T, D) random embeddings, one fixed vector per distinct word, so repeats match (lesson 01)."""
+    """(T, D) random embeddings, one fixed vector per distinct word: repeats match (lesson 01)."""
     if isinstance(words, str) or not all(isinstance(w, str) for w in words) or not words:
         raise TypeError(f"words: expected a non-empty list of strings, got {words!r}")
     positive_int("D", D)
@@ -124,7 +126,7 @@ def project_qkv(x, d: int, seed: int = 0):
 
 
 def influence_on_last(fn, x) -> torch.Tensor:
-    """(T,) size of d fn(x)[-1] / d x[t] (Frobenius norm) for each position t of x (T, D) (lesson 01).
+    """(T,) Frobenius norm of d fn(x)[-1] / d x[t] for each position t of x (T, D) (lesson 01).
 
     How strongly the last output still depends on each earlier input: the question of
     how far information travels through a model in one forward pass.
@@ -267,8 +269,17 @@ class SingleHeadLayer(torch.nn.Module):
         return weights @ x[..., 2:], scores, weights  # (B, T, T) @ (B, T, D-2) -> (B, T, D-2)
 
 
-def train_single_head(*, scale, d: int = 256, steps: int = 60, D: int = 16, T: int = 8,
-                      B: int = 32, lr: float = 0.5, seed: int = 0) -> dict:
+def train_single_head(
+    *,
+    scale,
+    d: int = 256,
+    steps: int = 60,
+    D: int = 16,
+    T: int = 8,
+    B: int = 32,
+    lr: float = 0.5,
+    seed: int = 0,
+) -> dict:
     """Train a SingleHeadLayer on marked_average_batch with SGD; per-step history (lesson 02).
 
     Returns lists "loss", "entropy" (mean attention entropy, nats), "max_weight" (mean

@@ -59,7 +59,10 @@ class MultiHeadAttention(nn.Module):
         if return_weights or not self.fused:
             y, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, T, d), (B, H, T, T)
         else:
-            y, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None  # (B, H, T, d)
+            y, weights = (
+                F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                None,
+            )  # (B, H, T, d)
         y = y.transpose(1, 2).reshape(B, T, D)  # (B, H, T, d) -> (B, T, H, d) -> (B, T, D)
         y = self.out(y)  # (B, T, D)
         return (y, weights) if return_weights else y

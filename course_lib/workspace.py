@@ -32,7 +32,9 @@ def stub_solutions(source: str, where: str = "this cell") -> str:
             indent = line[: len(line) - len(line.lstrip())]
             name = exercise or "this exercise"
             out.append(f"{indent}# YOUR CODE HERE")
-            out.append(f'{indent}raise NotImplementedError("Exercise {name}: write your code here")')
+            out.append(
+                f'{indent}raise NotImplementedError("Exercise {name}: write your code here")'
+            )
             continue
         if stripped == END:
             if not inside:

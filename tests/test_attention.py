@@ -57,7 +57,11 @@ def test_causal_mask_is_lower_triangular():
     d_v=st.integers(1, 8),
 )
 def test_rows_sum_to_one_and_outputs_are_averages_of_values(batch, T_q, T_k, d_k, d_v):
-    q, k, v = torch.randn(batch, T_q, d_k), torch.randn(batch, T_k, d_k), torch.randn(batch, T_k, d_v)
+    q, k, v = (
+        torch.randn(batch, T_q, d_k),
+        torch.randn(batch, T_k, d_k),
+        torch.randn(batch, T_k, d_v),
+    )
     out, weights = scaled_dot_product_attention(q, k, v)
     assert_close(weights.sum(-1), torch.ones(batch, T_q))
     assert torch.all(weights >= 0)
@@ -101,16 +105,70 @@ def test_unscaled_softmax_saturates_at_large_width():
 @pytest.mark.parametrize(
     "args,kwargs,error,message",
     [
-        ((torch.randn(3, 4), torch.randn(3, 5), torch.randn(3, 4)), {}, ValueError, "k: expected width d_k = 4"),
-        ((torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4)), {}, ValueError, "v: expected length T_k = 3"),
-        ((torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)), {"mask": torch.ones(3, 3)}, TypeError, "mask: expected dtype torch.bool"),
-        ((torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)), {"mask": torch.ones(2, 3, dtype=torch.bool)}, ValueError, "mask: expected a shape broadcastable"),
-        ((torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)), {"mask": torch.tensor([[True, False, False], [False, False, False], [True, True, True]])}, ValueError, "query row 1"),
-        ((torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)), {"scale": -1.0}, ValueError, "scale: expected a positive finite factor, got -1.0"),
-        ((torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)), {"scale": "yes"}, TypeError, "scale: expected True, False or a float"),
-        ((torch.arange(12).view(3, 4), torch.randn(3, 4), torch.randn(3, 4)), {}, TypeError, "q: expected a floating-point tensor, got dtype torch.int64"),
-        (([1.0], torch.randn(3, 4), torch.randn(3, 4)), {}, TypeError, "q: expected a torch.Tensor, got list"),
-        ((torch.randn(4), torch.randn(3, 4), torch.randn(3, 4)), {}, ValueError, "q: expected at least 2 dimensions"),
+        (
+            (torch.randn(3, 4), torch.randn(3, 5), torch.randn(3, 4)),
+            {},
+            ValueError,
+            "k: expected width d_k = 4",
+        ),
+        (
+            (torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4)),
+            {},
+            ValueError,
+            "v: expected length T_k = 3",
+        ),
+        (
+            (torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)),
+            {"mask": torch.ones(3, 3)},
+            TypeError,
+            "mask: expected dtype torch.bool",
+        ),
+        (
+            (torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)),
+            {"mask": torch.ones(2, 3, dtype=torch.bool)},
+            ValueError,
+            "mask: expected a shape broadcastable",
+        ),
+        (
+            (torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)),
+            {
+                "mask": torch.tensor(
+                    [[True, False, False], [False, False, False], [True, True, True]]
+                )
+            },
+            ValueError,
+            "query row 1",
+        ),
+        (
+            (torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)),
+            {"scale": -1.0},
+            ValueError,
+            "scale: expected a positive finite factor, got -1.0",
+        ),
+        (
+            (torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)),
+            {"scale": "yes"},
+            TypeError,
+            "scale: expected True, False or a float",
+        ),
+        (
+            (torch.arange(12).view(3, 4), torch.randn(3, 4), torch.randn(3, 4)),
+            {},
+            TypeError,
+            "q: expected a floating-point tensor, got dtype torch.int64",
+        ),
+        (
+            ([1.0], torch.randn(3, 4), torch.randn(3, 4)),
+            {},
+            TypeError,
+            "q: expected a torch.Tensor, got list",
+        ),
+        (
+            (torch.randn(4), torch.randn(3, 4), torch.randn(3, 4)),
+            {},
+            ValueError,
+            "q: expected at least 2 dimensions",
+        ),
     ],
 )
 def test_bad_input_is_named(args, kwargs, error, message):
@@ -118,7 +176,9 @@ def test_bad_input_is_named(args, kwargs, error, message):
         scaled_dot_product_attention(*args, **kwargs)
 
 
-@pytest.mark.parametrize("T,error", [(0, ValueError), (-2, ValueError), (2.5, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "T,error", [(0, ValueError), (-2, ValueError), (2.5, TypeError), (True, TypeError)]
+)
 def test_causal_mask_rejects_bad_sizes(T, error):
     with pytest.raises(error, match="T: expected a positive int"):
         causal_mask(T)

@@ -16,13 +16,26 @@ def test_every_explorer_is_found_and_every_control_can_be_moved():
         for name, control in explorer.controls.items():
             values = explorers.values_to_visit(control, 5)
             assert len(values) == 5, (cls.__name__, name)
-            assert all(a != b for a, b in zip(values, values[1:])), (cls.__name__, name)
+            assert all(a != b for a, b in zip(values, values[1:], strict=False)), (
+                cls.__name__,
+                name,
+            )
 
 
 def test_values_to_visit_covers_each_kind_of_control():
-    assert explorers.values_to_visit(ipywidgets.IntSlider(value=1, min=1, max=3), 5) == [1, 2, 3, 2, 1]
+    assert explorers.values_to_visit(ipywidgets.IntSlider(value=1, min=1, max=3), 5) == [
+        1,
+        2,
+        3,
+        2,
+        1,
+    ]
     assert explorers.values_to_visit(ipywidgets.Checkbox(value=True), 3) == [True, False, True]
-    assert explorers.values_to_visit(ipywidgets.Dropdown(options=["a", "b"], value="a"), 3) == ["a", "b", "a"]
+    assert explorers.values_to_visit(ipywidgets.Dropdown(options=["a", "b"], value="a"), 3) == [
+        "a",
+        "b",
+        "a",
+    ]
     log = explorers.values_to_visit(ipywidgets.FloatLogSlider(value=4, base=2, min=0, max=10), 12)
     assert math.isclose(log[0], 1) and math.isclose(log[-1], 1024)
 

@@ -68,7 +68,11 @@ def test_return_weights_gives_per_head_maps():
 @pytest.mark.parametrize(
     "kwargs,error,message",
     [
-        ({"norm": "group"}, ValueError, r"norm: expected one of \('layer', 'batch', 'none'\), got 'group'"),
+        (
+            {"norm": "group"},
+            ValueError,
+            r"norm: expected one of \('layer', 'batch', 'none'\), got 'group'",
+        ),
         ({"d_ff": 0}, ValueError, "d_ff: expected a positive int, got 0"),
         ({"dropout": 1.5}, ValueError, "dropout: expected a probability"),
         ({"num_heads": 3}, ValueError, "num_heads: expected a divisor of d_model = 8"),

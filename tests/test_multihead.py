@@ -31,8 +31,9 @@ def test_matches_torch_multihead_attention(d_model, heads, T, causal):
     mask = causal_mask(T) if causal else None
     out, weights = mha(x, mask, return_weights=True)
     # torch's attn_mask is True where attending is NOT allowed: the opposite convention
-    ref_out, ref_weights = ref(x, x, x, attn_mask=None if mask is None else ~mask,
-                               average_attn_weights=False)
+    ref_out, ref_weights = ref(
+        x, x, x, attn_mask=None if mask is None else ~mask, average_attn_weights=False
+    )
     assert_close(out, ref_out)
     assert_close(weights, ref_weights)
 
@@ -77,11 +78,19 @@ def test_rope_breaks_permutation_equivariance():
 @pytest.mark.parametrize(
     "kwargs,error,message",
     [
-        ({"d_model": 10, "num_heads": 3}, ValueError, "num_heads: expected a divisor of d_model = 10, got 3"),
+        (
+            {"d_model": 10, "num_heads": 3},
+            ValueError,
+            "num_heads: expected a divisor of d_model = 10, got 3",
+        ),
         ({"d_model": 0, "num_heads": 1}, ValueError, "d_model: expected a positive int, got 0"),
         ({"d_model": 8, "num_heads": -2}, ValueError, "num_heads: expected a positive int, got -2"),
         ({"d_model": 8.0, "num_heads": 2}, TypeError, "d_model: expected a positive int"),
-        ({"d_model": 8, "num_heads": 2, "rope": RotaryEmbedding(8)}, ValueError, "rope: expected a RotaryEmbedding of width d_head = 4"),
+        (
+            {"d_model": 8, "num_heads": 2, "rope": RotaryEmbedding(8)},
+            ValueError,
+            "rope: expected a RotaryEmbedding of width d_head = 4",
+        ),
     ],
 )
 def test_bad_construction_is_named(kwargs, error, message):

@@ -45,7 +45,9 @@ def test_executed_top_to_bottom_with_outputs(path):
     nb = load(path)
     counts = [c["execution_count"] for c in code_cells(nb) if "".join(c["source"]).strip()]
     assert counts == list(range(1, len(counts) + 1)), "run `make notebooks` to re-execute in order"
-    assert any(c["outputs"] for c in code_cells(nb)), "no stored outputs: strict nbval would check nothing"
+    assert any(c["outputs"] for c in code_cells(nb)), (
+        "no stored outputs: strict nbval would check nothing"
+    )
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
 
 
@@ -54,9 +56,14 @@ def test_outputs_are_clean(path):
     for index, cell in enumerate(code_cells(load(path))):
         for output in cell["outputs"]:
             assert output["output_type"] != "error", f"code cell {index} stores an error"
-            text = text_of({k: v for k, v in output.items() if k != "data"} | {
-                "data": {k: v for k, v in output.get("data", {}).items() if k.startswith("text/")}
-            })
+            text = text_of(
+                {k: v for k, v in output.items() if k != "data"}
+                | {
+                    "data": {
+                        k: v for k, v in output.get("data", {}).items() if k.startswith("text/")
+                    }
+                }
+            )
             assert not LOCAL_PATH.search(text), f"code cell {index} shows a local path"
             assert not ADDRESS.search(text), f"code cell {index} shows a memory address"
             assert "Traceback" not in text, f"code cell {index} shows a traceback"

@@ -68,10 +68,12 @@ def test_rope_preserves_norms(half, T, seed):
 def test_rope_score_depends_only_on_offset(half, m, n, shift, seed):
     g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(1, 2 * half, generator=g), torch.randn(1, 2 * half, generator=g)
+
     def score(a, b):
         qa = apply_rope(q.double(), torch.tensor([a]))
         kb = apply_rope(k.double(), torch.tensor([b]))
         return (qa * kb).sum().item()
+
     assert math.isclose(score(m, n), score(m + shift, n + shift), rel_tol=1e-5, abs_tol=1e-5)
 
 
@@ -89,10 +91,22 @@ def test_rotary_embedding_uses_positions_0_to_T():
         (lambda: sinusoidal_encoding(0, 4), ValueError, "seq_len: expected a positive int, got 0"),
         (lambda: sinusoidal_encoding(4, 4, base=1.0), ValueError, "base: expected a number > 1"),
         (lambda: apply_rope(torch.randn(3, 5), torch.arange(3)), ValueError, "even width"),
-        (lambda: apply_rope(torch.randn(3, 4), torch.arange(4)), ValueError, r"positions: expected shape \(3,\)"),
-        (lambda: apply_rope(torch.randn(3, 4), torch.arange(3.0)), TypeError, "positions: expected an integer tensor"),
+        (
+            lambda: apply_rope(torch.randn(3, 4), torch.arange(4)),
+            ValueError,
+            r"positions: expected shape \(3,\)",
+        ),
+        (
+            lambda: apply_rope(torch.randn(3, 4), torch.arange(3.0)),
+            TypeError,
+            "positions: expected an integer tensor",
+        ),
         (lambda: RotaryEmbedding(7), ValueError, "d_head: expected an even width"),
-        (lambda: RotaryEmbedding(4)(torch.randn(2, 6)), ValueError, "x: expected last dimension d_head = 4"),
+        (
+            lambda: RotaryEmbedding(4)(torch.randn(2, 6)),
+            ValueError,
+            "x: expected last dimension d_head = 4",
+        ),
     ],
 )
 def test_bad_input_is_named(call, error, message):

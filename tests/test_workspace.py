@@ -16,7 +16,9 @@ SOLVED = """def attention(q, k, v):
 
 
 def lesson(path, source=SOLVED):
-    nb = new_notebook(cells=[new_markdown_cell("# Lesson"), new_code_cell(source, execution_count=1)])
+    nb = new_notebook(
+        cells=[new_markdown_cell("# Lesson"), new_code_cell(source, execution_count=1)]
+    )
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="solution output\n")]
     nbformat.write(nb, path)
 
