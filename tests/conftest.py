@@ -4,6 +4,7 @@ import matplotlib
 import pytest
 
 import course_lib
+from course_lib.attention import one_thread
 
 matplotlib.use("Agg")
 
@@ -11,3 +12,11 @@ matplotlib.use("Agg")
 @pytest.fixture(autouse=True)
 def seed():
     course_lib.set_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def single_thread():
+    # the tests' tensors are tiny: a second torch thread only adds spin-waiting, up to ten
+    # times slower on a busy 2-core machine
+    with one_thread():
+        yield

@@ -6,15 +6,6 @@ from course_lib import data, heads
 from course_lib.model import PRETRAINED, ModelConfig, TinyTransformer, load_card, load_pretrained
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # tiny matrices: a second thread only adds spin-waiting, ten times slower on a busy machine
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def valid_ids():
     return data.load_split("valid")

@@ -20,15 +20,6 @@ from course_lib.model import (
 V = len(data.VOCAB)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # tiny matrices: a second thread only adds spin-waiting, ten times slower on a busy machine
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def small(positional="rope", **kw):
     return TinyTransformer(V, 32, 4, 64, 2, 24, positional=positional, **kw).eval()
 

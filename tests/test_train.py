@@ -13,15 +13,6 @@ from course_lib.model import PRETRAINED, ModelConfig, TinyTransformer
 V = len(data.VOCAB)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # tiny matrices: a second thread only adds spin-waiting, ten times slower on a busy machine
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def splits():
     return data.load_split("train")[:512], data.load_split("valid")[:64]
