@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from course_lib.attention import causal_mask, scaled_dot_product_attention
+from course_lib.positional import apply_rope, rotate_pair, sinusoidal_encoding
 
 ATOL = 1e-5
 
@@ -333,6 +334,150 @@ def check_entropy(fn: Callable) -> None:
     _report(verdict("entropy", fn, entropy_cases(), entropy_reference, bugs, hints))
 
 
+# ---------------------------------------------------------------- lesson 03
+
+
+def split_heads_reference(x, num_heads):
+    B, T, D = x.shape
+    return x.view(B, T, num_heads, D // num_heads).transpose(1, 2)  # (B, H, T, d)
+
+
+def merge_heads_reference(y):
+    B, H, T, d = y.shape
+    return y.transpose(1, 2).reshape(B, T, H * d)  # (B, T, H, d) -> (B, T, D)
+
+
+def split_heads_cases(seed: int = 0) -> list[tuple]:
+    g = torch.Generator().manual_seed(seed)
+    # T != H != d in every case, so mixed-up axes always show
+    return [(_randn(B, T, D, generator=g), H) for B, T, D, H in [(2, 5, 12, 3), (1, 7, 16, 4),
+                                                                 (3, 3, 16, 2)]]  # fmt: skip
+
+
+def merge_heads_cases(seed: int = 0) -> list[tuple]:
+    g = torch.Generator().manual_seed(seed)
+    return [(_randn(B, H, T, d, generator=g),) for B, H, T, d in [(2, 3, 5, 4), (1, 4, 7, 2),
+                                                                  (3, 2, 3, 8)]]  # fmt: skip
+
+
+def _split_wrong(kind: str):
+    def wrong(x, num_heads):
+        B, T, D = x.shape
+        d = D // num_heads
+        if kind == "view_only":
+            return x.reshape(B, num_heads, T, d)  # (B, H, T, d) in shape only
+        if kind == "no_transpose":
+            return x.view(B, T, num_heads, d)  # (B, T, H, d)
+        return x.view(B, T, d, num_heads).permute(0, 3, 1, 2)  # "interleaved": (B, H, T, d)
+
+    return wrong
+
+
+def check_split_heads(fn: Callable) -> None:
+    """Check fn(x, num_heads): (B, T, D) -> (B, H, T, d) (lesson 03's first exercise)."""
+    bugs = [
+        (_split_wrong("view_only"), "you viewed (B, T, D) straight as (B, H, T, d): that mixes "
+         "tokens across heads. View as (B, T, H, d) first, then .transpose(1, 2)."),
+        (_split_wrong("no_transpose"), "right split, missing swap: after .view(B, T, H, d), "
+         "transpose the T and H axes so heads come before tokens: .transpose(1, 2)."),
+        (_split_wrong("interleaved"), "each head must own a CONTIGUOUS block of d features "
+         "(head 0 = features 0..d-1); yours takes every H-th feature. View as (B, T, H, d), "
+         "not (B, T, d, H)."),
+    ]
+    _report(verdict("split_heads", fn, split_heads_cases(), split_heads_reference, bugs))
+
+
+def _merge_wrong(kind: str):
+    def wrong(y):
+        B, H, T, d = y.shape
+        if kind == "no_transpose":
+            return y.reshape(B, T, H * d)  # (B, T, D) in shape only
+        if kind == "transpose_only":
+            return y.transpose(1, 2)  # (B, T, H, d)
+        if kind == "interleaved":
+            return y.permute(0, 2, 3, 1).reshape(B, T, H * d)  # (B, T, d, H) -> (B, T, D)
+        return y.sum(dim=1)  # "sum": (B, T, d)
+
+    return wrong
+
+
+def check_merge_heads(fn: Callable) -> None:
+    """Check fn(y): (B, H, T, d) -> (B, T, D), undoing split_heads (lesson 03's first exercise)."""
+    bugs = [
+        (_merge_wrong("no_transpose"), "you reshaped (B, H, T, d) straight to (B, T, D) without "
+         "transposing back: token t now holds pieces of other tokens. .transpose(1, 2) first."),
+        (_merge_wrong("transpose_only"), "the axes are back in order; now join the last two: "
+         ".reshape(B, T, H * d)."),
+        (_merge_wrong("interleaved"), "the heads are interleaved feature by feature; head h's "
+         "d features must sit side by side, in block h: transpose(1, 2) then reshape."),
+        (_merge_wrong("sum"), "you added the heads together; merging CONCATENATES them, so the "
+         "width goes back to D = H * d."),
+    ]
+    _report(verdict("merge_heads", fn, merge_heads_cases(), merge_heads_reference, bugs))
+
+
+def multihead_cases(seed: int = 0) -> list[tuple]:
+    from course_lib.multihead import MultiHeadAttention  # here: lessons 00-02 never need it
+
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for i, (B, T, D, H) in enumerate([(2, 5, 12, 3), (1, 7, 16, 4), (3, 4, 32, 8), (2, 3, 8, 1)]):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed + i)
+            mha = MultiHeadAttention(D, H).eval()
+        cases.append((_randn(B, T, D, generator=g), mha))
+    return cases
+
+
+def multihead_reference(x, mha):
+    with torch.no_grad():
+        return mha(x)
+
+
+def _multihead_wrong(kind: str):
+    def wrong(x, mha):
+        B, T, D = x.shape
+        H, d = mha.num_heads, D // mha.num_heads
+        with torch.no_grad():
+            qkv = mha.qkv(x)  # (B, T, 3D)
+            if kind == "qkv_interleaved":
+                q, k, v = qkv.view(B, T, H, d, 3).permute(4, 0, 2, 1, 3)  # each (B, H, T, d)
+            else:
+                q, k, v = qkv.split(D, dim=-1)  # each (B, T, D)
+                if kind == "view_only":
+                    q, k, v = (t.reshape(B, H, T, d) for t in (q, k, v))  # shapes only
+                else:
+                    q, k, v = (t.view(B, T, H, d).transpose(1, 2) for t in (q, k, v))
+            scale = math.sqrt(D if kind == "scale_D" else d)
+            w = torch.softmax(q @ k.transpose(-2, -1) / scale, dim=-1)  # (B, H, T, T)
+            y = w @ v  # (B, H, T, d)
+            if kind == "merge_no_transpose":
+                y = y.reshape(B, T, D)
+            else:
+                y = y.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+            return y if kind == "no_out" else mha.out(y)
+
+    return wrong
+
+
+def check_multihead(fn: Callable) -> None:
+    """Check fn(x, mha) -> mha's output (B, T, D), using its weights (lesson 03's exercise)."""
+    bugs = [
+        (_multihead_wrong("no_out"), "the heads are right; the output projection is missing: "
+         "finish with mha.out(...) on the merged (B, T, D) tensor."),
+        (_multihead_wrong("view_only"), "q, k and v were viewed straight as (B, H, T, d): view "
+         "as (B, T, H, d), then .transpose(1, 2)."),
+        (_multihead_wrong("merge_no_transpose"), "the heads' outputs were reshaped to (B, T, D) "
+         "without transposing (B, H, T, d) back to (B, T, H, d) first."),
+        (_multihead_wrong("qkv_interleaved"), "mha.qkv(x) is laid out [q | k | v], each D wide: "
+         "split the last axis into three blocks of D (qkv.split(D, dim=-1)) before splitting "
+         "heads."),
+        (_multihead_wrong("scale_D"), "each head's scores are scaled by sqrt(d), its OWN width "
+         "D / H, not sqrt(D)."),
+    ]
+    _report(verdict("multihead", fn, multihead_cases(), multihead_reference, bugs))
+
+
 # ---------------------------------------------------------------- lesson 05
 
 
@@ -495,3 +640,139 @@ def check_layer_norm(fn: Callable) -> None:
         ),
     ]
     _report(verdict("layer_norm", fn, layer_norm_cases(), layer_norm_reference, bugs))
+
+
+# ---------------------------------------------------------------- lesson 04
+
+
+def _sinusoidal_wrong(kind: str):
+    def wrong(seq_len, d_model):
+        p = torch.arange(seq_len, dtype=torch.float32)[:, None]  # (T, 1)
+        two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (D/2,)
+        exponent = two_i / 2 / d_model if kind == "i_over_d" else two_i / d_model  # (D/2,)
+        angles = p * 10000.0**exponent if kind == "multiply" else p / 10000.0**exponent
+        sin, cos = angles.sin(), angles.cos()  # (T, D/2) each
+        if kind == "swapped":
+            sin, cos = cos, sin
+        if kind == "halves":
+            return torch.cat((sin, cos), dim=-1)  # (T, D)
+        if kind == "column_exponent":  # column j gets its own exponent j / D
+            cos = (p / 10000.0 ** ((two_i + 1) / d_model)).cos()  # (T, D/2)
+        return torch.stack((sin, cos), dim=-1).flatten(-2)  # (T, D/2, 2) -> (T, D)
+
+    return wrong
+
+
+def check_sinusoidal_encoding(fn: Callable) -> None:
+    """Check fn(seq_len, d_model) -> (T, D) sinusoidal encoding, base 10000 (lesson 04)."""
+    cases = [(12, 8), (7, 16), (50, 32)]
+    bugs = [
+        (_sinusoidal_wrong("swapped"), "sin and cos are swapped: sin goes in the even columns "
+         "2i, cos in the odd columns 2i+1."),
+        (_sinusoidal_wrong("i_over_d"), "the exponent is 2i/D with i the PAIR index (0, 1, ..., "
+         "D/2 - 1); you used i/D, so the waves slow down only half as fast across the columns."),
+        (_sinusoidal_wrong("column_exponent"), "columns 2i and 2i+1 are one pair and share ONE "
+         "angle p / 10000**(2i/D); your cos column used its own exponent (2i+1)/D."),
+        (_sinusoidal_wrong("halves"), "you put all the sines in the first half and all the "
+         "cosines in the second; this course interleaves them: sin in column 2i, cos in 2i+1."),
+        (_sinusoidal_wrong("multiply"), "the angle is p DIVIDED by 10000**(2i/D); you "
+         "multiplied, so later columns spin faster instead of slower."),
+    ]
+    _report(verdict("sinusoidal_encoding", fn, cases, sinusoidal_encoding, bugs))
+
+
+def rotate_pair_cases(seed: int = 0) -> list[tuple]:
+    g = torch.Generator().manual_seed(seed)
+    cases = [(_randn(5, 2, generator=g), (torch.rand(5, generator=g) - 0.5) * 2 * math.pi)]
+    cases.append((_randn(3, 4, 2, generator=g), (torch.rand(3, 4, generator=g) - 0.5) * 6))
+    cases.append((torch.tensor([1.0, 0.0]), torch.tensor(math.pi / 2)))
+    return cases
+
+
+def _rotate_wrong(kind: str):
+    def wrong(pair, angle):
+        angle = torch.as_tensor(angle, dtype=pair.dtype)
+        cos, sin = angle.cos(), angle.sin()
+        x, y = pair[..., 0], pair[..., 1]
+        if kind == "clockwise":
+            new = (x * cos + y * sin, -x * sin + y * cos)
+        elif kind == "swapped":
+            new = (x * sin - y * cos, x * cos + y * sin)
+        elif kind == "sign":
+            new = (x * cos + y * sin, x * sin + y * cos)
+        elif kind == "overwrite":  # x updated first, then used for y
+            x_new = x * cos - y * sin
+            new = (x_new, x_new * sin + y * cos)
+        else:  # "order": the two components come back the other way round
+            new = (x * sin + y * cos, x * cos - y * sin)
+        return torch.stack(new, dim=-1)  # (..., 2)
+
+    return wrong
+
+
+def check_rotate_pair(fn: Callable) -> None:
+    """Check fn(pair (..., 2), angle (...)) -> pair rotated counter-clockwise (lesson 04)."""
+    bugs = [
+        (_rotate_wrong("clockwise"), "you rotate clockwise. A positive angle turns (1, 0) towards "
+         "(0, 1): new x = x cos - y sin, new y = x sin + y cos."),
+        (_rotate_wrong("overwrite"), "you overwrote x before computing the new y: compute both "
+         "new components from the OLD x and y (keep a copy, or stack them at the end)."),
+        (_rotate_wrong("swapped"), "sin and cos are swapped: new x = x cos - y sin."),
+        (_rotate_wrong("sign"), "a minus sign is missing: new x = x cos - y sin (rotation keeps "
+         "the length; yours does not)."),
+        (_rotate_wrong("order"), "the two components come back in the wrong order: return "
+         "(new x, new y) along the last axis."),
+    ]
+    _report(verdict("rotate_pair", fn, rotate_pair_cases(), rotate_pair, bugs))
+
+
+def rope_score_reference(q, k, m, n, base=10000.0):
+    q_rot = apply_rope(q[None], torch.tensor([m]), base)[0]  # (d,)
+    k_rot = apply_rope(k[None], torch.tensor([n]), base)[0]  # (d,)
+    return (q_rot * k_rot).sum()
+
+
+def rope_score_cases(seed: int = 0) -> list[tuple]:
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for d, m, n in [(8, 5, 2), (16, 3, 11), (4, 40, 7), (16, 25, 25)]:
+        cases.append((_randn(d, generator=g), _randn(d, generator=g), m, n))
+    return cases
+
+
+def _rope_score_wrong(kind: str):
+    def wrong(q, k, m, n, base=10000.0):
+        d = q.shape[-1]
+        two_i = torch.arange(0, d, 2, dtype=torch.float64)  # (d/2,)
+        theta = base ** (-two_i / 2 / d if kind == "i_over_d" else -two_i / d)  # (d/2,)
+        if kind == "one_speed":
+            theta = torch.ones_like(theta)
+        if kind == "halves":  # pair i = (x[i], x[i + d/2])
+            to_pairs = lambda x: torch.stack((x[: d // 2], x[d // 2 :]), dim=-1)  # noqa: E731
+        else:
+            to_pairs = lambda x: x.reshape(d // 2, 2)  # noqa: E731
+        q_at = 0 if kind == "no_rotation" else m
+        k_at = 0 if kind in ("no_rotation", "only_q") else n
+        q_rot = rotate_pair(to_pairs(q).double(), q_at * theta)  # (d/2, 2)
+        k_rot = rotate_pair(to_pairs(k).double(), k_at * theta)  # (d/2, 2)
+        return (q_rot * k_rot).sum().float()
+
+    return wrong
+
+
+def check_rope_score(fn: Callable) -> None:
+    """Check fn(q (d,), k (d,), m, n) -> q rotated to m dotted with k rotated to n (lesson 04)."""
+    bugs = [
+        (lambda q, k, m, n: rope_score_reference(q, k, n, m), "your score is the course's with m "
+         "and n swapped: rotate q by m * theta_i and k by n * theta_i, both counter-clockwise."),
+        (_rope_score_wrong("halves"), "you paired dimension i with i + d/2 (the 'rotate half' "
+         "layout); this course pairs neighbours: (x[2i], x[2i+1]) is pair i."),
+        (_rope_score_wrong("i_over_d"), "pair i turns by base**(-2i/d) per position, with i the "
+         "pair index; you used base**(-i/d)."),
+        (_rope_score_wrong("one_speed"), "every pair turns at the same speed; pair i should "
+         "turn by theta_i = base**(-2i/d) per position."),
+        (_rope_score_wrong("only_q"), "only q is rotated: rotate k too, by n * theta_i."),
+        (_rope_score_wrong("no_rotation"), "that is the plain q . k: nothing was rotated."),
+    ]
+    _report(verdict("rope_score", _as_tensor_result(fn), rope_score_cases(),
+                    rope_score_reference, bugs))

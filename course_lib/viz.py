@@ -168,6 +168,94 @@ def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4):
     return fig
 
 
+# ---------------------------------------------------------------- lesson 03
+
+
+def set_token_ticks(ax, labels, *, x: bool = True, y: bool = True, fontsize: int = 8):
+    """Token labels on a map's key axis (x) and query axis (y); blank where False (lesson 03)."""
+    positions = list(range(len(labels)))
+    # no ticks at all where unlabelled: an empty tick label still costs a text layout
+    ax.set_xticks(positions if x else [], list(labels) if x else [], rotation=90, fontsize=fontsize)
+    ax.set_yticks(positions if y else [], list(labels) if y else [], fontsize=fontsize)
+
+
+def draw_head_map(ax, weights, labels=None, *, x_labels: bool = True, y_labels: bool = True):
+    """One head's (T, T) attention as an image, queries down, keys across (lesson 03)."""
+    data = _as_array(weights)
+    image = ax.imshow(data, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
+    ax.tick_params(length=0)
+    if labels is not None:
+        if len(labels) != data.shape[1]:
+            raise ValueError(f"labels: expected one per token ({data.shape[1]}), got {len(labels)}")
+        set_token_ticks(ax, labels, x=x_labels, y=y_labels)
+    return image
+
+
+def head_grid(weights, labels, *, titles=None, ncols: int = 4, cell: float = 2.5, title=None):
+    """Figure: one attention map per head from (n, T, T) weights, ncols to a row (lesson 03).
+
+    Token labels sit on the outer axes only: keys under the last row, queries left of the
+    first column. For a model's layers x heads, pass weights.flatten(0, 1) and ncols=H.
+    """
+    if isinstance(weights, torch.Tensor):
+        weights = weights.detach().cpu()
+    if weights.ndim != 3:
+        raise ValueError(f"weights: expected (n, T, T) maps, got shape {tuple(weights.shape)}")
+    n = weights.shape[0]
+    if titles is not None and len(titles) != n:
+        raise ValueError(f"titles: expected one per map ({n}), got {len(titles)}")
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    fig, axes = new_figure(cell * ncols + 1.2, cell * nrows + 0.7, ncols=ncols, nrows=nrows,
+                           squeeze=False)  # fmt: skip
+    for i, ax in enumerate(axes.flat):
+        if i >= n:
+            ax.set_visible(False)
+            continue
+        image = draw_head_map(
+            ax, weights[i], labels, x_labels=i + ncols >= n, y_labels=i % ncols == 0
+        )
+        ax.set_title(titles[i] if titles is not None else f"head {i}", fontsize=10)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def detector_heatmap(scores: dict, *, title=None):
+    """Figure: each detector's score per (layer, head), one annotated panel each (lesson 03).
+
+    scores: {detector name: (layers, H) tensor or nested list}, e.g. a card's "detectors".
+    """
+    if not scores:
+        raise ValueError("scores: expected at least one detector, got none")
+    tables = {name: torch.as_tensor(table, dtype=torch.float32) for name, table in scores.items()}
+    for name, table in tables.items():
+        if table.dim() != 2:
+            raise ValueError(
+                f"{name}: expected a (layers, H) table, got shape {tuple(table.shape)}"
+            )
+    layers, heads = next(iter(tables.values())).shape
+    fig, axes = new_figure(
+        min(4.6, 1.0 + 0.75 * heads) * len(tables), 1.2 + 0.55 * layers, ncols=len(tables)
+    )
+    axes = [axes] if len(tables) == 1 else list(axes)
+    for i, (ax, (name, table)) in enumerate(zip(axes, tables.items(), strict=True)):
+        sns.heatmap(
+            table.numpy(), ax=ax, vmin=0.0, vmax=1.0, cmap="viridis", annot=True, fmt=".2f",
+            annot_kws={"fontsize": 9}, cbar=i == len(tables) - 1,
+            cbar_kws={"label": "mean attention\non the target"},
+            xticklabels=range(heads), yticklabels=range(layers),
+        )  # fmt: skip
+        ax.set_title(name)
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer" if i == 0 else "")
+        ax.tick_params(axis="y", labelrotation=0)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
 # ---------------------------------------------------------------- lesson 05
 
 GRAD_LIMITS = (1e-10, 1e5)  # fixed log axes: explorers never rescale, far values pin to an edge
@@ -353,4 +441,186 @@ def plot_history(history, *, smooth: int = 25):
     ax_grad.set_title("gradient norm of each block")
     ax_grad.legend(fontsize=9)
     ax_grad.grid(True, alpha=0.3)
+    return fig
+
+
+# ---------------------------------------------------------------- lesson 04
+
+
+def encoding_heatmap(pe, *, title="sinusoidal encoding"):
+    """Heatmap of a (T, D) positional encoding: rows positions, columns dimensions (lesson 04)."""
+    data = pe.detach().cpu().numpy() if isinstance(pe, torch.Tensor) else pe
+    if data.ndim != 2:
+        raise ValueError(f"pe: expected a 2-D (T, D) encoding, got shape {data.shape}")
+    fig, ax = new_figure(6.4, 4.2)
+    image = ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    fig.colorbar(image, ax=ax, shrink=0.85, label="value")
+    ax.set_xlabel("dimension (even: sin, odd: cos)")
+    ax.set_ylabel("position")
+    ax.set_title(title)
+    return fig
+
+
+def similarity_figure(sim, rows=(0, 16, 40)):
+    """The (T, T) position similarity as a heatmap, and a few of its rows as curves (lesson 04)."""
+    data = sim.detach().cpu() if isinstance(sim, torch.Tensor) else torch.as_tensor(sim)
+    fig, (ax_map, ax_rows) = new_figure(11.0, 4.0, ncols=2, width_ratios=[1, 1.3])
+    image = ax_map.imshow(data.numpy(), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    fig.colorbar(image, ax=ax_map, shrink=0.85, label="cosine similarity")
+    ax_map.set_xlabel("position")
+    ax_map.set_ylabel("position")
+    ax_map.set_title("every pair of positions")
+    for row in rows:
+        ax_rows.plot(data[row].numpy(), label=f"position {row}")
+        ax_rows.axvline(row, color=ax_rows.lines[-1].get_color(), lw=0.8, ls=":")
+    ax_rows.set_ylim(-1.05, 1.05)
+    ax_rows.set_xlabel("other position")
+    ax_rows.set_ylabel("cosine similarity")
+    ax_rows.set_title("one row each: the peak is the position itself")
+    ax_rows.legend(fontsize=9, loc="lower right")
+    ax_rows.grid(True, alpha=0.3)
+    return fig
+
+
+def setup_pair_axes(ax, limit: float, title="pair 0 of q and k"):
+    """Square axes centred on 0 for drawing 2-vectors as arrows from the origin (lesson 04)."""
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-limit, limit)
+    ax.set_aspect("equal")
+    ax.axhline(0, color="0.8", lw=0.8)
+    ax.axvline(0, color="0.8", lw=0.8)
+    ax.set_xlabel("dimension 2i")
+    ax.set_ylabel("dimension 2i+1")
+    ax.set_title(title)
+
+
+def pair_arrow(ax, xy, **kw):
+    """A line from the origin to xy with a dot at its tip: a cheap, movable arrow (lesson 04)."""
+    kw.setdefault("linestyle", "-")
+    (line,) = ax.plot([0, float(xy[0])], [0, float(xy[1])], marker="o", markevery=[1], **kw)
+    return line
+
+
+def rotated_pair_figure(pair, positions, theta: float = 1.0):
+    """One 2-D pair rotated by position * theta for a few positions, arrows from 0 (lesson 04)."""
+    from course_lib.positional import rotate_pair
+
+    pair = torch.as_tensor(pair, dtype=torch.float32)
+    positions = list(positions)
+    fig, ax = new_figure(4.6, 4.4)
+    setup_pair_axes(ax, 1.25 * float(pair.norm()), title=f"one pair rotated by p x {theta:g} rad")
+    colors = sns.color_palette("viridis", len(positions))
+    for p, color in zip(positions, colors, strict=True):
+        xy = rotate_pair(pair, p * theta)
+        pair_arrow(ax, xy, color=color, lw=2)
+        ax.annotate(f"p={p}", xy.tolist(), textcoords="offset points", xytext=(4, 4), fontsize=9)
+    return fig
+
+
+def length_generalisation_figure(curves: dict, train_len: int, *, smooth: int = 4):
+    """Loss by position for several models, trained length shaded (lesson 04).
+
+    curves: label -> (T-1,) mean loss of the prediction made at each position. Each curve
+    is drawn as a running mean over `smooth` positions (single positions are noisy).
+    """
+    fig, ax = new_figure(8.5, 3.8)
+    ax.axvspan(-0.5, train_len - 0.5, color="0.92", label=f"trained length (t < {train_len})")
+    for label, values in curves.items():
+        values = torch.as_tensor(values, dtype=torch.float32)
+        window = max(1, min(int(smooth), len(values)))
+        running = values.unfold(0, window, 1).mean(dim=1)  # (T - window,)
+        ax.plot(torch.arange(window - 1, len(values)).numpy(), running.numpy(), label=label)
+    ax.set_xlabel("position t of the prediction")
+    ax.set_ylabel(f"loss (nats, mean of {smooth} positions)")
+    ax.set_title("loss by position on sequences 4x longer than in training")
+    ax.legend(fontsize=9, loc="upper left")
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+# ---------------------------------------------------------------- lesson 06 (capstone)
+
+
+def detector_timeline(steps, records, detectors=("previous", "bracket", "subject")):
+    """Best head's score per detector over training steps (lesson 06).
+
+    records: one dict per step, detector name -> (layers, H) scores.
+    """
+    if len(steps) != len(records) or not records:
+        raise ValueError(f"records: expected one per step ({len(steps)}), got {len(records)}")
+    fig, ax = new_figure(6.4, 3.4)
+    for name in detectors:
+        ax.plot(steps, [float(r[name].max()) for r in records], "o-", ms=4, label=name)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("best head's detector score")
+    ax.set_title("how early each job finds a head")
+    ax.legend(fontsize=9, loc="lower right")
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+def detector_heatmaps(tables: dict, detectors=("previous", "bracket", "subject")):
+    """Rows of (layer x head) detector heatmaps: one row per model, one column per detector.
+
+    tables: model label -> {detector: (layers, H) scores} (lesson 06).
+    """
+    fig, axes = new_figure(
+        11.0, 2.1 * len(tables) + 0.6, ncols=len(detectors), nrows=len(tables), squeeze=False
+    )
+    for row, (label, scores) in enumerate(tables.items()):
+        for col, name in enumerate(detectors):
+            table = scores[name]
+            ax = axes[row][col]
+            sns.heatmap(
+                table.numpy(),
+                ax=ax,
+                vmin=0,
+                vmax=1,
+                cmap="viridis",
+                annot=True,
+                fmt=".2f",
+                cbar=False,
+                annot_kws={"fontsize": 9},
+            )
+            ax.set_xlabel("head")
+            ax.set_ylabel("layer")
+            ax.set_title(f"{label}: {name}", fontsize=10)
+    return fig
+
+
+def attention_grid(weights, tokens, pairs=None):
+    """Every (layer, head) attention map of one sequence, labelled with its tokens (lesson 06).
+
+    weights: one (H, T, T) tensor per layer; pairs: optional detector -> [(query, key)],
+    marked on every map so you can see which head looks where the job needs.
+    """
+    layers, H = len(weights), weights[0].shape[0]
+    T = len(tokens)
+    fig, axes = new_figure(3.1 * H + 0.4, 3.2 * layers + 0.4, ncols=H, nrows=layers, squeeze=False)
+    markers = {"previous": ("o", "white"), "bracket": ("s", "red"), "subject": ("D", "orange")}
+    for layer in range(layers):
+        for head in range(H):
+            ax = axes[layer][head]
+            ax.imshow(weights[layer][head].numpy(), vmin=0, vmax=1, cmap="viridis")
+            for name, found in (pairs or {}).items():
+                if found:
+                    q, k = zip(*found, strict=True)
+                    marker, color = markers.get(name, ("x", "white"))
+                    ax.scatter(
+                        k,
+                        q,
+                        s=18,
+                        marker=marker,
+                        facecolors="none",
+                        edgecolors=color,
+                        linewidths=1.2,
+                        label=name,
+                    )
+            ax.set_xticks(range(T), tokens, rotation=90, fontsize=6)
+            ax.set_yticks(range(T), tokens, fontsize=6)
+            ax.set_title(f"layer {layer}, head {head}", fontsize=10)
+    if pairs:
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=9)
     return fig

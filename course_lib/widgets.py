@@ -37,6 +37,13 @@ from course_lib.block import (
     gradient_reaching,
     run_stack,
 )
+from course_lib.positional import (
+    additive_scores,
+    apply_rope,
+    rope_scores,
+    sinusoidal_at,
+    sinusoidal_encoding,
+)
 
 
 class Explorer:
@@ -332,6 +339,171 @@ class ScalingExplorer(Explorer):
         )
 
 
+# ---------------------------------------------------------------- lesson 03
+
+# validation rows whose first sentence is short and leans on one skill: a song (previous
+# token), round brackets, quotes, and a subject behind two distractor nouns
+HEADS_EXAMPLE_ROWS = (19, 10, 5, 34)
+
+
+def heads_examples(rows=HEADS_EXAMPLE_ROWS) -> list[tuple[str, torch.Tensor]]:
+    """(label, ids) of the first sentence of some validation rows, for head maps (lesson 03)."""
+    from course_lib import data  # here, so lessons 00-02 never load the toy language
+
+    valid = data.load_split("valid")  # (N, T)
+    examples = []
+    for row in rows:
+        tokens = data.to_tokens(valid[row])
+        end = tokens.index(".") + 1 if "." in tokens else len(tokens)
+        examples.append((" ".join(tokens[:5]) + " ...", valid[row, :end].clone()))  # (T,)
+    return examples
+
+
+def best_detector(card: dict, layer: int, head: int) -> tuple[str, float]:
+    """The detector a head scores highest on in a checkpoint's card, and the score (lesson 03)."""
+    return max(
+        ((name, table[layer][head]) for name, table in card["detectors"].items()),
+        key=lambda pair: pair[1],
+    )
+
+
+class HeadsExplorer(Explorer):
+    """Lesson 03: each head's attention in the trained rope-h1 / h2 / h4 / h8 models.
+
+    Every model's attention on every example is computed here, once (a few ms each), so a
+    change only hands new numbers to the images. Titles carry each head's best detector
+    score from the model's card; the heading carries its validation loss.
+    """
+
+    HEADS = (1, 2, 4, 8)
+    NCOLS = 4
+
+    def __init__(self, examples=None):
+        from course_lib import data
+        from course_lib.model import load_card, load_pretrained
+
+        self.examples = heads_examples() if examples is None else list(examples)
+        self.cards = {H: load_card(f"rope-h{H}") for H in self.HEADS}
+        self.maps = {}  # (H, example index) -> (layers, H, T, T)
+        with one_thread(), torch.no_grad():
+            for H in self.HEADS:
+                model = load_pretrained(f"rope-h{H}")
+                for i, (_, ids) in enumerate(self.examples):
+                    _, weights = model(ids[None], return_weights=True)  # per layer (1, H, T, T)
+                    self.maps[H, i] = torch.stack([w[0] for w in weights])  # (layers, H, T, T)
+        self.labels = [data.to_tokens(ids) for _, ids in self.examples]
+        num_layers = self.cards[self.HEADS[0]]["config"]["num_layers"]
+        T = max(len(ids) for _, ids in self.examples)
+        fig, axes = viz.new_figure(10.5, 6.2, ncols=self.NCOLS, nrows=2)
+        fig.set_layout_engine("none")  # fixed places: every head count uses the same grid
+        axes[0, 0].get_gridspec().update(
+            left=0.08, right=0.9, bottom=0.12, top=0.9, wspace=0.15, hspace=0.5
+        )
+        self.axes = list(axes.flat)
+        self.images = [viz.draw_head_map(ax, torch.zeros(T, T)) for ax in self.axes]
+        self.titles = [ax.set_title(" ", fontsize=10) for ax in self.axes]
+        fig.colorbar(self.images[0], cax=fig.add_axes((0.92, 0.25, 0.015, 0.5)),
+                     label="attention weight")  # fmt: skip
+        self.heading = fig.suptitle(" ")
+        fig.text(0.01, 0.01, "rows: the query token; columns: the key it looks at", fontsize=9)
+        self.shown = None  # the (H, example) whose axes and token labels are drawn
+        style = {"description_width": "initial"}
+        controls = {
+            "heads": widgets.ToggleButtons(
+                options=[(str(H), H) for H in self.HEADS], value=4, description="heads H",
+                style=style,
+            ),
+            "layer": widgets.ToggleButtons(
+                options=[(str(i), i) for i in range(num_layers)], value=0,
+                description="layer", style=style,
+            ),
+            "example": widgets.Dropdown(
+                options=[(label, i) for i, (label, _) in enumerate(self.examples)], value=0,
+                description="sentence", style=style, layout={"width": "340px"},
+            ),
+        }  # fmt: skip
+        self._backgrounds = {}  # (H, example) -> the picture without maps and titles
+        self._title_strips = {}  # (H, layer) -> the drawn titles, as small pixel regions
+        super().__init__(controls, fig, dynamic=[*self.images, *self.titles])
+        # draw every arrangement's static parts now (token labels are most of the drawing
+        # time), so that no later change needs a full redraw
+        start = self.values()
+        for H in self.HEADS:
+            for example in range(len(self.examples)):
+                self._show(H, start["layer"], example)
+                self.redraw()
+        self.update()
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Blit from caches: the arrangement's background, the titles' pixels, then the maps.
+
+        A title depends only on (H, layer) and drawing text is slow (~4 ms a title), so
+        each set of titles is drawn once and its pixels pasted back on later changes.
+        """
+        H, layer = self.shown[0], self.layer
+        if self.shown not in self._backgrounds:
+            self._label_tokens()
+            self.canvas.draw()  # everything but the animated maps and titles
+            self._backgrounds[self.shown] = self.canvas.copy_from_bbox(self.fig.bbox)
+        else:
+            self.canvas.restore_region(self._backgrounds[self.shown])
+        if (H, layer) in self._title_strips:
+            for strip in self._title_strips[H, layer]:
+                self.canvas.restore_region(strip)
+        else:
+            renderer = self.canvas.get_renderer()
+            strips = []
+            for title in self.titles[:H]:
+                self.fig.draw_artist(title)
+                box = title.get_window_extent(renderer).padded(2)
+                strips.append(self.canvas.copy_from_bbox(box))
+            self._title_strips[H, layer] = strips
+        for image in self.images[:H]:
+            self.fig.draw_artist(image)
+        self.image.value = viz.canvas_png(self.canvas)
+
+    def _arrange(self, H: int, example: int) -> None:
+        """Show H axes (a row of up to four, then a second row) sized for the example."""
+        T = len(self.labels[example])
+        parts = zip(self.axes, self.images, self.titles, strict=True)
+        for i, (ax, image, title) in enumerate(parts):
+            for artist in (ax, image, title):
+                artist.set_visible(i < H)
+            image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+            ax.set_xlim(-0.5, T - 0.5)
+            ax.set_ylim(T - 0.5, -0.5)
+        card = self.cards[H]
+        width = card["config"]["d_model"] // H
+        self.heading.set_text(
+            f"rope-h{H}: {H} head{'s' if H > 1 else ''} of width d = {width}, "
+            f"validation loss {card['val_loss']:.3f}"
+        )
+        self.shown = (H, example)
+
+    def _label_tokens(self) -> None:
+        """Token labels outside the shown grid: keys under its last row, queries on its left."""
+        H, example = self.shown
+        for i, ax in enumerate(self.axes[:H]):
+            viz.set_token_ticks(
+                ax, self.labels[example], x=i + self.NCOLS >= H, y=i % self.NCOLS == 0
+            )
+
+    def _show(self, H: int, layer: int, example: int) -> None:
+        if (H, example) != self.shown:
+            self._arrange(H, example)
+        self.layer = layer
+        self.current = self.maps[H, example][layer]  # (H, T, T)
+        for i in range(H):
+            self.images[i].set_data(self.current[i].numpy())
+            name, score = best_detector(self.cards[H], layer, i)
+            self.titles[i].set_text(f"head {i}: {name} {score:.2f}")
+
+    def update(self) -> None:
+        v = self.values()
+        self._show(v["heads"], v["layer"], v["example"])
+
+
 # ---------------------------------------------------------------- lesson 05
 
 
@@ -438,4 +610,467 @@ class BlockExplorer(Explorer):
             f"{'on' if v['residual'] else 'off'}</b>: gradient at layer 1 = {grads[0]:.3g}, "
             f"at layer {v['depth']} = {grads[-1]:.3g} (ratio {grads[0] / grads[-1]:.3g}); "
             f"output RMS {self.profile.act_scales[-1]:.3g}"
+        )
+
+
+# ---------------------------------------------------------------- lesson 04
+
+
+class PositionExplorer(Explorer):
+    """Lesson 04: pick a position and a width; see its sinusoidal encoding and its similarities."""
+
+    WIDTHS = (8, 16, 32, 64, 128)
+
+    def __init__(self, T: int = 64):
+        self.T = T
+        self.encodings = {D: sinusoidal_encoding(T, D) for D in self.WIDTHS}  # D -> (T, D)
+        self.readout = widgets.HTML()
+        fig, (self.ax_vec, self.ax_sim) = viz.new_figure(11.0, 3.4, ncols=2)
+        # x = 2i / D, the exponent that sets pair i's frequency: every width draws the same
+        # two curves, wider models sample them more finely (and the axis never changes)
+        (self.sin_dots,) = self.ax_vec.plot([], [], "o-", ms=4, lw=0.8, label="sin (dim 2i)")
+        (self.cos_dots,) = self.ax_vec.plot([], [], "s-", ms=4, lw=0.8, label="cos (dim 2i+1)")
+        self.ax_vec.set_xlim(-0.03, 1.0)
+        self.ax_vec.set_ylim(-1.15, 1.15)
+        self.ax_vec.set_xlabel("2i / D  (pair i; left: fast waves, right: slow)")
+        self.ax_vec.set_ylabel("value")
+        self.ax_vec.set_title("this position's encoding, pair by pair")
+        self.ax_vec.legend(fontsize=9, loc="lower right")
+        self.ax_vec.grid(True, alpha=0.3)
+        (self.sim_line,) = self.ax_sim.plot(range(T), [0.0] * T, color="tab:green")
+        (self.sim_mark,) = self.ax_sim.plot([0], [1.0], "o", ms=9, mfc="none", mec="red", mew=2)
+        self.ax_sim.set_xlim(-0.5, T - 0.5)
+        self.ax_sim.set_ylim(-1.05, 1.1)
+        self.ax_sim.set_xlabel("other position")
+        self.ax_sim.set_ylabel("cosine similarity")
+        self.ax_sim.set_title("similarity to every position (circle: itself)")
+        self.ax_sim.grid(True, alpha=0.3)
+        controls = {
+            "position": slider("position p", 10, 0, T - 1),
+            "width": widgets.SelectionSlider(
+                options=self.WIDTHS, value=32, description="model width D",
+                continuous_update=False, style={"description_width": "initial"},
+            ),
+        }
+        super().__init__(
+            controls, fig, dynamic=[self.sin_dots, self.cos_dots, self.sim_line, self.sim_mark]
+        )
+        self.widget.children = (*self.widget.children[:1], self.readout, *self.widget.children[1:])
+
+    def update(self) -> None:
+        p, D = self.controls["position"].value, self.controls["width"].value
+        pe = self.encodings[D]  # (T, D)
+        self.vector = pe[p]  # (D,)
+        self.similarity = pe @ pe[p] / (D / 2)  # (T, D) @ (D,) -> (T,)
+        exponents = torch.arange(0, D, 2) / D  # (D/2,): 2i / D
+        self.sin_dots.set_data(exponents.numpy(), self.vector[0::2].numpy())
+        self.cos_dots.set_data(exponents.numpy(), self.vector[1::2].numpy())
+        self.sim_line.set_ydata(self.similarity.numpy())
+        self.sim_mark.set_data([p], [self.similarity[p].item()])
+        others = self.similarity.clone()
+        others[p] = float("-inf")
+        nearest = int(others.argmax())
+        self.readout.value = (
+            f"<b>position {p}, D = {D}</b>: most similar other position {nearest} "
+            f"(cosine {others[nearest]:.3f}); least similar {int(self.similarity.argmin())} "
+            f"(cosine {self.similarity.min():.3f})"
+        )
+
+
+class RopeExplorer(Explorer):
+    """Lesson 04: move a query (m), a key (n) and both together (s); RoPE vs sinusoidal added.
+
+    One fixed random query token and key token (width D = 16, head width 16). With RoPE,
+    q = x_q W_q and k = x_k W_k are rotated to positions m + s and n + s; with "sinusoidal
+    added", the encodings of those positions are added to x_q and x_k before W_q and W_k.
+    Left: pair 0 of q and of k (faint: before any position). Right: the score q . k as a
+    function of the offset m - n, key held at n + s (positions below 0 are allowed: sin
+    and cos take any angle).
+    """
+
+    D = 16
+    OFFSETS = torch.arange(-31, 32)  # (63,)
+    MODES = (("RoPE", "rope"), ("sinusoidal added", "sinusoidal"))
+
+    def __init__(self, seed: int = 7):  # 7: pair 0 of both q and k long enough to see
+        g = torch.Generator().manual_seed(seed)
+        D = self.D
+        self.x_q, self.x_k = torch.randn(D, generator=g), torch.randn(D, generator=g)  # (D,) each
+        self.w_q = torch.randn(D, D, generator=g) / D**0.5  # (D, d)
+        self.w_k = torch.randn(D, D, generator=g) / D**0.5  # (D, d)
+        self.q, self.k = self.x_q @ self.w_q, self.x_k @ self.w_k  # (D,) @ (D, d) -> (d,)
+        self.readout = widgets.HTML()
+        fig, (self.ax_pair, self.ax_score) = viz.new_figure(
+            10.5, 4.0, ncols=2, width_ratios=[1, 1.6]
+        )
+        limit = self._pair_limit()
+        viz.setup_pair_axes(self.ax_pair, limit)
+        for vector, color in ((self.q, "tab:blue"), (self.k, "tab:orange")):  # before positions
+            viz.pair_arrow(self.ax_pair, vector[:2], color=color, alpha=0.3, lw=1.5, linestyle="--")
+        self.q_arrow = viz.pair_arrow(self.ax_pair, self.q[:2], color="tab:blue", lw=2.5, label="q")
+        self.k_arrow = viz.pair_arrow(
+            self.ax_pair, self.k[:2], color="tab:orange", lw=2.5, label="k"
+        )
+        self.ax_pair.legend(fontsize=9, loc="upper right")
+        offsets = self.OFFSETS.numpy()
+        (self.reference,) = self.ax_score.plot(
+            offsets, offsets * 0.0, "--", color="0.5", lw=1.5, label="shift s = 0"
+        )
+        (self.curve,) = self.ax_score.plot(
+            offsets, offsets * 0.0, color="tab:purple", lw=2, label="shift s now"
+        )
+        (self.marker,) = self.ax_score.plot([0], [0], "o", ms=10, mfc="none", mec="red", mew=2.5)
+        high = self._score_limit()
+        self.ax_score.set_ylim(-1.1 * high, 1.1 * high)
+        self.ax_score.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
+        self.ax_score.set_xlabel("offset m - n (query minus key position)")
+        self.ax_score.set_ylabel("score q . k")
+        self.ax_score.set_title("score by offset (circle: m, n now)")
+        self.ax_score.legend(fontsize=9, loc="lower left")
+        self.ax_score.grid(True, alpha=0.3)
+        controls = {
+            "m": slider("query position m", 7, 0, 31),
+            "n": slider("key position n", 3, 0, 31),
+            "shift": slider("shift both by s", 0, 0, 96),
+            "mode": widgets.ToggleButtons(
+                options=self.MODES, value="rope", description="position by",
+                style={"description_width": "initial"},
+            ),
+        }
+        super().__init__(
+            controls, fig,
+            dynamic=[self.q_arrow, self.k_arrow, self.curve, self.reference, self.marker],
+        )
+        self.widget.children = (*self.widget.children[:1], self.readout, *self.widget.children[1:])
+
+    def pairs(self, mode: str, query_at: int, key_at: int):
+        """Pair 0 of q and of k, (2,) each, with position put in the given way."""
+        where = torch.tensor([query_at, key_at])
+        if mode == "rope":
+            q = apply_rope(self.q[None], where[:1])[0]  # (d,)
+            k = apply_rope(self.k[None], where[1:])[0]  # (d,)
+            return q[:2], k[:2]
+        pe = sinusoidal_at(where, self.D)  # (2, D)
+        return ((self.x_q + pe[0]) @ self.w_q)[:2], ((self.x_k + pe[1]) @ self.w_k)[:2]
+
+    def scores(self, mode: str, m, n) -> torch.Tensor:
+        """Scores q . k for query positions m and key positions n (ints or tensors)."""
+        if mode == "rope":
+            return rope_scores(self.q, self.k, m, n)
+        return additive_scores(self.x_q, self.x_k, self.w_q, self.w_k, m, n)
+
+    def _pair_limit(self) -> float:
+        where = torch.arange(-31, 160)
+        pe = sinusoidal_at(where, self.D)  # (P, D)
+        q, k = (self.x_q + pe) @ self.w_q, (self.x_k + pe) @ self.w_k  # (P, d) each
+        norms = torch.cat([q[:, :2].norm(dim=-1), k[:, :2].norm(dim=-1), self.q[:2].norm()[None],
+                           self.k[:2].norm()[None]])
+        return 1.15 * float(norms.max())
+
+    def _score_limit(self) -> float:
+        keys = torch.arange(0, 128).repeat_interleave(len(self.OFFSETS))  # (128 * 63,)
+        queries = keys + self.OFFSETS.repeat(128)  # (128 * 63,)
+        both = torch.cat(
+            [self.scores("rope", queries, keys), self.scores("sinusoidal", queries, keys)]
+        )
+        return float(both.abs().max())
+
+    def update(self) -> None:
+        v = self.values()
+        m, n, s, mode = v["m"], v["n"], v["shift"], v["mode"]
+        q_pair, k_pair = self.pairs(mode, m + s, n + s)
+        self.q_arrow.set_data([0, float(q_pair[0])], [0, float(q_pair[1])])
+        self.k_arrow.set_data([0, float(k_pair[0])], [0, float(k_pair[1])])
+        key = torch.tensor([n + s])
+        self.curve_now = self.scores(mode, key + self.OFFSETS, key)  # (63,)
+        self.curve_unshifted = self.scores(mode, n + self.OFFSETS, torch.tensor([n]))  # (63,)
+        self.curve.set_ydata(self.curve_now.numpy())
+        self.reference.set_ydata(self.curve_unshifted.numpy())
+        self.score = float(self.scores(mode, m + s, n + s)[0])
+        self.score_unshifted = float(self.scores(mode, m, n)[0])
+        self.marker.set_data([m - n], [self.score])
+        name = dict((value, label) for label, value in self.MODES)[mode]
+        self.readout.value = (
+            f"<b>{name}</b>: query at m + s = {m + s}, key at n + s = {n + s}, offset {m - n}: "
+            f"q . k = {self.score:.4f}; unshifted (s = 0) {self.score_unshifted:.4f}; "
+            f"change {self.score - self.score_unshifted:+.1e}"
+        )
+
+
+# ---------------------------------------------------------------- lesson 06
+
+# short sentences that each lean on one skill, and one that needs all three
+TRAINED_EXAMPLES = {
+    "song (previous token)": "Dogs near the cat sing bone run bone run bone run .",
+    "brackets and quotes": 'Cat with the dog sleeps ( the bird " the boys " and the girl ) .',
+    "agreement past two nouns": "Girls behind the dog near the cat read the book .",
+    "all three": 'Dogs near the girl sing bone run bone run [ the bird " the boys " ] .',
+}
+# sentences a benchmark types into the text box: the last has an unknown word
+TYPED_SAMPLES = (
+    "Birds with the dog eat the apple ( the cat ) .",
+    "Boy near the fishes sings ball stone ball stone ball .",
+    "Dogs chase the cat .",
+)
+DETECTOR_MARKERS = {"previous": ("o", "white"), "bracket": ("s", "red"), "subject": ("D", "orange")}
+
+
+class TrainedHeadsExplorer(Explorer):
+    """Lesson 06: where each head of a trained TinyTransformer looks, on examples or your text.
+
+    Examples are run once at construction; a typed sentence costs one forward pass. Marks on
+    the map are the (query, key) cells each detector scores: a head doing that job lights them.
+    """
+
+    MAX_T = 32
+
+    def __init__(self, model=None, examples=None):
+        from course_lib import data
+        from course_lib.model import load_pretrained
+
+        self.data = data
+        self.model = load_pretrained("rope-h4") if model is None else model
+        self.examples = {
+            name: self._run(data.encode(text).tolist())
+            for name, text in (examples or TRAINED_EXAMPLES).items()
+        }
+        self.typed = {}  # sentences typed so far, by ids
+        first = next(iter(self.examples))
+        self.current = self.examples[first]
+        self.message = widgets.HTML()
+        self.readout = widgets.HTML()
+        cfg = self.model.config
+        fig, (self.ax_map, self.ax_bars) = viz.new_figure(11.0, 4.6, ncols=2, width_ratios=[1, 1.1])
+        self.image_map = self.ax_map.imshow(
+            torch.zeros(2, 2).numpy(), vmin=0, vmax=1, cmap="viridis", aspect="auto"
+        )
+        self.row_box = Rectangle((-0.5, -0.5), 1, 1, fill=False, edgecolor="red", linewidth=2)
+        self.ax_map.add_patch(self.row_box)
+        self.marks = {
+            name: self.ax_map.scatter([], [], s=30, marker=m, facecolors="none", edgecolors=c,
+                                      linewidths=1.3, label=name)
+            for name, (m, c) in DETECTOR_MARKERS.items()
+        }  # fmt: skip
+        self.ax_map.legend(loc="upper right", fontsize=8, framealpha=0.6)
+        self.bars = self.ax_bars.bar(range(self.MAX_T), [0.0] * self.MAX_T, color="tab:blue")
+        self.ax_bars.set_ylim(0, 1)
+        self.ax_bars.set_ylabel("attention weight")
+        controls = {
+            "example": widgets.Dropdown(
+                options=list(self.examples), value=first, description="example",
+                style={"description_width": "initial"},
+            ),
+            "sentence": widgets.Text(
+                value="", placeholder="or type a sentence in the toy vocabulary, then Enter",
+                description="your sentence", continuous_update=False,
+                style={"description_width": "initial"}, layout={"width": "560px"},
+            ),
+            "layer": widgets.ToggleButtons(
+                options=list(range(cfg.num_layers)), value=0, description="layer",
+                style={"description_width": "initial", "button_width": "40px"},
+            ),
+            "head": widgets.ToggleButtons(
+                options=list(range(cfg.num_heads)), value=0, description="head",
+                style={"description_width": "initial", "button_width": "40px"},
+            ),
+            "query": slider("query position", 6, 0, self.MAX_T - 1),
+        }  # fmt: skip
+        controls["sentence"].sample_values = TYPED_SAMPLES  # for benchmarks.explorers
+        self._seen = {"example": first, "sentence": ""}
+        self._shown = None
+        super().__init__(
+            controls, fig, dynamic=[self.image_map, self.row_box, *self.bars, *self.marks.values()]
+        )
+        self.widget.children = (
+            self.widget.children[0], self.message, self.readout, *self.widget.children[1:]
+        )  # fmt: skip
+        self.prerender()
+
+    def _run(self, ids: list[int]) -> dict:
+        """Tokens, per-layer (H, T, T) weights and detector pairs of one sentence."""
+        with one_thread(), torch.no_grad():
+            _, weights = self.model(torch.tensor([ids]), return_weights=True)  # [(1, H, T, T)]
+        tokens = self.data.to_tokens(ids)
+        pairs = {
+            "previous": self.data.previous_token_pairs(tokens),
+            "bracket": self.data.bracket_pairs(tokens),
+            "subject": self.data.subject_pairs(tokens),
+        }
+        return {"tokens": tokens, "weights": [w[0] for w in weights], "pairs": pairs}
+
+    def _pick_source(self, v) -> None:
+        if v["example"] != self._seen["example"]:
+            self._seen["example"] = v["example"]
+            self.current = self.examples[v["example"]]
+            self.message.value = ""
+        elif v["sentence"] != self._seen["sentence"]:
+            self._seen["sentence"] = v["sentence"]
+            if not v["sentence"].strip():
+                return
+            try:
+                ids = self.data.encode(v["sentence"], max_len=self.MAX_T).tolist()
+            except ValueError as err:
+                text = str(err).split("; the vocabulary")[0].removeprefix("text: ")
+                self.message.value = (
+                    f"<span style='color:#b00'><b>Not shown:</b> {html.escape(text)}. "
+                    'Use only the toy vocabulary (e.g. Dogs, near, the, cat, sing, ( ) [ ] " .)'
+                    "; the picture still shows the previous sentence.</span>"
+                )
+                return
+            key = tuple(ids)
+            if key not in self.typed:  # one forward pass per new sentence
+                self.typed[key] = self._run(ids)
+            self.current = self.typed[key]
+            self.message.value = "<i>Showing your sentence.</i>"
+
+    def update(self) -> None:
+        v = self.values()
+        self._pick_source(v)
+        tokens, T = self.current["tokens"], len(self.current["tokens"])
+        if self._shown is not self.current:  # a new sentence: new size and labels
+            self._shown = self.current
+            self._set_static(self.current)
+        query = min(v["query"], T - 1)
+        weights = self.current["weights"][v["layer"]][v["head"]]  # (T, T)
+        self.image_map.set_data(weights.numpy())
+        self.row_box.set_bounds(-0.5, query - 0.5, T, 1)
+        row = weights[query]  # (T,)
+        for i, bar in enumerate(self.bars):
+            bar.set_height(float(row[i]) if i < T else 0.0)
+        top = row.topk(min(3, T))
+        pairs = zip(top.values.tolist(), top.indices.tolist(), strict=True)
+        listed = ", ".join(f"'{tokens[k]}' ({k}) {w:.2f}" for w, k in pairs)
+        self.readout.value = (
+            f"<b>layer {v['layer']}, head {v['head']}, query {query} '{tokens[query]}'</b>"
+            f"{' (slider past the end: last token)' if v['query'] > query else ''} "
+            f"looks most at: {listed}"
+        )
+        self.ax_map.set_title("rows: queries, columns: keys (red box: the query)", fontsize=10)
+        self.ax_bars.set_title("the query's weights over the keys", fontsize=10)
+
+    def _set_static(self, entry: dict) -> None:
+        """Size, tick labels and marks of a sentence. Its drawn background is kept, so coming
+        back to a sentence skips the slow full redraw (its tick labels take ~250 ms)."""
+        tokens, T = entry["tokens"], len(entry["tokens"])
+        self.image_map.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+        self.ax_map.set_xlim(-0.5, T - 0.5)
+        self.ax_map.set_ylim(T - 0.5, -0.5)
+        self.ax_map.set_xticks(range(T), tokens, rotation=90, fontsize=8)
+        self.ax_map.set_yticks(range(T), tokens, fontsize=8)
+        self.ax_bars.set_xlim(-0.6, T - 0.4)
+        self.ax_bars.set_xticks(range(T), tokens, rotation=90, fontsize=8)
+        for name, scatter in self.marks.items():
+            pairs = entry["pairs"][name]
+            scatter.set_offsets([(k, q) for q, k in pairs] if pairs else torch.empty(0, 2))
+        self._background = entry.get("background")
+        self._entry_drawing = entry
+
+    def redraw(self) -> None:
+        super().redraw()
+        entry = getattr(self, "_entry_drawing", None)
+        if entry is not None and "background" not in entry:
+            entry["background"] = self._background
+
+    def prerender(self) -> None:
+        """Draw every example's background once, so switching examples is fast (lesson 06)."""
+        shown = self.current
+        for entry in self.examples.values():
+            self._set_static(entry)
+            self.redraw()
+        self._shown = None
+        self.current = shown
+        self.update()
+        self.redraw()
+
+
+class AblationExplorer(Explorer):
+    """Lesson 06: shipped checkpoints side by side: position scheme, heads, and the scale.
+
+    Everything is computed once at construction on 100 validation sequences (the "no scale"
+    variant runs a checkpoint's own weights without 1/sqrt(d), see model.without_scale).
+    """
+
+    SETTINGS = (
+        ("RoPE, 4 heads (the recipe)", "rope-h4"),
+        ("sinusoidal positions, 4 heads", "sinusoidal-h4"),
+        ("no positions, 4 heads", "none-h4"),
+        ("RoPE, 1 head", "rope-h1"),
+        ("RoPE, 2 heads", "rope-h2"),
+        ("RoPE, 8 heads", "rope-h8"),
+    )
+    DETECTORS = ("previous", "bracket", "subject")
+
+    def __init__(self, num_sequences: int = 100):
+        from course_lib import data, heads, train
+        from course_lib.model import load_pretrained, without_scale
+
+        ids = data.load_split("valid")[:num_sequences]  # (N, T)
+        self.results = {}
+        with one_thread():
+            for _, name in self.SETTINGS:
+                model = load_pretrained(name)
+                for scale in (True, False):
+                    m = model if scale else without_scale(model)
+                    self.results[(name, scale)] = {
+                        "val_loss": train.evaluate(m, ids),
+                        "scores": heads.detector_scores(m, ids),
+                    }
+        self.readout = widgets.HTML()
+        ref = self.results[("rope-h4", True)]
+        fig, (self.ax_det, self.ax_loss, self.ax_map) = viz.new_figure(
+            12.0, 3.6, ncols=3, width_ratios=[1, 0.5, 1.4]
+        )
+        x = range(len(self.DETECTORS))
+        self.det_bars = self.ax_det.bar(x, [0.0] * 3, color=["tab:blue", "tab:red", "tab:orange"])
+        self.ax_det.scatter(x, [float(ref["scores"][d].max()) for d in self.DETECTORS], marker="_",
+                            s=900, color="black", zorder=3)  # fmt: skip
+        self.ax_det.set_xticks(list(x), self.DETECTORS)
+        self.ax_det.set_ylim(0, 1.05)
+        self.ax_det.set_ylabel("best head's score")
+        self.ax_det.set_title("detector scores (black: RoPE, 4 heads)", fontsize=10)
+        losses = [r["val_loss"] for r in self.results.values()]
+        (self.loss_bar,) = self.ax_loss.bar([0], [0.0], color="tab:gray")
+        self.ax_loss.axhline(ref["val_loss"], color="black", ls="--", label="RoPE, 4 heads")
+        self.ax_loss.set_ylim(1.0, max(losses) * 1.05)
+        self.ax_loss.set_xticks([])
+        self.ax_loss.set_ylabel("validation loss (nats)")
+        self.ax_loss.legend(fontsize=8, loc="upper left")
+        self.ax_loss.set_title("loss", fontsize=10)
+        rows = [f"{d} L{layer}" for d in self.DETECTORS for layer in range(2)]
+        self.mesh = self.ax_map.imshow(torch.zeros(6, 8).numpy(), vmin=0, vmax=1, cmap="viridis",
+                                       aspect="auto")  # fmt: skip
+        self.ax_map.set_yticks(range(6), rows, fontsize=8)
+        self.ax_map.set_xticks(range(8), [str(h) for h in range(8)])
+        self.ax_map.set_xlabel("head (blank: the model has fewer)")
+        self.ax_map.set_title("every head's score", fontsize=10)
+        fig.colorbar(self.mesh, ax=self.ax_map)
+        controls = {
+            "setting": widgets.Dropdown(
+                options=self.SETTINGS, value="rope-h4", description="model",
+                style={"description_width": "initial"},
+            ),
+            "scale": widgets.Checkbox(
+                value=True, description="1/sqrt(d) scale in attention",
+                style={"description_width": "initial"},
+            ),
+        }  # fmt: skip
+        super().__init__(controls, fig, dynamic=[*self.det_bars, self.loss_bar, self.mesh])
+        self.widget.children = (*self.widget.children[:1], self.readout, *self.widget.children[1:])
+
+    def update(self) -> None:
+        v = self.values()
+        result = self.results[(v["setting"], v["scale"])]
+        best = [float(result["scores"][d].max()) for d in self.DETECTORS]
+        for bar, height in zip(self.det_bars, best, strict=True):
+            bar.set_height(height)
+        self.loss_bar.set_height(result["val_loss"])
+        table = torch.full((6, 8), float("nan"))
+        for i, d in enumerate(self.DETECTORS):
+            scores = result["scores"][d]  # (layers, H)
+            table[2 * i : 2 * i + 2, : scores.shape[1]] = scores
+        self.mesh.set_data(table.numpy())
+        self.readout.value = (
+            f"<b>{v['setting']}, {'with' if v['scale'] else 'without'} the scale</b>: "
+            f"validation loss {result['val_loss']:.3f}; best previous {best[0]:.2f}, "
+            f"bracket {best[1]:.2f}, subject {best[2]:.2f}"
         )

@@ -1,0 +1,194 @@
+"""Lesson 04's claims, each measured: order blindness, RoPE's offset property, the cards' numbers.
+
+Bars were measured on seeds 0-9 and set well inside them (see each test).
+"""
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_lib import positional, viz
+from course_lib.data import load_split
+from course_lib.model import load_card, load_pretrained
+from course_lib.train import loss_by_position
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "04_positional_encoding.ipynb"
+FIRST = "the dog bit the man".split()
+ORDER = torch.tensor([0, 4, 2, 3, 1])  # "the man bit the dog"
+NAMES = ("rope-h4", "sinusoidal-h4", "none-h4")
+
+
+# ---------------------------------------------------------------- permutation equivariance
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_attention_without_positions_only_reorders_against_torch(seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(7, 16, generator=g)  # (T, D)
+    w_q, w_k, w_v = (torch.randn(16, 8, generator=g) for _ in range(3))
+    perm = torch.randperm(7, generator=g)
+
+    def attend(seq):
+        return F.scaled_dot_product_attention(seq @ w_q, seq @ w_k, seq @ w_v)  # (T, d)
+
+    torch.testing.assert_close(attend(x[perm]), attend(x)[perm])
+    # and the course's attention agrees with torch's
+    from course_lib.attention import scaled_dot_product_attention
+
+    ours = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)[0]
+    torch.testing.assert_close(ours, attend(x))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_demo_is_equivariant_without_positions_and_not_with_them(seed):
+    out_1, out_2 = positional.permutation_demo(FIRST, ORDER, seed=seed)
+    assert (out_2 - out_1[ORDER]).abs().max() < 1e-5
+    # measured gaps over seeds 0-9: sinusoidal >= 0.31, rope >= 0.098
+    for way, bar in (("sinusoidal", 0.05), ("rope", 0.02)):
+        out_1, out_2 = positional.permutation_demo(FIRST, ORDER, positions=way, seed=seed)
+        assert (out_2 - out_1[ORDER]).abs().max() > bar, way
+
+
+def test_causal_mask_alone_breaks_the_symmetry():
+    from course_lib.attention import (
+        causal_mask,
+        project_qkv,
+        scaled_dot_product_attention,
+        toy_embeddings,
+    )
+
+    def attend(words):
+        q, k, v = project_qkv(toy_embeddings(words, D=16), d=8)
+        return scaled_dot_product_attention(q, k, v, causal_mask(len(words)))[0]
+
+    second = [FIRST[i] for i in ORDER]
+    assert (attend(second) - attend(FIRST)[ORDER]).abs().max() > 0.1
+
+
+def test_sinusoidal_at_extends_the_table():
+    positions = torch.arange(-5, 40)
+    table = positional.sinusoidal_at(positions, 16)
+    torch.testing.assert_close(table[5:], positional.sinusoidal_encoding(40, 16))
+    p, i = -3.0, 2
+    angle = torch.tensor(p / 10000 ** (2 * i / 16))
+    torch.testing.assert_close(table[2, 2 * i], angle.sin())
+    torch.testing.assert_close(table[2, 2 * i + 1], angle.cos())
+
+
+def test_position_similarity_depends_only_on_the_distance():
+    sim = positional.position_similarity(64, 32)
+    pe = positional.sinusoidal_encoding(64, 32)
+    torch.testing.assert_close(sim, F.cosine_similarity(pe[:, None], pe[None, :], dim=-1))
+    for offset in range(64):
+        diagonal = sim.diagonal(offset)
+        assert (diagonal - diagonal[0]).abs().max() < 1e-5
+
+
+# ---------------------------------------------------------------- RoPE vs sinusoidal added
+
+
+def rope_score_complex(q, k, m, n):
+    """Independent: pairs as complex numbers; q . k = Re(sum z_q conj(z_k))."""
+    d = q.shape[0]
+    theta = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    zq = torch.view_as_complex(q.double().reshape(-1, 2).contiguous()) * torch.exp(1j * m * theta)
+    zk = torch.view_as_complex(k.double().reshape(-1, 2).contiguous()) * torch.exp(1j * n * theta)
+    return (zq * zk.conj()).real.sum()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rope_score_is_unchanged_by_a_common_shift(seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(16, generator=g), torch.randn(16, generator=g)
+    m, n = torch.randint(0, 64, (2,), generator=g).tolist()
+    shifts = torch.tensor([0, 1, 7, 31, 100, 500, 1000, 4096])
+    scores = positional.rope_scores(q, k, m + shifts, n + shifts)
+    assert (scores - scores[0]).abs().max() < 1e-5
+    expected = rope_score_complex(q, k, m, n)
+    assert abs(scores[0].item() - expected.item()) < 1e-5
+    # while a different offset gives a different score
+    other = positional.rope_scores(q, k, m + 5, n)
+    assert (other - scores[0]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_sinusoidal_added_score_changes_under_a_common_shift(seed):
+    g = torch.Generator().manual_seed(seed)
+    x_q, x_k = torch.randn(16, generator=g), torch.randn(16, generator=g)
+    w_q, w_k = torch.randn(16, 16, generator=g) / 4, torch.randn(16, 16, generator=g) / 4
+    shifts = torch.arange(0, 100)
+    scores = positional.additive_scores(x_q, x_k, w_q, w_k, 7 + shifts, 3 + shifts)
+    # by hand, no helper: q = (x_q + PE[m]) W_q
+    pe = positional.sinusoidal_encoding(110, 16)
+    by_hand = ((x_q + pe[7 + shifts]) @ w_q * ((x_k + pe[3 + shifts]) @ w_k)).sum(-1)
+    torch.testing.assert_close(scores, by_hand)
+    assert (scores - scores[0]).abs().max() > 0.5  # measured >= 7.2 over seeds 0-9
+
+
+def test_rotate_pair_is_a_counter_clockwise_rotation():
+    turned = positional.rotate_pair(torch.tensor([1.0, 0.0]), torch.pi / 2)
+    torch.testing.assert_close(turned, torch.tensor([0.0, 1.0]))
+    pairs = torch.randn(10, 2)
+    angles = torch.rand(10) * 6
+    turned = positional.rotate_pair(pairs, angles)
+    expected = torch.view_as_real(torch.view_as_complex(pairs) * torch.exp(1j * angles))
+    torch.testing.assert_close(turned, expected)
+
+
+# ---------------------------------------------------------------- length generalisation
+
+
+@pytest.fixture(scope="module")
+def long_ids():
+    return load_split("long")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_card_loss_by_position_reproduces_from_the_checkpoint(name, long_ids):
+    card = load_card(name)["length_generalisation"]
+    with torch.no_grad():
+        measured = loss_by_position(load_pretrained(name), long_ids)
+    stored = torch.tensor(card["loss_by_position"])
+    assert card["train_len"] == 32 and len(stored) == long_ids.shape[1] - 1
+    assert (measured - stored).abs().max() < 1e-3
+    for stretch, value in card["mean_loss"].items():
+        low, high = map(int, stretch.split("-"))
+        assert abs(stored[low : high + 1].mean().item() - value) < 1e-3
+
+
+def test_the_lessons_reading_of_the_cards_holds():
+    means = {name: load_card(name)["length_generalisation"]["mean_loss"] for name in NAMES}
+    rope, sin, none = (means[n] for n in NAMES)
+    assert max(abs(rope["0-31"] - sin["0-31"]), abs(rope["0-31"] - none["0-31"])) < 0.06
+    for stretch in ("32-63", "64-126"):
+        assert sin[stretch] > rope[stretch] + 1.0  # sinusoidal falls apart
+        assert rope[stretch] < none[stretch] < rope[stretch] + 0.4  # none close, a bit worse
+        assert rope[stretch] > rope["0-31"] + 0.3  # RoPE degrades too
+    assert none["0-31"] > rope["0-31"]
+
+
+def test_notebook_table_and_figure_show_the_cards():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    table = next(
+        "".join(o.get("text", "") for o in c.outputs)
+        for c in notebook.cells
+        if c.cell_type == "code" and "mean loss (nats) by stretch" in json.dumps(c.outputs)
+    )
+    labels = {"rope-h4": "RoPE", "sinusoidal-h4": "sinusoidal added", "none-h4": "no positions"}
+    for name, label in labels.items():
+        row = next(line for line in table.splitlines() if line.startswith(label + " "))
+        shown = [float(v) for v in re.findall(r"\d+\.\d+", row)]
+        stored = list(load_card(name)["length_generalisation"]["mean_loss"].values())
+        assert shown == [round(v, 3) for v in stored]
+    curves = {label: load_card(n)["length_generalisation"]["loss_by_position"]
+              for n, label in labels.items()}
+    fig = viz.length_generalisation_figure(curves, 32, smooth=4)
+    lines = {line.get_label(): line.get_ydata() for line in fig.axes[0].lines}
+    for label, values in curves.items():
+        running = torch.tensor(values).unfold(0, 4, 1).mean(1)
+        torch.testing.assert_close(torch.as_tensor(lines[label]), running)

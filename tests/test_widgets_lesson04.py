@@ -1,0 +1,134 @@
+"""PositionExplorer and RopeExplorer (lesson 04): every control swept, the live numbers real."""
+
+import base64
+
+import numpy as np
+import pytest
+import torch
+
+from course_lib import positional
+from course_lib.widgets import PositionExplorer, RopeExplorer
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def picture(explorer) -> bytes:
+    return bytes(explorer.image.value)
+
+
+@pytest.fixture(scope="module")
+def position():
+    return PositionExplorer()
+
+
+@pytest.fixture(scope="module")
+def rope():
+    return RopeExplorer()
+
+
+def test_both_build_with_no_arguments(position, rope):
+    for explorer, text in (
+        (position, "PositionExplorer(controls: position, width)"),
+        (rope, "RopeExplorer(controls: m, n, shift, mode)"),
+    ):
+        bundle = explorer._repr_mimebundle_()
+        assert bundle["text/plain"] == text
+        assert base64.b64decode(bundle["image/png"]).startswith(PNG)
+        for control in explorer.controls.values():
+            assert getattr(control, "continuous_update", False) is False
+
+
+def check_position(explorer):
+    p, D = explorer.controls["position"].value, explorer.controls["width"].value
+    pe = positional.sinusoidal_encoding(explorer.T, D)
+    torch.testing.assert_close(explorer.vector, pe[p])
+    expected = torch.nn.functional.cosine_similarity(pe, pe[p][None], dim=-1)
+    torch.testing.assert_close(explorer.similarity, expected)
+    ys = np.asarray(explorer.sim_line.get_ydata(), float)
+    assert np.isfinite(ys).all() and np.allclose(ys, expected.numpy(), atol=1e-6)
+    xs, sin = (np.asarray(a, float) for a in explorer.sin_dots.get_data())
+    assert len(xs) == D // 2 and np.allclose(sin, pe[p, 0::2].numpy())
+    assert f"position {p}, D = {D}" in explorer.readout.value
+
+
+def test_position_explorer_sweeps(position):
+    pictures = set()
+    for width in position.controls["width"].options:
+        position.controls["width"].value = width
+        for p in (0, 1, 17, 40, 63):
+            position.controls["position"].value = p
+            check_position(position)
+            pictures.add(picture(position))
+    assert len(pictures) == 5 * len(position.controls["width"].options)
+    position.controls["position"].value = 0
+    assert np.allclose(position.vector[0::2], 0) and np.allclose(position.vector[1::2], 1)
+
+
+def check_rope(explorer):
+    v = explorer.values()
+    m, n, s = v["m"], v["n"], v["shift"]
+    for values in (explorer.curve_now, explorer.curve_unshifted):
+        assert torch.isfinite(values).all()
+    for artist in (explorer.q_arrow, explorer.k_arrow, explorer.curve, explorer.marker):
+        assert np.isfinite(np.asarray(artist.get_ydata(), float)).all()
+    assert explorer.score == pytest.approx(explorer.scores(v["mode"], m + s, n + s)[0].item())
+    i = m - n - int(explorer.OFFSETS[0])
+    assert explorer.curve_now[i].item() == pytest.approx(explorer.score, abs=1e-5)
+    assert picture(explorer).startswith(PNG)
+
+
+def test_rope_common_shift_changes_nothing_but_the_arrows(rope):
+    rope.controls["mode"].value = "rope"
+    rope.controls["m"].value, rope.controls["n"].value = 9, 2
+    rope.controls["shift"].value = 0
+    base_score, base_curve = rope.score, rope.curve_now.clone()
+    pictures = {picture(rope)}
+    for s in range(1, 97, 5):
+        rope.controls["shift"].value = s
+        check_rope(rope)
+        assert abs(rope.score - base_score) < 1e-5
+        assert (rope.curve_now - base_curve).abs().max() < 1e-5
+        assert (rope.curve_now - rope.curve_unshifted).abs().max() < 1e-5
+        pictures.add(picture(rope))
+    assert len(pictures) > 15  # the arrows turn as the shift moves
+
+
+def test_rope_offset_changes_the_score(rope):
+    rope.controls["mode"].value = "rope"
+    rope.controls["shift"].value = 0
+    scores = []
+    for m in range(0, 32, 3):
+        rope.controls["m"].value = m
+        check_rope(rope)
+        scores.append(rope.score)
+    assert len({round(s, 4) for s in scores}) == len(scores)
+
+
+def test_sinusoidal_mode_changes_under_a_shift(rope):
+    rope.controls["mode"].value = "sinusoidal"
+    rope.controls["m"].value, rope.controls["n"].value = 9, 2
+    rope.controls["shift"].value = 0
+    base_score, base_curve = rope.score, rope.curve_now.clone()
+    changes = []
+    for s in range(1, 97, 5):
+        rope.controls["shift"].value = s
+        check_rope(rope)
+        changes.append(abs(rope.score - base_score))
+        assert (rope.curve_now - base_curve).abs().max() > 0.1
+    assert max(changes) > 1.0
+
+
+@pytest.mark.parametrize("name", ["m", "n", "shift", "mode"])
+def test_every_rope_control_sweeps_without_nan(rope, name):
+    control = rope.controls[name]
+    values = (
+        [value for _, value in control.options] if hasattr(control, "options")
+        else list(range(control.min, control.max + 1, 7)) + [control.max]
+    )
+    before = picture(rope)
+    seen = set()
+    for value in values:
+        control.value = value
+        check_rope(rope)
+        seen.add(picture(rope))
+    assert len(seen) > 1 and (before in seen or len(seen) == len(values))
