@@ -33,8 +33,12 @@ lab: workspace
 		--LabApp.default_url=/lab/tree/00_start_here.ipynb
 
 # -rs prints why anything was skipped (e.g. the browser test without Chromium: one line)
+# unit tests and notebooks on two workers, whole files each (--dist loadfile keeps one
+# notebook's cells in one kernel); then the browser test alone, so its timing-sensitive
+# waits never compete with a notebook for the CPU
 test: $(STAMP) lint
-	$(PY) -m pytest -rs tests $(NBVAL) notebooks
+	$(PY) -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser tests $(NBVAL) notebooks
+	$(PY) -m pytest -rs tests/browser
 
 unit: $(STAMP)
 	$(PY) -m pytest tests --ignore=tests/browser
