@@ -177,13 +177,13 @@ class ConceptCheck:
         self.shown = widgets.HTML()
         self.button.on_click(self.reveal)
         self.widget = widgets.VBox(
-            [widgets.HTML(f"<b>Check yourself.</b> {html.escape(question)}"), self.text,
+            [widgets.HTML(f"<b>Check yourself.</b> {html.escape(question, quote=False)}"), self.text,
              self.button, self.shown]
         )
 
     def reveal(self, _button=None) -> None:
         note = "" if self.text.value.strip() else "<i>(Try writing yours first next time.)</i> "
-        self.shown.value = f"<p>{note}{html.escape(self.answer)}</p>"
+        self.shown.value = f"<p>{note}{html.escape(self.answer, quote=False)}</p>"
 
     def __repr__(self) -> str:
         return f"ConceptCheck: {self.question}"
@@ -192,8 +192,8 @@ class ConceptCheck:
         bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)
         bundle["text/plain"] = repr(self)
         bundle["text/html"] = (
-            f"<p><b>Check yourself.</b> {html.escape(self.question)}</p>"
-            f"<details><summary>The course's answer</summary><p>{html.escape(self.answer)}</p>"
+            f"<p><b>Check yourself.</b> {html.escape(self.question, quote=False)}</p>"
+            f"<details><summary>The course's answer</summary><p>{html.escape(self.answer, quote=False)}</p>"
             "</details>"
         )
         return bundle
@@ -851,10 +851,10 @@ class TrainedHeadsExplorer(Explorer):
                                       linewidths=1.3, label=name)
             for name, (m, c) in DETECTOR_MARKERS.items()
         }  # fmt: skip
-        self.ax_map.legend(loc="upper right", fontsize=8, framealpha=0.6)
         self.bars = self.ax_bars.bar(range(self.MAX_T), [0.0] * self.MAX_T, color="tab:blue")
         self.ax_bars.set_ylim(0, 1)
         self.ax_bars.set_ylabel("attention weight")
+        self.ax_bars.set_xlabel("key position")
         controls = {
             "example": widgets.Dropdown(
                 options=list(self.examples), value=first, description="example",
@@ -943,7 +943,8 @@ class TrainedHeadsExplorer(Explorer):
         self.readout.value = (
             f"<b>layer {v['layer']}, head {v['head']}, query {query} '{tokens[query]}'</b>"
             f"{' (slider past the end: last token)' if v['query'] > query else ''} "
-            f"looks most at: {listed}"
+            f"looks most at: {listed}<br><small>marks on the map: white circles previous-token, "
+            "red squares bracket, orange diamonds subject (query row, needed key column)</small>"
         )
         self.ax_map.set_title("rows: queries, columns: keys (red box: the query)", fontsize=10)
         self.ax_bars.set_title("the query's weights over the keys", fontsize=10)
@@ -958,7 +959,7 @@ class TrainedHeadsExplorer(Explorer):
         self.ax_map.set_xticks(range(T), tokens, rotation=90, fontsize=8)
         self.ax_map.set_yticks(range(T), tokens, fontsize=8)
         self.ax_bars.set_xlim(-0.6, T - 0.4)
-        self.ax_bars.set_xticks(range(T), tokens, rotation=90, fontsize=8)
+        self.ax_bars.set_xticks(range(0, T, 5))  # key positions; the map above names them
         for name, scatter in self.marks.items():
             pairs = entry["pairs"][name]
             scatter.set_offsets([(k, q) for q, k in pairs] if pairs else torch.empty(0, 2))
