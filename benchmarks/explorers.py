@@ -49,6 +49,9 @@ def values_to_visit(control, count: int) -> list:
         return _zigzag(values, count)
     if isinstance(control, ipywidgets.FloatSlider):
         return _zigzag(_spread(control.min, control.max, 12), count)
+    if isinstance(control, ipywidgets.Text):
+        # free text: the explorer attaches a few sentences to type (lesson 06)
+        return _zigzag(list(getattr(control, "sample_values", ())), count)
     raise TypeError(f"control: no way to move a {type(control).__name__}")
 
 

@@ -267,3 +267,64 @@ def subject_pairs(sequence) -> list[tuple[int, int]]:
             pairs.append((position - 1, subject))
             subject = None
     return pairs
+
+
+# ---------------------------------------------------------------- lesson 06: checking samples
+
+
+def sentences(sequence) -> list[list[str]]:
+    """The complete sentences in a sequence: runs of tokens that end in "." (lesson 06).
+
+    Tokens before the first "." are dropped (a sentence cut at the start) and so are tokens
+    after the last one (a sentence not finished yet).
+    """
+    tokens = _as_tokens(sequence)
+    ends = [i for i, token in enumerate(tokens) if token == "."]
+    return [tokens[a + 1 : b + 1] for a, b in zip(ends, ends[1:], strict=False)]
+
+
+def agreement_holds(sentence) -> bool | None:
+    """Does the first verb agree with the subject in number and kind? (lesson 06)
+
+    None when untestable: the sentence does not start with a subject noun or has no verb.
+    """
+    tokens = _as_tokens(sentence)
+    verbs = [t for t in tokens if t in VERB_FORMS]
+    if not tokens or tokens[0] not in SUBJECT_FORMS or not verbs:
+        return None
+    noun = tokens[0].lower()
+    plural = noun not in CAN
+    singular = next(s for s, p in NOUNS if noun in (s, p))
+    allowed = CAN[singular] if not plural else tuple(dict(VERBS)[v] for v in CAN[singular])
+    return verbs[0] in allowed
+
+
+def brackets_matched(sentence) -> bool | None:
+    """Does every closer match the innermost open span, and is none left open? None if no
+    brackets or quotes at all (lesson 06). A " closes an open quote and opens one otherwise."""
+    tokens = _as_tokens(sentence)
+    if not any(t in OPENERS or t in CLOSERS for t in tokens):
+        return None
+    stack: list[str] = []
+    for token in tokens:
+        if token == '"' and stack and stack[-1] == '"':
+            stack.pop()
+        elif token in OPENERS:
+            stack.append(token)
+        elif token in CLOSERS:
+            if not stack or OPENERS[stack.pop()] != token:
+                return False
+    return not stack
+
+
+def rule_rates(sequences) -> dict[str, tuple[float, int]]:
+    """For each rule, (share of testable complete sentences that keep it, how many were
+    testable), over sequences of ids (N, T) or token lists (lesson 06)."""
+    kept = {"agreement": [], "brackets": []}
+    for sequence in sequences:
+        for sentence in sentences(sequence):
+            for rule, check in (("agreement", agreement_holds), ("brackets", brackets_matched)):
+                verdict = check(sentence)
+                if verdict is not None:
+                    kept[rule].append(verdict)
+    return {rule: (sum(v) / len(v) if v else float("nan"), len(v)) for rule, v in kept.items()}

@@ -1,6 +1,8 @@
 """TinyTransformer: a causal language model made of the course's own blocks (lesson 06)."""
 
+import copy
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -127,3 +129,51 @@ def load_pretrained(name: str) -> TinyTransformer:
 def _check_name(name) -> None:
     if name not in PRETRAINED:
         raise ValueError(f"name: expected one of {', '.join(PRETRAINED)}; got {name!r}")
+
+
+# ---------------------------------------------------------------- lesson 06: sampling, the scale
+
+
+@torch.no_grad()
+def generate(
+    model, prompt: torch.Tensor, num_tokens: int, *, temperature: float = 1.0, seed: int = 0
+) -> torch.Tensor:
+    """Extend prompt ids (B, T0) by num_tokens sampled tokens, one at a time (lesson 06).
+
+    Each step feeds the whole sequence so far (at most max_len tokens) and samples the next
+    id from softmax(logits / temperature) at the last position. Returns (B, T0 + num_tokens).
+    """
+    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2:
+        got = tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__
+        raise ValueError(f"prompt: expected a (B, T0) tensor of token ids, got {got}")
+    positive_int("num_tokens", num_tokens)
+    if not temperature > 0:
+        raise ValueError(f"temperature: expected a positive number, got {temperature}")
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator().manual_seed(seed)
+    ids = prompt
+    for _ in range(num_tokens):
+        logits = model(ids[:, -model.config.max_len :])[:, -1]  # (B, V)
+        probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
+        ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
+    model.train(was_training)
+    return ids
+
+
+def without_scale(model: TinyTransformer) -> TinyTransformer:
+    """A copy of a trained model whose attention skips the 1/sqrt(d) scale (lesson 06).
+
+    Multiplying each query projection by sqrt(d) multiplies every score q.k / sqrt(d) by
+    sqrt(d), which gives q.k: the same weights run without the scale. (RoPE rotates q after
+    the projection; a rotation is linear, so it keeps the factor.)
+    """
+    clone = copy.deepcopy(model)
+    D = clone.config.d_model
+    factor = math.sqrt(D // clone.config.num_heads)
+    with torch.no_grad():
+        for block in clone.blocks:
+            block.attn.qkv.weight[:D] *= factor  # rows 0..D-1 of (3D, D) make q
+            if block.attn.qkv.bias is not None:
+                block.attn.qkv.bias[:D] *= factor
+    return clone
