@@ -98,7 +98,9 @@ def verdict(
         for predicate, hint in hints:
             if predicate(got, case):
                 return Verdict(False, f"{name}: {hint}")
-        return Verdict(False, f"{name}: the numbers differ from the course's version. {_gap(got, expected)}")
+        return Verdict(
+            False, f"{name}: the numbers differ from the course's version. {_gap(got, expected)}"
+        )
     return Verdict(True, f"{name}: passed all {len(cases)} cases. Well done!")
 
 
@@ -129,7 +131,11 @@ def softmax_reference(x: torch.Tensor) -> torch.Tensor:
 
 def softmax_cases(seed: int = 0) -> list[tuple]:
     g = torch.Generator().manual_seed(seed)
-    cases = [(_randn(5, generator=g),), (_randn(3, 4, generator=g) * 3,), (_randn(2, 3, 6, generator=g),)]
+    cases = [
+        (_randn(5, generator=g),),
+        (_randn(3, 4, generator=g) * 3,),
+        (_randn(2, 3, 6, generator=g),),
+    ]
     cases.append((torch.tensor([[1000.0, 999.0, -1000.0], [0.0, 0.0, 0.0]]),))
     return cases
 
@@ -137,16 +143,25 @@ def softmax_cases(seed: int = 0) -> list[tuple]:
 def check_softmax(fn: Callable) -> None:
     """Check a softmax over the last axis (lesson 00's exercise)."""
     bugs = [
-        (lambda x: torch.softmax(x, dim=0), "the numbers match softmax over the FIRST axis; "
-         "normalise over the last one (dim=-1), so each row sums to 1."),
+        (
+            lambda x: torch.softmax(x, dim=0),
+            "the numbers match softmax over the FIRST axis; "
+            "normalise over the last one (dim=-1), so each row sums to 1.",
+        ),
         (lambda x: torch.exp(x), "you return exp(x) without dividing by the row's sum."),
         (lambda x: x / x.sum(dim=-1, keepdim=True), "you divide x by its sum but forgot the exp."),
     ]
     hints = [
-        (lambda got, case: bool(torch.isnan(got).any() or torch.isinf(got).any()),
-         "your result has NaN or inf on large scores: subtract each row's max before exp."),
-        (lambda got, case: not torch.allclose(got.sum(-1), torch.ones(got.shape[:-1]), atol=1e-4),
-         "rows don't sum to 1: check which axis you sum over (keepdim=True helps broadcasting)."),
+        (
+            lambda got, case: bool(torch.isnan(got).any() or torch.isinf(got).any()),
+            "your result has NaN or inf on large scores: subtract each row's max before exp.",
+        ),
+        (
+            lambda got, case: (
+                not torch.allclose(got.sum(-1), torch.ones(got.shape[:-1]), atol=1e-4)
+            ),
+            "rows don't sum to 1: check which axis you sum over (keepdim=True helps broadcasting).",
+        ),
     ]
     _report(verdict("softmax", fn, softmax_cases(), softmax_reference, bugs, hints))
 
@@ -189,19 +204,28 @@ def attention_cases(seed: int = 0) -> list[tuple]:
 def check_attention(fn: Callable) -> None:
     """Check fn(q, k, v, mask=None) -> (output, weights) (lesson 01's first exercise)."""
     bugs = [
-        (_attention_wrong(softmax_dim=-2), "columns sum to 1, not rows: take the softmax over "
-         "the keys, the LAST axis (dim=-1)."),
-        (_attention_wrong(factor=lambda d: 1.0), "the scores are not scaled: divide q @ k^T by "
-         "sqrt(d_k) before the softmax."),
+        (
+            _attention_wrong(softmax_dim=-2),
+            "columns sum to 1, not rows: take the softmax over the keys, the LAST axis (dim=-1).",
+        ),
+        (
+            _attention_wrong(factor=lambda d: 1.0),
+            "the scores are not scaled: divide q @ k^T by sqrt(d_k) before the softmax.",
+        ),
         (_attention_wrong(factor=lambda d: 1.0 / d), "you divide by d_k; the scale is sqrt(d_k)."),
-        (_attention_wrong(after_softmax=True), "the scale is applied after the softmax; it belongs "
-         "to the scores, before it."),
+        (
+            _attention_wrong(after_softmax=True),
+            "the scale is applied after the softmax; it belongs to the scores, before it.",
+        ),
     ]
     hints = [
-        (lambda got, case: case[3] is not None and bool(
-            (got[1].masked_fill(case[3], 0).abs() > 1e-6).any()),
-         "with a mask, weights on masked positions must be 0: fill masked scores with -inf "
-         "before the softmax (mask is True where attending is allowed)."),
+        (
+            lambda got, case: (
+                case[3] is not None and bool((got[1].masked_fill(case[3], 0).abs() > 1e-6).any())
+            ),
+            "with a mask, weights on masked positions must be 0: fill masked scores with -inf "
+            "before the softmax (mask is True where attending is allowed).",
+        ),
     ]
     _report(verdict("attention", fn, attention_cases(), attention_reference, bugs, hints))
 
@@ -210,11 +234,16 @@ def check_causal_mask(fn: Callable) -> None:
     """Check fn(T) -> (T, T) bool mask, True where query t may attend to key s (lesson 01)."""
     cases = [(5,), (2,), (9,), (1,)]  # T=1 last: there several bugs look alike
     bugs = [
-        (lambda T: causal_mask(T).T.contiguous(), "your mask is the transpose: row t (the query) "
-         "may see columns 0..t, so True belongs on and BELOW the diagonal (tril)."),
+        (
+            lambda T: causal_mask(T).T.contiguous(),
+            "your mask is the transpose: row t (the query) "
+            "may see columns 0..t, so True belongs on and BELOW the diagonal (tril).",
+        ),
         (lambda T: ~causal_mask(T), "True and False are swapped: True means 'may attend'."),
-        (lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1), "the diagonal is False: a "
-         "token may attend to itself (use tril(), not tril(-1))."),
+        (
+            lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1),
+            "the diagonal is False: a token may attend to itself (use tril(), not tril(-1)).",
+        ),
         (lambda T: causal_mask(T).float(), "right pattern, wrong dtype: return a bool tensor."),
     ]
     _report(verdict("causal_mask", fn, cases, causal_mask, bugs))
@@ -269,22 +298,40 @@ def score_variance_cases(seed: int = 0) -> list[tuple]:
 def check_score_variance(fn: Callable) -> None:
     """Check fn(q, k, scale) -> variance of the n scores q[i] . k[i] (lesson 02's exercise)."""
     bugs = [
-        (_variance_wrong("std"), "that is the standard deviation; the variance is its square "
-         "(.var(), not .std())."),
-        (_variance_wrong("all_pairs"), "q @ k.T scores every query against every key; this "
-         "exercise pairs row i of q with row i of k: (q * k).sum(dim=-1)."),
-        (_variance_wrong("no_sum"), "you took the variance of single products q_j k_j; sum them "
-         "over the d_k axis first, each score is a whole dot product."),
+        (
+            _variance_wrong("std"),
+            "that is the standard deviation; the variance is its square (.var(), not .std()).",
+        ),
+        (
+            _variance_wrong("all_pairs"),
+            "q @ k.T scores every query against every key; this "
+            "exercise pairs row i of q with row i of k: (q * k).sum(dim=-1).",
+        ),
+        (
+            _variance_wrong("no_sum"),
+            "you took the variance of single products q_j k_j; sum them "
+            "over the d_k axis first, each score is a whole dot product.",
+        ),
         (_variance_wrong("over_d"), "with scale=True, divide the scores by sqrt(d_k), not by d_k."),
-        (_variance_wrong("variance_over_sqrt"), "you divided the variance by sqrt(d_k); scale the "
-         "scores instead (the variance then shrinks by d_k)."),
-        (_variance_wrong("ignore_scale"), "scale=True should divide each score by sqrt(d_k) "
-         "before taking the variance; yours ignores it."),
+        (
+            _variance_wrong("variance_over_sqrt"),
+            "you divided the variance by sqrt(d_k); scale the "
+            "scores instead (the variance then shrinks by d_k).",
+        ),
+        (
+            _variance_wrong("ignore_scale"),
+            "scale=True should divide each score by sqrt(d_k) "
+            "before taking the variance; yours ignores it.",
+        ),
     ]
     hints = [
-        (lambda got, case: bool(
-            (got - score_variance_reference(*case)).abs() < 0.02 * score_variance_reference(*case)),
-         "nearly right: take the variance around the mean with .var() (it divides by n - 1)."),
+        (
+            lambda got, case: bool(
+                (got - score_variance_reference(*case)).abs()
+                < 0.02 * score_variance_reference(*case)
+            ),
+            "nearly right: take the variance around the mean with .var() (it divides by n - 1).",
+        ),
     ]
     learner = _as_tensor_result(fn)
 
@@ -298,8 +345,16 @@ def check_score_variance(fn: Callable) -> None:
             return got * n / (n - 1)
         return got
 
-    _report(verdict("score_variance", either_variance, score_variance_cases(),
-                    score_variance_reference, bugs, hints))
+    _report(
+        verdict(
+            "score_variance",
+            either_variance,
+            score_variance_cases(),
+            score_variance_reference,
+            bugs,
+            hints,
+        )
+    )
 
 
 def entropy_reference(weights):
@@ -308,9 +363,11 @@ def entropy_reference(weights):
 
 def entropy_cases(seed: int = 0) -> list[tuple]:
     g = torch.Generator().manual_seed(seed)
-    cases = [(torch.softmax(_randn(3, 4, generator=g) * 2, dim=-1),),
-             (torch.softmax(_randn(2, 3, 6, generator=g), dim=-1),),
-             (torch.softmax(_randn(5, generator=g), dim=-1),)]
+    cases = [
+        (torch.softmax(_randn(3, 4, generator=g) * 2, dim=-1),),
+        (torch.softmax(_randn(2, 3, 6, generator=g), dim=-1),),
+        (torch.softmax(_randn(5, generator=g), dim=-1),),
+    ]
     cases.append((torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.25, 0.25, 0.5]]),))
     return cases
 
@@ -318,18 +375,29 @@ def entropy_cases(seed: int = 0) -> list[tuple]:
 def check_entropy(fn: Callable) -> None:
     """Check fn(weights) -> entropy in nats over the last axis (lesson 02's exercise)."""
     bugs = [
-        (lambda w: -torch.special.xlogy(w, w).sum(dim=-1) / math.log(2), "that is in bits "
-         "(log base 2); the course measures entropy in nats: use torch.log."),
-        (lambda w: torch.special.xlogy(w, w).sum(dim=-1), "the sign is flipped: entropy is "
-         "MINUS the sum of p log p, so it is never negative."),
-        (lambda w: -torch.special.xlogy(w, w).sum(dim=0), "you summed over the first axis; each "
-         "distribution runs along the LAST axis (dim=-1)."),
-        (lambda w: -torch.special.xlogy(w, w).mean(dim=-1), "you averaged p log p over the keys; "
-         "entropy SUMS it (use .sum(dim=-1))."),
+        (
+            lambda w: -torch.special.xlogy(w, w).sum(dim=-1) / math.log(2),
+            "that is in bits (log base 2); the course measures entropy in nats: use torch.log.",
+        ),
+        (
+            lambda w: torch.special.xlogy(w, w).sum(dim=-1),
+            "the sign is flipped: entropy is MINUS the sum of p log p, so it is never negative.",
+        ),
+        (
+            lambda w: -torch.special.xlogy(w, w).sum(dim=0),
+            "you summed over the first axis; each distribution runs along the LAST axis (dim=-1).",
+        ),
+        (
+            lambda w: -torch.special.xlogy(w, w).mean(dim=-1),
+            "you averaged p log p over the keys; entropy SUMS it (use .sum(dim=-1)).",
+        ),
     ]
     hints = [
-        (lambda got, case: bool(torch.isnan(got).any()), "you get NaN where a weight is exactly "
-         "0: 0 * log 0 must count as 0 (torch.special.xlogy(p, p) does that)."),
+        (
+            lambda got, case: bool(torch.isnan(got).any()),
+            "you get NaN where a weight is exactly "
+            "0: 0 * log 0 must count as 0 (torch.special.xlogy(p, p) does that).",
+        ),
     ]
     _report(verdict("entropy", fn, entropy_cases(), entropy_reference, bugs, hints))
 
@@ -376,13 +444,22 @@ def _split_wrong(kind: str):
 def check_split_heads(fn: Callable) -> None:
     """Check fn(x, num_heads): (B, T, D) -> (B, H, T, d) (lesson 03's first exercise)."""
     bugs = [
-        (_split_wrong("view_only"), "you viewed (B, T, D) straight as (B, H, T, d): that mixes "
-         "tokens across heads. View as (B, T, H, d) first, then .transpose(1, 2)."),
-        (_split_wrong("no_transpose"), "right split, missing swap: after .view(B, T, H, d), "
-         "transpose the T and H axes so heads come before tokens: .transpose(1, 2)."),
-        (_split_wrong("interleaved"), "each head must own a CONTIGUOUS block of d features "
-         "(head 0 = features 0..d-1); yours takes every H-th feature. View as (B, T, H, d), "
-         "not (B, T, d, H)."),
+        (
+            _split_wrong("view_only"),
+            "you viewed (B, T, D) straight as (B, H, T, d): that mixes "
+            "tokens across heads. View as (B, T, H, d) first, then .transpose(1, 2).",
+        ),
+        (
+            _split_wrong("no_transpose"),
+            "right split, missing swap: after .view(B, T, H, d), "
+            "transpose the T and H axes so heads come before tokens: .transpose(1, 2).",
+        ),
+        (
+            _split_wrong("interleaved"),
+            "each head must own a CONTIGUOUS block of d features "
+            "(head 0 = features 0..d-1); yours takes every H-th feature. View as (B, T, H, d), "
+            "not (B, T, d, H).",
+        ),
     ]
     _report(verdict("split_heads", fn, split_heads_cases(), split_heads_reference, bugs))
 
@@ -404,14 +481,25 @@ def _merge_wrong(kind: str):
 def check_merge_heads(fn: Callable) -> None:
     """Check fn(y): (B, H, T, d) -> (B, T, D), undoing split_heads (lesson 03's first exercise)."""
     bugs = [
-        (_merge_wrong("no_transpose"), "you reshaped (B, H, T, d) straight to (B, T, D) without "
-         "transposing back: token t now holds pieces of other tokens. .transpose(1, 2) first."),
-        (_merge_wrong("transpose_only"), "the axes are back in order; now join the last two: "
-         ".reshape(B, T, H * d)."),
-        (_merge_wrong("interleaved"), "the heads are interleaved feature by feature; head h's "
-         "d features must sit side by side, in block h: transpose(1, 2) then reshape."),
-        (_merge_wrong("sum"), "you added the heads together; merging CONCATENATES them, so the "
-         "width goes back to D = H * d."),
+        (
+            _merge_wrong("no_transpose"),
+            "you reshaped (B, H, T, d) straight to (B, T, D) without "
+            "transposing back: token t now holds pieces of other tokens. .transpose(1, 2) first.",
+        ),
+        (
+            _merge_wrong("transpose_only"),
+            "the axes are back in order; now join the last two: .reshape(B, T, H * d).",
+        ),
+        (
+            _merge_wrong("interleaved"),
+            "the heads are interleaved feature by feature; head h's "
+            "d features must sit side by side, in block h: transpose(1, 2) then reshape.",
+        ),
+        (
+            _merge_wrong("sum"),
+            "you added the heads together; merging CONCATENATES them, so the "
+            "width goes back to D = H * d.",
+        ),
     ]
     _report(verdict("merge_heads", fn, merge_heads_cases(), merge_heads_reference, bugs))
 
@@ -463,17 +551,31 @@ def _multihead_wrong(kind: str):
 def check_multihead(fn: Callable) -> None:
     """Check fn(x, mha) -> mha's output (B, T, D), using its weights (lesson 03's exercise)."""
     bugs = [
-        (_multihead_wrong("no_out"), "the heads are right; the output projection is missing: "
-         "finish with mha.out(...) on the merged (B, T, D) tensor."),
-        (_multihead_wrong("view_only"), "q, k and v were viewed straight as (B, H, T, d): view "
-         "as (B, T, H, d), then .transpose(1, 2)."),
-        (_multihead_wrong("merge_no_transpose"), "the heads' outputs were reshaped to (B, T, D) "
-         "without transposing (B, H, T, d) back to (B, T, H, d) first."),
-        (_multihead_wrong("qkv_interleaved"), "mha.qkv(x) is laid out [q | k | v], each D wide: "
-         "split the last axis into three blocks of D (qkv.split(D, dim=-1)) before splitting "
-         "heads."),
-        (_multihead_wrong("scale_D"), "each head's scores are scaled by sqrt(d), its OWN width "
-         "D / H, not sqrt(D)."),
+        (
+            _multihead_wrong("no_out"),
+            "the heads are right; the output projection is missing: "
+            "finish with mha.out(...) on the merged (B, T, D) tensor.",
+        ),
+        (
+            _multihead_wrong("view_only"),
+            "q, k and v were viewed straight as (B, H, T, d): view "
+            "as (B, T, H, d), then .transpose(1, 2).",
+        ),
+        (
+            _multihead_wrong("merge_no_transpose"),
+            "the heads' outputs were reshaped to (B, T, D) "
+            "without transposing (B, H, T, d) back to (B, T, H, d) first.",
+        ),
+        (
+            _multihead_wrong("qkv_interleaved"),
+            "mha.qkv(x) is laid out [q | k | v], each D wide: "
+            "split the last axis into three blocks of D (qkv.split(D, dim=-1)) before splitting "
+            "heads.",
+        ),
+        (
+            _multihead_wrong("scale_D"),
+            "each head's scores are scaled by sqrt(d), its OWN width D / H, not sqrt(D).",
+        ),
     ]
     _report(verdict("multihead", fn, multihead_cases(), multihead_reference, bugs))
 
@@ -667,16 +769,31 @@ def check_sinusoidal_encoding(fn: Callable) -> None:
     """Check fn(seq_len, d_model) -> (T, D) sinusoidal encoding, base 10000 (lesson 04)."""
     cases = [(12, 8), (7, 16), (50, 32)]
     bugs = [
-        (_sinusoidal_wrong("swapped"), "sin and cos are swapped: sin goes in the even columns "
-         "2i, cos in the odd columns 2i+1."),
-        (_sinusoidal_wrong("i_over_d"), "the exponent is 2i/D with i the PAIR index (0, 1, ..., "
-         "D/2 - 1); you used i/D, so the waves slow down only half as fast across the columns."),
-        (_sinusoidal_wrong("column_exponent"), "columns 2i and 2i+1 are one pair and share ONE "
-         "angle p / 10000**(2i/D); your cos column used its own exponent (2i+1)/D."),
-        (_sinusoidal_wrong("halves"), "you put all the sines in the first half and all the "
-         "cosines in the second; this course interleaves them: sin in column 2i, cos in 2i+1."),
-        (_sinusoidal_wrong("multiply"), "the angle is p DIVIDED by 10000**(2i/D); you "
-         "multiplied, so later columns spin faster instead of slower."),
+        (
+            _sinusoidal_wrong("swapped"),
+            "sin and cos are swapped: sin goes in the even columns "
+            "2i, cos in the odd columns 2i+1.",
+        ),
+        (
+            _sinusoidal_wrong("i_over_d"),
+            "the exponent is 2i/D with i the PAIR index (0, 1, ..., "
+            "D/2 - 1); you used i/D, so the waves slow down only half as fast across the columns.",
+        ),
+        (
+            _sinusoidal_wrong("column_exponent"),
+            "columns 2i and 2i+1 are one pair and share ONE "
+            "angle p / 10000**(2i/D); your cos column used its own exponent (2i+1)/D.",
+        ),
+        (
+            _sinusoidal_wrong("halves"),
+            "you put all the sines in the first half and all the "
+            "cosines in the second; this course interleaves them: sin in column 2i, cos in 2i+1.",
+        ),
+        (
+            _sinusoidal_wrong("multiply"),
+            "the angle is p DIVIDED by 10000**(2i/D); you "
+            "multiplied, so later columns spin faster instead of slower.",
+        ),
     ]
     _report(verdict("sinusoidal_encoding", fn, cases, sinusoidal_encoding, bugs))
 
@@ -713,15 +830,27 @@ def _rotate_wrong(kind: str):
 def check_rotate_pair(fn: Callable) -> None:
     """Check fn(pair (..., 2), angle (...)) -> pair rotated counter-clockwise (lesson 04)."""
     bugs = [
-        (_rotate_wrong("clockwise"), "you rotate clockwise. A positive angle turns (1, 0) towards "
-         "(0, 1): new x = x cos - y sin, new y = x sin + y cos."),
-        (_rotate_wrong("overwrite"), "you overwrote x before computing the new y: compute both "
-         "new components from the OLD x and y (keep a copy, or stack them at the end)."),
+        (
+            _rotate_wrong("clockwise"),
+            "you rotate clockwise. A positive angle turns (1, 0) towards "
+            "(0, 1): new x = x cos - y sin, new y = x sin + y cos.",
+        ),
+        (
+            _rotate_wrong("overwrite"),
+            "you overwrote x before computing the new y: compute both "
+            "new components from the OLD x and y (keep a copy, or stack them at the end).",
+        ),
         (_rotate_wrong("swapped"), "sin and cos are swapped: new x = x cos - y sin."),
-        (_rotate_wrong("sign"), "a minus sign is missing: new x = x cos - y sin (rotation keeps "
-         "the length; yours does not)."),
-        (_rotate_wrong("order"), "the two components come back in the wrong order: return "
-         "(new x, new y) along the last axis."),
+        (
+            _rotate_wrong("sign"),
+            "a minus sign is missing: new x = x cos - y sin (rotation keeps "
+            "the length; yours does not).",
+        ),
+        (
+            _rotate_wrong("order"),
+            "the two components come back in the wrong order: return "
+            "(new x, new y) along the last axis.",
+        ),
     ]
     _report(verdict("rotate_pair", fn, rotate_pair_cases(), rotate_pair, bugs))
 
@@ -763,16 +892,29 @@ def _rope_score_wrong(kind: str):
 def check_rope_score(fn: Callable) -> None:
     """Check fn(q (d,), k (d,), m, n) -> q rotated to m dotted with k rotated to n (lesson 04)."""
     bugs = [
-        (lambda q, k, m, n: rope_score_reference(q, k, n, m), "your score is the course's with m "
-         "and n swapped: rotate q by m * theta_i and k by n * theta_i, both counter-clockwise."),
-        (_rope_score_wrong("halves"), "you paired dimension i with i + d/2 (the 'rotate half' "
-         "layout); this course pairs neighbours: (x[2i], x[2i+1]) is pair i."),
-        (_rope_score_wrong("i_over_d"), "pair i turns by base**(-2i/d) per position, with i the "
-         "pair index; you used base**(-i/d)."),
-        (_rope_score_wrong("one_speed"), "every pair turns at the same speed; pair i should "
-         "turn by theta_i = base**(-2i/d) per position."),
+        (
+            lambda q, k, m, n: rope_score_reference(q, k, n, m),
+            "your score is the course's with m "
+            "and n swapped: rotate q by m * theta_i and k by n * theta_i, both counter-clockwise.",
+        ),
+        (
+            _rope_score_wrong("halves"),
+            "you paired dimension i with i + d/2 (the 'rotate half' "
+            "layout); this course pairs neighbours: (x[2i], x[2i+1]) is pair i.",
+        ),
+        (
+            _rope_score_wrong("i_over_d"),
+            "pair i turns by base**(-2i/d) per position, with i the "
+            "pair index; you used base**(-i/d).",
+        ),
+        (
+            _rope_score_wrong("one_speed"),
+            "every pair turns at the same speed; pair i should "
+            "turn by theta_i = base**(-2i/d) per position.",
+        ),
         (_rope_score_wrong("only_q"), "only q is rotated: rotate k too, by n * theta_i."),
         (_rope_score_wrong("no_rotation"), "that is the plain q . k: nothing was rotated."),
     ]
-    _report(verdict("rope_score", _as_tensor_result(fn), rope_score_cases(),
-                    rope_score_reference, bugs))
+    _report(
+        verdict("rope_score", _as_tensor_result(fn), rope_score_cases(), rope_score_reference, bugs)
+    )

@@ -117,8 +117,10 @@ class Explorer:
 
 def slider(description: str, value, low, high, step=1, **kw):
     """An integer or float slider that only fires on release (lesson 00)."""
-    cls = widgets.IntSlider if all(isinstance(v, int) for v in (value, low, high, step)) else (
-        widgets.FloatSlider
+    cls = (
+        widgets.IntSlider
+        if all(isinstance(v, int) for v in (value, low, high, step))
+        else (widgets.FloatSlider)
     )
     return cls(
         value=value,
@@ -136,7 +138,9 @@ def slider(description: str, value, low, high, step=1, **kw):
 class SoftmaxExplorer(Explorer):
     """Lesson 00: scale a row of scores up and down and watch softmax sharpen or flatten."""
 
-    def __init__(self, scores=(2.0, 1.0, 0.5, 0.0, -1.0), labels=("cat", "sat", "on", "the", "mat")):
+    def __init__(
+        self, scores=(2.0, 1.0, 0.5, 0.0, -1.0), labels=("cat", "sat", "on", "the", "mat")
+    ):
         if len(scores) != len(labels):
             raise ValueError(
                 f"labels: expected one label per score ({len(scores)}), got {len(labels)}"
@@ -177,8 +181,12 @@ class ConceptCheck:
         self.shown = widgets.HTML()
         self.button.on_click(self.reveal)
         self.widget = widgets.VBox(
-            [widgets.HTML(f"<b>Check yourself.</b> {html.escape(question, quote=False)}"), self.text,
-             self.button, self.shown]
+            [
+                widgets.HTML(f"<b>Check yourself.</b> {html.escape(question, quote=False)}"),
+                self.text,
+                self.button,
+                self.shown,
+            ]
         )
 
     def reveal(self, _button=None) -> None:
@@ -193,8 +201,8 @@ class ConceptCheck:
         bundle["text/plain"] = repr(self)
         bundle["text/html"] = (
             f"<p><b>Check yourself.</b> {html.escape(self.question, quote=False)}</p>"
-            f"<details><summary>The course's answer</summary><p>{html.escape(self.answer, quote=False)}</p>"
-            "</details>"
+            "<details><summary>The course's answer</summary>"
+            f"<p>{html.escape(self.answer, quote=False)}</p></details>"
         )
         return bundle
 
@@ -230,8 +238,11 @@ class AttentionExplorer(Explorer):
                 style={"description_width": "initial"},
             ),
             "width": widgets.SelectionSlider(
-                options=self.WIDTHS, value=8, description="head width d",
-                continuous_update=False, style={"description_width": "initial"},
+                options=self.WIDTHS,
+                value=8,
+                description="head width d",
+                continuous_update=False,
+                style={"description_width": "initial"},
             ),
             "seed": slider("projection seed", 0, 0, 9),
             "causal": widgets.Checkbox(
@@ -239,7 +250,8 @@ class AttentionExplorer(Explorer):
             ),
         }
         super().__init__(
-            controls, fig,
+            controls,
+            fig,
             dynamic=[self.mesh, *self.bars, self.row_box, self.ax_bars.title],
         )
 
@@ -302,16 +314,21 @@ class ScalingExplorer(Explorer):
         self.ax_grad.set_title("typical gradient vs d_k (circle: now)")
         controls = {
             "d_k": widgets.SelectionSlider(
-                options=self.D_KS, value=64, description="d_k",
-                continuous_update=False, style={"description_width": "initial"},
+                options=self.D_KS,
+                value=64,
+                description="d_k",
+                continuous_update=False,
+                style={"description_width": "initial"},
             ),
             "scale": widgets.Checkbox(
-                value=True, description="scale by 1/sqrt(d_k)",
+                value=True,
+                description="scale by 1/sqrt(d_k)",
                 style={"description_width": "initial"},
             ),
         }
         super().__init__(
-            controls, fig,
+            controls,
+            fig,
             dynamic=[self.mesh, self.steps, *self.lines.values(), self.marker],
         )
         # numbers go in an HTML line, not the figure: drawing text costs more than the plot
@@ -648,8 +665,11 @@ class PositionExplorer(Explorer):
         controls = {
             "position": slider("position p", 10, 0, T - 1),
             "width": widgets.SelectionSlider(
-                options=self.WIDTHS, value=32, description="model width D",
-                continuous_update=False, style={"description_width": "initial"},
+                options=self.WIDTHS,
+                value=32,
+                description="model width D",
+                continuous_update=False,
+                style={"description_width": "initial"},
             ),
         }
         super().__init__(
@@ -733,12 +753,15 @@ class RopeExplorer(Explorer):
             "n": slider("key position n", 3, 0, 31),
             "shift": slider("shift both by s", 0, 0, 96),
             "mode": widgets.ToggleButtons(
-                options=self.MODES, value="rope", description="position by",
+                options=self.MODES,
+                value="rope",
+                description="position by",
                 style={"description_width": "initial"},
             ),
         }
         super().__init__(
-            controls, fig,
+            controls,
+            fig,
             dynamic=[self.q_arrow, self.k_arrow, self.curve, self.reference, self.marker],
         )
         self.widget.children = (*self.widget.children[:1], self.readout, *self.widget.children[1:])
@@ -763,8 +786,14 @@ class RopeExplorer(Explorer):
         where = torch.arange(-31, 160)
         pe = sinusoidal_at(where, self.D)  # (P, D)
         q, k = (self.x_q + pe) @ self.w_q, (self.x_k + pe) @ self.w_k  # (P, d) each
-        norms = torch.cat([q[:, :2].norm(dim=-1), k[:, :2].norm(dim=-1), self.q[:2].norm()[None],
-                           self.k[:2].norm()[None]])
+        norms = torch.cat(
+            [
+                q[:, :2].norm(dim=-1),
+                k[:, :2].norm(dim=-1),
+                self.q[:2].norm()[None],
+                self.k[:2].norm()[None],
+            ]
+        )
         return 1.15 * float(norms.max())
 
     def _score_limit(self) -> float:

@@ -58,13 +58,17 @@ def learner_attention(softmax_dim=-1, divide=math.sqrt, scale_after=False, maske
 def test_attention_checker_on_learner_code(capsys):
     check_attention(learner_attention())
     assert said(capsys).startswith("PASS")
-    assert_hints(check_attention, {
-        "LAST axis": learner_attention(softmax_dim=1),
-        "not scaled": learner_attention(divide=lambda d: 1),
-        "you divide by d_k": learner_attention(divide=lambda d: d),
-        "after the softmax": learner_attention(scale_after=True),
-        "masked positions must be 0": learner_attention(masked_value=0.0),
-    }, capsys)
+    assert_hints(
+        check_attention,
+        {
+            "LAST axis": learner_attention(softmax_dim=1),
+            "not scaled": learner_attention(divide=lambda d: 1),
+            "you divide by d_k": learner_attention(divide=lambda d: d),
+            "after the softmax": learner_attention(scale_after=True),
+            "masked positions must be 0": learner_attention(masked_value=0.0),
+        },
+        capsys,
+    )
 
 
 def test_causal_mask_checker_on_learner_code(capsys):
@@ -73,12 +77,18 @@ def test_causal_mask_checker_on_learner_code(capsys):
 
     check_causal_mask(loops)
     assert said(capsys).startswith("PASS")
-    assert_hints(check_causal_mask, {
-        "transpose": lambda T: torch.tensor([[s >= t for s in range(T)] for t in range(T)]),
-        "swapped": lambda T: torch.tensor([[s > t for s in range(T)] for t in range(T)]),
-        "diagonal is False": lambda T: torch.tensor([[s < t for s in range(T)] for t in range(T)]),
-        "wrong dtype": lambda T: torch.tril(torch.ones(T, T, dtype=torch.int64)),
-    }, capsys)
+    assert_hints(
+        check_causal_mask,
+        {
+            "transpose": lambda T: torch.tensor([[s >= t for s in range(T)] for t in range(T)]),
+            "swapped": lambda T: torch.tensor([[s > t for s in range(T)] for t in range(T)]),
+            "diagonal is False": lambda T: torch.tensor(
+                [[s < t for s in range(T)] for t in range(T)]
+            ),
+            "wrong dtype": lambda T: torch.tril(torch.ones(T, T, dtype=torch.int64)),
+        },
+        capsys,
+    )
 
 
 # ---------------------------------------------------------------- lesson 02
@@ -112,15 +122,19 @@ def test_score_variance_checker(capsys):
     assert said(capsys).startswith("PASS")
     check_score_variance(lambda q, k, scale: learner_variance()(q, k, scale).item())  # a float
     assert said(capsys).startswith("PASS")
-    assert_hints(check_score_variance, {
-        "standard deviation": learner_variance(reduce="std"),
-        "every query against every key": learner_variance(pair="all"),
-        "sum them over the d_k axis": learner_variance(pair="none"),
-        "not by d_k": learner_variance(divide=lambda d: d),
-        "divided the variance by sqrt(d_k)": learner_variance(where="variance"),
-        "yours ignores it": learner_variance(where="nowhere"),
-        "nearly right": learner_variance(reduce="square"),
-    }, capsys)
+    assert_hints(
+        check_score_variance,
+        {
+            "standard deviation": learner_variance(reduce="std"),
+            "every query against every key": learner_variance(pair="all"),
+            "sum them over the d_k axis": learner_variance(pair="none"),
+            "not by d_k": learner_variance(divide=lambda d: d),
+            "divided the variance by sqrt(d_k)": learner_variance(where="variance"),
+            "yours ignores it": learner_variance(where="nowhere"),
+            "nearly right": learner_variance(reduce="square"),
+        },
+        capsys,
+    )
 
 
 def test_entropy_checker(capsys):
@@ -132,10 +146,14 @@ def test_entropy_checker(capsys):
     assert said(capsys).startswith("PASS")
     check_entropy(lambda p: torch.distributions.Categorical(probs=p).entropy())
     assert said(capsys).startswith("PASS")
-    assert_hints(check_entropy, {
-        "in bits": lambda p: -(p * torch.where(p > 0, p.log2(), 0.0)).sum(-1),
-        "sign is flipped": lambda p: (p * torch.where(p > 0, p.log(), 0.0)).sum(-1),
-        "first axis": lambda p: -(p * torch.where(p > 0, p.log(), 0.0)).sum(0),
-        "averaged": lambda p: -(p * torch.where(p > 0, p.log(), 0.0)).mean(-1),
-        "NaN": lambda p: -(p * p.log()).sum(-1),
-    }, capsys)
+    assert_hints(
+        check_entropy,
+        {
+            "in bits": lambda p: -(p * torch.where(p > 0, p.log2(), 0.0)).sum(-1),
+            "sign is flipped": lambda p: (p * torch.where(p > 0, p.log(), 0.0)).sum(-1),
+            "first axis": lambda p: -(p * torch.where(p > 0, p.log(), 0.0)).sum(0),
+            "averaged": lambda p: -(p * torch.where(p > 0, p.log(), 0.0)).mean(-1),
+            "NaN": lambda p: -(p * p.log()).sum(-1),
+        },
+        capsys,
+    )

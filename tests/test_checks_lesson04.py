@@ -27,8 +27,9 @@ def sinusoidal(seq_len, d_model, *, swap=False, exponent="2i", halves=False, mul
         for i in range(d_model // 2):
             power = {"2i": 2 * i, "i": i}[exponent] / d_model
             angle = p * 10000**power if multiply else p / 10000**power
-            first, second = (math.cos(angle), math.sin(angle)) if swap else (
-                math.sin(angle), math.cos(angle))
+            first, second = (
+                (math.cos(angle), math.sin(angle)) if swap else (math.sin(angle), math.cos(angle))
+            )
             if halves:
                 pe[p, i], pe[p, d_model // 2 + i] = first, second
             else:
@@ -86,8 +87,12 @@ def rope_score_complex(q, k, m, n):  # independent: pairs as complex numbers
         (checks.check_sinusoidal_encoding, sinusoidal),
         (checks.check_sinusoidal_encoding, checks.sinusoidal_encoding),
         (checks.check_rotate_pair, rotate),
-        (checks.check_rotate_pair, lambda p, a: torch.view_as_real(
-            torch.view_as_complex(p.contiguous()) * torch.exp(1j * torch.as_tensor(a)))),
+        (
+            checks.check_rotate_pair,
+            lambda p, a: torch.view_as_real(
+                torch.view_as_complex(p.contiguous()) * torch.exp(1j * torch.as_tensor(a))
+            ),
+        ),
         (checks.check_rope_score, rope_score),
         (checks.check_rope_score, rope_score_complex),
         (checks.check_rope_score, lambda q, k, m, n: float(rope_score_complex(q, k, m, n))),
@@ -130,10 +135,16 @@ def test_sinusoidal_bugs_get_their_hint(wrong, hint, capsys):
         (lambda p, a: rotate(p, a, overwrite=True), "you overwrote x"),
         (lambda p, a: rotate(p, a, swap=True), "sin and cos are swapped"),
         (lambda p, a: rotate(p, a).flip(-1), "wrong order"),
-        (lambda p, a: torch.stack((p[..., 0] * torch.as_tensor(a).cos() + p[..., 1] *
-                                   torch.as_tensor(a).sin(), p[..., 0] * torch.as_tensor(a).sin()
-                                   + p[..., 1] * torch.as_tensor(a).cos()), -1),
-         "a minus sign is missing"),
+        (
+            lambda p, a: torch.stack(
+                (
+                    p[..., 0] * torch.as_tensor(a).cos() + p[..., 1] * torch.as_tensor(a).sin(),
+                    p[..., 0] * torch.as_tensor(a).sin() + p[..., 1] * torch.as_tensor(a).cos(),
+                ),
+                -1,
+            ),
+            "a minus sign is missing",
+        ),
     ],
 )
 def test_rotate_pair_bugs_get_their_hint(wrong, hint, capsys):

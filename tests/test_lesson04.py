@@ -185,8 +185,10 @@ def test_notebook_table_and_figure_show_the_cards():
         shown = [float(v) for v in re.findall(r"\d+\.\d+", row)]
         stored = list(load_card(name)["length_generalisation"]["mean_loss"].values())
         assert shown == [round(v, 3) for v in stored]
-    curves = {label: load_card(n)["length_generalisation"]["loss_by_position"]
-              for n, label in labels.items()}
+    curves = {
+        label: load_card(n)["length_generalisation"]["loss_by_position"]
+        for n, label in labels.items()
+    }
     fig = viz.length_generalisation_figure(curves, 32, smooth=4)
     lines = {line.get_label(): line.get_ydata() for line in fig.axes[0].lines}
     for label, values in curves.items():

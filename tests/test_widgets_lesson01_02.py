@@ -88,8 +88,12 @@ def test_attention_explorer_causal_toggle_zeroes_the_future():
 
 
 def scaling_state(explorer):
-    return (mesh(explorer), np.asarray(explorer.steps.get_data().values).copy(),
-            explorer.marker.get_xydata().copy(), explorer.readout.value)
+    return (
+        mesh(explorer),
+        np.asarray(explorer.steps.get_data().values).copy(),
+        explorer.marker.get_xydata().copy(),
+        explorer.readout.value,
+    )
 
 
 @pytest.mark.parametrize("scale", [True, False])

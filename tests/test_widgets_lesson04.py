@@ -122,7 +122,8 @@ def test_sinusoidal_mode_changes_under_a_shift(rope):
 def test_every_rope_control_sweeps_without_nan(rope, name):
     control = rope.controls[name]
     values = (
-        [value for _, value in control.options] if hasattr(control, "options")
+        [value for _, value in control.options]
+        if hasattr(control, "options")
         else list(range(control.min, control.max + 1, 7)) + [control.max]
     )
     before = picture(rope)
