@@ -985,10 +985,11 @@ class TrainedHeadsExplorer(Explorer):
         self.image_map.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
         self.ax_map.set_xlim(-0.5, T - 0.5)
         self.ax_map.set_ylim(T - 0.5, -0.5)
-        self.ax_map.set_xticks(range(T), tokens, rotation=90, fontsize=8)
-        self.ax_map.set_yticks(range(T), tokens, fontsize=8)
         self.ax_bars.set_xlim(-0.6, T - 0.4)
-        self.ax_bars.set_xticks(range(0, T, 5))  # key positions; the map above names them
+        if "background" not in entry:  # tick labels live in the cached background
+            self.ax_map.set_xticks(range(T), tokens, rotation=90, fontsize=8)
+            self.ax_map.set_yticks(range(T), tokens, fontsize=8)
+            self.ax_bars.set_xticks(range(0, T, 5))  # key positions; the map names them
         for name, scatter in self.marks.items():
             pairs = entry["pairs"][name]
             scatter.set_offsets([(k, q) for q, k in pairs] if pairs else torch.empty(0, 2))
