@@ -8,7 +8,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8888
 # a fresh random token per `make lab` unless one is given: never an empty token
-TOKEN ?= $(shell $(PYTHON) -c "import secrets; print(secrets.token_hex(24))")
+# (`:=` so the printed URL and the server share one token; `?=` would draw a new one per use)
+ifndef TOKEN
+TOKEN := $(shell $(PYTHON) -c "import secrets; print(secrets.token_hex(24))")
+endif
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=300 \
 	--nbval-sanitize-with tests/sanitize.cfg
