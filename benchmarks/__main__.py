@@ -75,6 +75,12 @@ def main(argv=None) -> int:
             for r in rows
         ],
     )
+    out += [
+        "",
+        "A text control types a different sentence at every change: TrainedHeadsExplorer's "
+        "`sentence` row is the slow case, a sentence the explorer has never seen (one forward "
+        "pass and new tick labels each time).",
+    ]
 
     print("notebook run times ...", flush=True)
     rows = notebooks.measure()

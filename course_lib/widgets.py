@@ -841,6 +841,17 @@ TYPED_SAMPLES = (
     "Boy near the fishes sings ball stone ball stone ball .",
     "Dogs chase the cat .",
 )
+
+
+def fresh_sentences(count: int, seed: int = 6) -> list[str]:
+    """`count` different stretches of the toy language, 8 to 32 tokens, none of them typed
+    before: what benchmarks.explorers types to time a new sentence (lesson 06)."""
+    from course_lib import data
+
+    lines = data.generate_sequences(count, data.SEQ_LEN, seed)
+    return list(dict.fromkeys(" ".join(line[: 8 + (7 * i) % 25]) for i, line in enumerate(lines)))
+
+
 DETECTOR_MARKERS = {"previous": ("o", "white"), "bracket": ("s", "red"), "subject": ("D", "orange")}
 
 
@@ -904,19 +915,23 @@ class TrainedHeadsExplorer(Explorer):
             ),
             "query": slider("query position", 6, 0, self.MAX_T - 1),
         }  # fmt: skip
-        controls["sentence"].sample_values = TYPED_SAMPLES  # for benchmarks.explorers
+        # for benchmarks.explorers: every change types a sentence never seen, the slow case
+        controls["sentence"].sample_values = (*fresh_sentences(40), *TYPED_SAMPLES)
         self._seen = {"example": first, "sentence": ""}
         self._shown = None
-        self._base = None  # captured once the layout is frozen, see _capture_base
-        self._label_axes = (self.ax_map.xaxis, self.ax_map.yaxis, self.ax_bars.xaxis)
+        # tick labels are stamped from pictures of the vocabulary (viz.TickStamp): drawing 64
+        # words with matplotlib took most of the time of showing a new sentence
+        self.words = viz.TickStamp(fig, fontsize=8)
+        self.numbers = viz.TickStamp(fig)
+        self._base = None  # the figure without the sentence's ticks, see _freeze_base
+        self._reserve_label_room()
         super().__init__(
             controls, fig, dynamic=[self.image_map, self.row_box, *self.bars, *self.marks.values()]
         )
-        self._capture_base()
+        self._freeze_base()
         self.widget.children = (
             self.widget.children[0], self.message, self.readout, *self.widget.children[1:]
         )  # fmt: skip
-        self.prerender()
 
     def _run(self, ids: list[int]) -> dict:
         """Tokens, per-layer (H, T, T) weights and detector pairs of one sentence."""
@@ -982,54 +997,51 @@ class TrainedHeadsExplorer(Explorer):
         self.ax_bars.set_title("the query's weights over the keys", fontsize=10)
 
     def _set_static(self, entry: dict) -> None:
-        """Size, tick labels and marks of a sentence. Its drawn background is kept, so coming
-        back to a sentence only redraws the dynamic artists."""
-        tokens, T = entry["tokens"], len(entry["tokens"])
+        """Size and marks of a new sentence; its tick labels are stamped by the next redraw."""
+        T = len(entry["tokens"])
         self.image_map.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
         self.ax_map.set_xlim(-0.5, T - 0.5)
         self.ax_map.set_ylim(T - 0.5, -0.5)
         self.ax_bars.set_xlim(-0.6, T - 0.4)
-        if "background" not in entry:  # tick labels live in the cached background
-            self.ax_map.set_xticks(range(T), tokens, rotation=90, fontsize=8)
-            self.ax_map.set_yticks(range(T), tokens, fontsize=8)
-            self.ax_bars.set_xticks(range(0, T, 5))  # key positions; the map names them
         for name, scatter in self.marks.items():
             pairs = entry["pairs"][name]
             scatter.set_offsets([(k, q) for q, k in pairs] if pairs else torch.empty(0, 2))
-        self._background = entry.get("background")
-        self._entry_drawing = entry
+        self.invalidate()
 
     def redraw(self) -> None:
-        entry = getattr(self, "_entry_drawing", None)
-        if entry is not None and "background" not in entry and self._base is not None:
-            # a new sentence: draw only the axes that carry its words over the blank base
-            # (about a third of a full redraw)
+        if self._background is None and self._base is not None:
+            # a new sentence: its ticks and words over the base, a few milliseconds
             self.canvas.restore_region(self._base)
-            for axis in self._label_axes:
-                self.fig.draw_artist(axis)
+            renderer = self.canvas.get_renderer()
+            tokens = self.current["tokens"]
+            self.words.stamp(renderer, self.ax_map, "x90", tokens)
+            self.words.stamp(renderer, self.ax_map, "y", tokens)
+            every = range(0, len(tokens), 5)  # key positions; the map names them
+            self.numbers.stamp(renderer, self.ax_bars, "x", every, positions=every)
             self._background = self.canvas.copy_from_bbox(self.fig.bbox)
         super().redraw()
-        if entry is not None and "background" not in entry:
-            entry["background"] = self._background
 
-    def _capture_base(self) -> None:
-        """Draw once everything that no sentence changes: the figure minus its labelled axes."""
-        for axis in self._label_axes:
-            axis.set_visible(False)
+    def _reserve_label_room(self) -> None:
+        """Before the layout is frozen: ticks with the widest words, so any sentence fits."""
+        vocab = self.data.VOCAB
+        wide_x, wide_y = self.words.widest(vocab, "x90"), self.words.widest(vocab, "y")
+        self.ax_map.set_xticks(range(self.MAX_T), [wide_x] * self.MAX_T, rotation=90, fontsize=8)
+        self.ax_map.set_yticks(range(self.MAX_T), [wide_y] * self.MAX_T, fontsize=8)
+        self.ax_bars.set_xticks(range(0, self.MAX_T, 5))
+
+    def _freeze_base(self) -> None:
+        """Once the layout is frozen: draw everything no sentence changes, without ticks."""
+        label = self.ax_bars.xaxis.label  # placed below its tick labels; keep it there
+        top = label.get_transform().transform(label.get_position())[1]
+        self.ax_bars.xaxis.set_label_coords(
+            0.5, self.ax_bars.transAxes.inverted().transform((0, top))[1]
+        )
+        self.ax_map.set_xticks([])
+        self.ax_map.set_yticks([])
+        self.ax_bars.set_xticks([])
         self.canvas.draw()
         self._base = self.canvas.copy_from_bbox(self.fig.bbox)
-        for axis in self._label_axes:
-            axis.set_visible(True)
-
-    def prerender(self) -> None:
-        """Draw every example's background once, so switching examples is fast (lesson 06)."""
-        shown = self.current
-        for entry in self.examples.values():
-            self._set_static(entry)
-            self.redraw()
-        self._shown = None
-        self.current = shown
-        self.update()
+        self.invalidate()
         self.redraw()
 
 

@@ -1,15 +1,85 @@
 """TrainedHeadsExplorer and AblationExplorer: every control swept, pictures change."""
 
+import io
 import math
 
 import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from PIL import Image
 
 from benchmarks.explorers import values_to_visit
-from course_lib.widgets import AblationExplorer, TrainedHeadsExplorer
+from course_lib import data, viz
+from course_lib.widgets import AblationExplorer, TrainedHeadsExplorer, fresh_sentences
+
+WORDS = 'Dogs near the cat sing bone run ( sleeps ) " behind fishes .'.split()
 
 
 def picture(explorer) -> bytes:
     return bytes(explorer.image.value)
+
+
+def pixels(explorer) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(picture(explorer))).convert("RGB"))
+
+
+def label_boxes(rgb, ax, renderer, count: int) -> list:
+    """Ink bounding box of each tick (mark and label) of a count x count map: y ticks in
+    their row's band left of the axes, x ticks in their column's band below it."""
+    ink = rgb.min(axis=2) < 200
+    height, frame = ink.shape[0], ax.get_window_extent(renderer)
+    half = frame.height / count / 2
+    boxes = []
+    for x, y in ax.transData.transform([(i, i) for i in range(count)]):
+        row_band = ink[int(height - y - half) + 1 : int(height - y + half), : int(frame.x0) - 1]
+        column_band = ink[int(height - frame.y0) + 1 :, int(x - half) + 1 : int(x + half)]
+        for band in (row_band, column_band):
+            ys, xs = np.nonzero(band)
+            boxes.append((xs.min(), xs.max(), ys.min(), ys.max()) if len(xs) else None)
+    return boxes
+
+
+def test_tick_stamp_puts_labels_where_matplotlib_puts_its_own():
+    T = len(WORDS)
+    fig, ax = viz.new_figure(5, 5)
+    ax.imshow(np.linspace(0, 1, T * T).reshape(T, T))
+    ax.set_xticks(range(T), WORDS, rotation=90, fontsize=8)
+    ax.set_yticks(range(T), WORDS, fontsize=8)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    fig.set_layout_engine("none")
+    reference = np.asarray(canvas.buffer_rgba())[..., :3].copy()
+    expected = label_boxes(reference, ax, canvas.get_renderer(), T)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+    def stamped(words, fontsize=8, kind="x90"):
+        canvas.draw()
+        stamp, renderer = viz.TickStamp(fig, fontsize=fontsize), canvas.get_renderer()
+        stamp.stamp(renderer, ax, kind, words)
+        stamp.stamp(renderer, ax, "y", words)
+        got = label_boxes(np.asarray(canvas.buffer_rgba())[..., :3], ax, renderer, T)
+        return max(
+            max(abs(int(a) - int(b)) for a, b in zip(e, g, strict=True)) if e and g else 99
+            for e, g in zip(expected, got, strict=True)
+        )
+
+    assert stamped(WORDS) <= 1  # pixels, from rounding
+    # a wrong font size, rotation or word order lands visibly elsewhere
+    assert stamped(WORDS, fontsize=9) >= 2
+    assert stamped(WORDS, kind="x") >= 5
+    assert stamped(WORDS[::-1]) >= 5
+
+
+def test_tick_stamp_names_bad_arguments():
+    fig, ax = viz.new_figure(3, 3)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    stamp = viz.TickStamp(fig)
+    with pytest.raises(ValueError, match="kind: expected one of"):
+        stamp.prepare(["a"], "z")
+    with pytest.raises(ValueError, match=r"positions: expected one per label \(2\), got 3"):
+        stamp.stamp(canvas.get_renderer(), ax, "x", ["a", "b"], positions=[0, 1, 2])
 
 
 def test_trained_heads_explorer_sweeps_every_control():
@@ -47,6 +117,36 @@ def test_typed_sentence_runs_the_model_and_unknown_words_leave_the_picture():
 def test_typed_samples_cover_good_and_unknown_words():
     samples = TrainedHeadsExplorer().controls["sentence"].sample_values
     assert len(samples) >= 3 and any("chase" in s for s in samples)
+    # the benchmark types 30 sentences in a row, each one new to the explorer
+    fresh = fresh_sentences(40)
+    assert len(set(fresh)) == 40 and set(fresh) <= set(samples)
+    assert all(8 <= len(s.split()) <= data.SEQ_LEN for s in fresh)
+    assert all(len(data.encode(s)) == len(s.split()) for s in fresh)  # in the vocabulary
+
+
+def test_new_sentence_pictures_do_not_depend_on_what_came_before():
+    first, second = fresh_sentences(2, seed=3)
+    alone = TrainedHeadsExplorer()
+    alone.controls["sentence"].value = first
+    after = TrainedHeadsExplorer()
+    after.controls["sentence"].value = second
+    assert picture(after) != picture(alone)
+    after.controls["sentence"].value = first
+    assert np.array_equal(pixels(after), pixels(alone))
+
+
+def test_the_widest_words_fit_inside_the_picture():
+    e = TrainedHeadsExplorer()
+    widest = {e.words.widest(data.VOCAB, "y"), e.words.widest(data.VOCAB, "x90")}
+    words = (sorted(widest) * e.MAX_T)[: e.MAX_T]
+    e.controls["sentence"].value = " ".join(words)
+    assert "your sentence" in e.message.value
+    rgb = pixels(e)
+    ink = rgb.min(axis=2) < 200
+    assert not ink[:, 0].any() and not ink[-1, :].any()  # nothing cut at the edges
+    frame = e.ax_map.get_window_extent(e.canvas.get_renderer())
+    left_of_map = ink[:, : int(frame.x0) - 4]
+    assert left_of_map.sum() > 20 * e.MAX_T  # every row labelled
 
 
 def test_ablation_explorer_sweeps_every_control():
