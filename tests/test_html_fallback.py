@@ -74,3 +74,26 @@ def test_every_widget_has_a_picture_or_text_where_widgets_cannot_run(path, site)
 def test_links_between_lessons_point_at_rendered_pages(path, site):
     page = (site / f"{path.stem}.html").read_text()
     assert not re.search(r'href="\d\d_[\w-]+\.ipynb', page)
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_pages_load_no_javascript_and_show_formulas_as_mathml(path, site):
+    page = (site / f"{path.stem}.html").read_text()
+    assert "<script" not in page, "a page must not fetch JavaScript (nbconvert's CDN scripts)"
+    nb = json.loads(path.read_text())
+    markdown = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    formulas = len(re.findall(r"\$\$.+?\$\$|\$[^$\n]+?\$", markdown, re.S))
+    assert page.count("<math ") >= formulas
+    text = re.sub(r"<(pre|code)\b.*?</\1>", "", page, flags=re.S)
+    assert "$$" not in text and not re.search(r"\\(frac|sqrt|operatorname)\b", text)
+
+
+def test_math_in_code_is_left_alone():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from build_site import math_to_mathml
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    out = math_to_mathml("cost `$5` and $d_k$, then\n$$\\sqrt{d_k}$$\n```\n$HOME\n```")
+    assert "`$5`" in out and "```\n$HOME\n```" in out
+    assert out.count("<math ") == 2 and 'display="block"' in out and "<msqrt>" in out

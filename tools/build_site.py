@@ -6,6 +6,9 @@ Each explorer shows the PNG of its starting state from its display bundle (nbcon
 the widget view when a notebook stores no widget state, which tools/run_notebooks.py ensures),
 and each concept check shows its question with the answer folded away. Links between
 lessons point at the rendered pages, and index.html lists them in order.
+
+The pages load no JavaScript at all: formulas are converted from TeX to MathML here
+(latex2mathml), which browsers draw natively, instead of nbconvert's MathJax from a CDN.
 """
 
 import html
@@ -13,14 +16,39 @@ import re
 import sys
 from pathlib import Path
 
+import nbformat
+from latex2mathml.converter import convert
 from nbconvert import HTMLExporter
 
 LESSON_LINK = re.compile(r'href="(\d\d_[\w-]+)\.ipynb(#[^"]*)?"')
+TEMPLATE = Path(__file__).resolve().parent / "site_template" / "course_site.html.j2"
+CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)  # left as they are: no math in code
+MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+
+
+def math_to_mathml(markdown: str) -> str:
+    """Replace $$display$$ and $inline$ TeX outside code with MathML elements."""
+
+    def one(match: re.Match) -> str:
+        display = match[1] is not None
+        tex = (match[1] if display else match[2]).strip()
+        mathml = convert(tex, display="block" if display else "inline")
+        # HTML knows <math> without a namespace, and nbconvert's re-serialisation of headings
+        # would turn a namespaced one into <ns0:math>, which no browser draws
+        mathml = mathml.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "")
+        return f"\n\n{mathml}\n\n" if display else mathml
+
+    pieces = CODE.split(markdown)  # odd pieces are code
+    return "".join(p if i % 2 else MATH.sub(one, p) for i, p in enumerate(pieces))
 
 
 def render(notebook: Path) -> str:
     """One lesson as a standalone HTML page, its links to other lessons made .html."""
-    body, _ = HTMLExporter(template_name="lab").from_filename(str(notebook))
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = math_to_mathml(cell.source)
+    body, _ = HTMLExporter(template_file=str(TEMPLATE)).from_notebook_node(nb)
     return LESSON_LINK.sub(lambda m: f'href="{m[1]}.html{m[2] or ""}"', body)
 
 
