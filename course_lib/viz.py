@@ -327,14 +327,13 @@ def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
     for i in range(len(parts) - 1):
         _arrow(ax, (xs[i] + half[i], 0), (xs[i + 1] - half[i + 1], 0))
     if residual:
+        top = 0.95
         for start, end in skips:
-            _arrow(
-                ax,
-                (xs[start] + 0.1, 0.3),
-                (xs[end], 0.3),
-                color="tab:red",
-                connectionstyle="bar,fraction=-0.12",
-            )
+            # the copy splits off the arrow that leaves `start`, after everything in that box
+            split = (xs[start] + half[start] + xs[start + 1] - half[start + 1]) / 2
+            ax.plot([split, split, xs[end]], [0, top, top], color="tab:red", lw=1.4)
+            ax.plot([split], [0], "o", color="tab:red", ms=4)
+            _arrow(ax, (xs[end], top), (xs[end], 0.3), color="tab:red")
         ax.text(xs[0] + 0.2, 1.35, "residual path (x + ...)", color="tab:red", fontsize=10)
     ax.set_xlim(xs[0] - 0.6, xs[-1] + 0.6)
     ax.set_ylim(-0.9, 1.7)

@@ -269,6 +269,19 @@ def test_block_diagram_draws_the_parts_in_order(prenorm):
         and a.arrow_patch.get_edgecolor()[:3] == pytest.approx((0.839, 0.153, 0.157), abs=1e-2)
     ]
     assert len(red) == 2  # one residual arrow around each sub-layer
+    # each residual path splits off an arrow between two parts, never out of a box, and the
+    # second one carries what the first sub-layer outputs: after its "+" (pre-norm) or after
+    # its LayerNorm (post-norm)
+    edges = sorted(
+        (p.get_x(), p.get_x() + p.get_width()) if isinstance(p, FancyBboxPatch)
+        else (p.center[0] - p.radius, p.center[0] + p.radius)
+        for p in ax.patches
+    )  # fmt: skip
+    splits = sorted(line.get_xdata()[0] for line in ax.lines if len(line.get_xdata()) == 3)
+    assert len(splits) == 2
+    assert splits[0] < edges[0][0]  # the first copies x itself
+    first_output = edges[2]  # the third part drawn: "+" (pre-norm) or LayerNorm (post-norm)
+    assert first_output[1] < splits[1] < edges[3][0]
     assert len(viz.block_diagram(residual=False).axes[0].texts) < len(ax.texts)
     assert viz.to_png(fig).startswith(b"\x89PNG")
 
