@@ -27,3 +27,19 @@ def one_of(name: str, value, choices: tuple) -> str:
     if value not in choices:
         raise ValueError(f"{name}: expected one of {choices}, got {value!r}")
     return value
+
+
+def broadcast_shape(*shapes) -> torch.Size | None:
+    """The shape the given shapes broadcast to, or None where they do not.
+
+    Plain Python on purpose: the first torch.broadcast_shapes call in a process imports
+    sympy, about 0.7 s that every lesson's first attention call would otherwise pay.
+    """
+    size = max((len(shape) for shape in shapes), default=0)
+    result = []
+    for axis in range(-size, 0):
+        sizes = {shape[axis] for shape in shapes if len(shape) >= -axis} - {1}
+        if len(sizes) > 1:
+            return None
+        result.append(sizes.pop() if sizes else 1)
+    return torch.Size(result)

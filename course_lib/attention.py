@@ -5,7 +5,7 @@ from contextlib import contextmanager
 
 import torch
 
-from course_lib._validation import float_tensor, positive_int
+from course_lib._validation import broadcast_shape, float_tensor, positive_int
 
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
@@ -34,11 +34,7 @@ def check_mask(mask, scores_shape: torch.Size) -> None:
             f"mask: expected dtype torch.bool (True = may attend), got {mask.dtype}; "
             "an additive float mask is not accepted"
         )
-    try:
-        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
-    except RuntimeError:
-        broadcast = None
-    if broadcast != scores_shape:
+    if broadcast_shape(mask.shape, scores_shape) != scores_shape:
         raise ValueError(
             f"mask: expected a shape broadcastable to (..., T_q, T_k) = {tuple(scores_shape)}, "
             f"got {tuple(mask.shape)}"
@@ -69,13 +65,12 @@ def check_qkv(q, k, v) -> torch.Size:
         )
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k, v: expected one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    try:
-        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError as err:
+    batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if batch is None:
         raise ValueError(
             "q, k, v: expected batch dimensions that broadcast, got "
             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-        ) from err
+        )
     return torch.Size((*batch, q.shape[-2], k.shape[-2]))
 
 

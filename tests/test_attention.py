@@ -1,4 +1,6 @@
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -182,3 +184,26 @@ def test_bad_input_is_named(args, kwargs, error, message):
 def test_causal_mask_rejects_bad_sizes(T, error):
     with pytest.raises(error, match="T: expected a positive int"):
         causal_mask(T)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([1, 2, 3]), max_size=4), min_size=1, max_size=3))
+def test_broadcast_shape_agrees_with_torch(shapes):
+    from course_lib._validation import broadcast_shape
+
+    try:
+        expected = torch.broadcast_shapes(*shapes)
+    except RuntimeError:
+        expected = None
+    assert broadcast_shape(*shapes) == expected
+
+
+def test_attention_does_not_import_sympy():
+    """torch.broadcast_shapes imports sympy on first use (~0.7 s); the lessons never need it."""
+    code = (
+        "import sys, torch; from course_lib.attention import scaled_dot_product_attention as a;"
+        "from course_lib.attention import causal_mask;"
+        "q = torch.randn(2, 3, 4); a(q, q, q, causal_mask(3)); print('sympy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
