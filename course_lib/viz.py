@@ -38,10 +38,13 @@ def to_png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def canvas_png(canvas) -> bytes:
-    """PNG bytes of what an Agg canvas holds now, at fast compression (explorers, lesson 00)."""
-    width, height = canvas.get_width_height()
-    picture = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+def canvas_png(canvas, height: int | None = None) -> bytes:
+    """PNG bytes of what an Agg canvas holds now, at fast compression (explorers, lesson 00);
+    only its top `height` pixel rows where given."""
+    width, full = canvas.get_width_height()
+    picture = Image.frombuffer("RGBA", (width, full), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    if height is not None and height < full:
+        picture = picture.crop((0, 0, width, height))
     buffer = io.BytesIO()
     picture.save(buffer, format="png", compress_level=1)
     return buffer.getvalue()
@@ -649,12 +652,13 @@ class TickStamp:
         "x90": {"rotation": 90, "ha": "center", "va": "top"},
     }
 
-    def __init__(self, fig: Figure, fontsize=None):
+    def __init__(self, fig: Figure, fontsize=None, tick_length=None):
         self.fig = fig
         self.fontsize = rcParams["xtick.labelsize"] if fontsize is None else fontsize
         points = fig.dpi / 72  # pixels per point
-        self.length = rcParams["xtick.major.size"] * points
-        self.gap = (rcParams["xtick.major.size"] + rcParams["xtick.major.pad"]) * points
+        length = rcParams["xtick.major.size"] if tick_length is None else tick_length  # points
+        self.length = length * points
+        self.gap = (length + rcParams["xtick.major.pad"]) * points
         self.pictures = {}  # (text, kind) -> (RGBA rows bottom-up, anchor inside them)
         self.marks = LineCollection(
             [], colors=rcParams["xtick.color"], linewidths=rcParams["xtick.major.width"]
@@ -725,8 +729,9 @@ class TickStamp:
                 anchor = (frame.x0 - self.gap, at)
             renderer.draw_image(gc, round(anchor[0]) - dx, round(anchor[1]) - dy, rows)
         gc.restore()
-        self.marks.set_segments(lines)
-        self.marks.draw(renderer)
+        if self.length > 0:
+            self.marks.set_segments(lines)
+            self.marks.draw(renderer)
 
     def widest(self, texts, kind: str = "y") -> str:
         """The text whose picture reaches furthest from the axes (to reserve room for it)."""

@@ -389,7 +389,8 @@ class HeadsExplorer(Explorer):
 
     Every model's attention on every example is computed here, once (a few ms each), so a
     change only hands new numbers to the images. Titles carry each head's best detector
-    score from the model's card; the heading carries its validation loss.
+    score from the model's card; the heading carries its validation loss. Up to four heads
+    fill one row, and the picture then stops below it.
     """
 
     HEADS = (1, 2, 4, 8)
@@ -414,16 +415,27 @@ class HeadsExplorer(Explorer):
         fig, axes = viz.new_figure(10.5, 6.2, ncols=self.NCOLS, nrows=2)
         fig.set_layout_engine("none")  # fixed places: every head count uses the same grid
         axes[0, 0].get_gridspec().update(
-            left=0.08, right=0.9, bottom=0.12, top=0.9, wspace=0.15, hspace=0.5
+            left=0.08, right=0.9, bottom=0.12, top=0.85, wspace=0.15, hspace=0.5
         )
         self.axes = list(axes.flat)
         self.images = [viz.draw_head_map(ax, torch.zeros(T, T)) for ax in self.axes]
+        for ax in self.axes:  # token labels are stamped per example, see _stamp_tokens
+            ax.set_xticks([])
+            ax.set_yticks([])
         self.titles = [ax.set_title(" ", fontsize=10) for ax in self.axes]
-        fig.colorbar(self.images[0], cax=fig.add_axes((0.92, 0.25, 0.015, 0.5)),
-                     label="attention weight")  # fmt: skip
+        top_row = self.axes[0].get_position()
+        fig.colorbar(self.images[0], label="attention weight",
+                     cax=fig.add_axes((0.92, top_row.y0, 0.015, top_row.height)))  # fmt: skip
         self.heading = fig.suptitle(" ")
-        fig.text(0.01, 0.01, "rows: the query token; columns: the key it looks at", fontsize=9)
-        self.shown = None  # the (H, example) whose axes and token labels are drawn
+        fig.text(0.5, 0.925, "rows: the query token; columns: the key it looks at",
+                 ha="center", fontsize=9)  # fmt: skip
+        # token labels drawn from cached pictures of the vocabulary (viz.TickStamp)
+        self.words = viz.TickStamp(fig, fontsize=8, tick_length=0)
+        tallest = self.words.pictures[(self.words.widest(data.VOCAB, "x90"), "x90")][0]
+        # up to four heads fill one row: the picture then ends below that row's labels
+        below_row = top_row.y0 * fig.bbox.height - self.words.gap - tallest.shape[0] - 8
+        self.one_row_height = int(fig.bbox.height - below_row)
+        self.shown = None  # the (H, example) whose axes are arranged
         style = {"description_width": "initial"}
         controls = {
             "heads": widgets.ToggleButtons(
@@ -439,16 +451,14 @@ class HeadsExplorer(Explorer):
                 description="sentence", style=style, layout={"width": "340px"},
             ),
         }  # fmt: skip
-        self._backgrounds = {}  # (H, example) -> the picture without maps and titles
+        self._bases = {}  # H -> the picture of H empty axes, heading and colour bar
+        self._backgrounds = {}  # (H, example) -> the base with the example's tokens stamped
         self._title_strips = {}  # (H, layer) -> the drawn titles, as small pixel regions
         super().__init__(controls, fig, dynamic=[*self.images, *self.titles])
-        # draw every arrangement's static parts now (token labels are most of the drawing
-        # time), so that no later change needs a full redraw
         start = self.values()
-        for H in self.HEADS:
-            for example in range(len(self.examples)):
-                self._show(H, start["layer"], example)
-                self.redraw()
+        for H in self.HEADS:  # one full draw per head count, now, so no change needs one later
+            self._show(H, start["layer"], start["example"])
+            self.redraw()
         self.update()
         self.redraw()
 
@@ -459,12 +469,16 @@ class HeadsExplorer(Explorer):
         each set of titles is drawn once and its pixels pasted back on later changes.
         """
         H, layer = self.shown[0], self.layer
-        if self.shown not in self._backgrounds:
-            self._label_tokens()
-            self.canvas.draw()  # everything but the animated maps and titles
-            self._backgrounds[self.shown] = self.canvas.copy_from_bbox(self.fig.bbox)
-        else:
+        if self.shown in self._backgrounds:
             self.canvas.restore_region(self._backgrounds[self.shown])
+        else:
+            if H in self._bases:
+                self.canvas.restore_region(self._bases[H])
+            else:
+                self.canvas.draw()  # everything but the animated maps and titles
+                self._bases[H] = self.canvas.copy_from_bbox(self.fig.bbox)
+            self._stamp_tokens()
+            self._backgrounds[self.shown] = self.canvas.copy_from_bbox(self.fig.bbox)
         if (H, layer) in self._title_strips:
             for strip in self._title_strips[H, layer]:
                 self.canvas.restore_region(strip)
@@ -478,7 +492,8 @@ class HeadsExplorer(Explorer):
             self._title_strips[H, layer] = strips
         for image in self.images[:H]:
             self.fig.draw_artist(image)
-        self.image.value = viz.canvas_png(self.canvas)
+        height = self.one_row_height if H <= self.NCOLS else None
+        self.image.value = viz.canvas_png(self.canvas, height)
 
     def _arrange(self, H: int, example: int) -> None:
         """Show H axes (a row of up to four, then a second row) sized for the example."""
@@ -498,13 +513,15 @@ class HeadsExplorer(Explorer):
         )
         self.shown = (H, example)
 
-    def _label_tokens(self) -> None:
+    def _stamp_tokens(self) -> None:
         """Token labels outside the shown grid: keys under its last row, queries on its left."""
         H, example = self.shown
+        renderer = self.canvas.get_renderer()
         for i, ax in enumerate(self.axes[:H]):
-            viz.set_token_ticks(
-                ax, self.labels[example], x=i + self.NCOLS >= H, y=i % self.NCOLS == 0
-            )
+            if i + self.NCOLS >= H:
+                self.words.stamp(renderer, ax, "x90", self.labels[example])
+            if i % self.NCOLS == 0:
+                self.words.stamp(renderer, ax, "y", self.labels[example])
 
     def _show(self, H: int, layer: int, example: int) -> None:
         if (H, example) != self.shown:

@@ -1,6 +1,7 @@
 """HeadsExplorer (lesson 03): every control swept; the maps are the checkpoints' own attention."""
 
 import base64
+import io
 
 import numpy as np
 import pytest
@@ -98,3 +99,22 @@ def test_examples_are_short_whole_validation_sentences():
         assert ids.dim() == 1 and 6 <= len(ids) <= 14
         assert ids[-1].item() == 0  # "." ends the sentence
         assert tokens[-1] == "..." and tokens[0][0].isupper()
+
+
+def ink_rows(png: bytes) -> np.ndarray:
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    return (rgb.min(axis=2) < 200).any(axis=1)  # per pixel row: anything drawn?
+
+
+def test_one_row_of_heads_is_not_followed_by_an_empty_row(explorer):
+    full = int(explorer.fig.bbox.height)
+    explorer.controls["example"].value = 1
+    for H in (1, 4, 8):
+        explorer.controls["heads"].value = H
+        rows = ink_rows(picture(explorer))
+        assert len(rows) == (full if H == 8 else explorer.one_row_height)
+        assert len(rows) < 0.7 * full or H == 8
+        # the key labels under the last row are whole: drawn, and followed by a blank margin
+        assert rows[-int(0.2 * len(rows)) :].any() and not rows[-4:].any()
