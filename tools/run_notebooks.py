@@ -1,7 +1,9 @@
 """Re-execute lesson notebooks in place, top to bottom, each in a fresh kernel (`make notebooks`).
 
-Deterministic output: no timing metadata, no saved widget state, and widget model ids
-renumbered in order, so running it twice leaves `git diff` empty.
+Deterministic output: no timing metadata, no saved widget state, widget model ids
+renumbered in order, and consecutive prints to one stream stored as one output (how the
+kernel happened to flush them varies from run to run), so running it twice leaves
+`git diff` empty.
 """
 
 import sys
@@ -22,6 +24,23 @@ def renumber_widget_ids(notebook) -> None:
                 view["model_id"] = ids.setdefault(model_id, f"{len(ids) + 1:032x}")
 
 
+def coalesce_streams(notebook) -> None:
+    for cell in notebook.cells:
+        merged = []
+        for output in cell.get("outputs", []):
+            last = merged[-1] if merged else None
+            if (
+                last is not None
+                and output.output_type == last.output_type == "stream"
+                and output.name == last.name
+            ):
+                last.text += output.text
+            else:
+                merged.append(output)
+        if "outputs" in cell:
+            cell.outputs = merged
+
+
 def run(path: Path) -> float:
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
@@ -36,6 +55,7 @@ def run(path: Path) -> float:
     client.execute()
     seconds = time.perf_counter() - start
     renumber_widget_ids(notebook)
+    coalesce_streams(notebook)
     notebook.metadata.pop("widgets", None)
     notebook.metadata["kernelspec"] = {
         "name": "python3",
