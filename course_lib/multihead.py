@@ -43,6 +43,23 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.d_head).transpose(1, 2)  # (B, H, T, d)
 
+    def to_torch(self) -> nn.MultiheadAttention:
+        """torch.nn.MultiheadAttention (batch_first) holding copies of these weights, to check
+        this module against torch's own (lesson 03). There is no rotary embedding in torch's."""
+        if self.rope is not None:
+            raise ValueError("rope: expected None, torch's MultiheadAttention has no RoPE")
+        bias = self.qkv.bias is not None
+        twin = nn.MultiheadAttention(
+            self.out.in_features, self.num_heads, bias=bias, batch_first=True
+        ).to(self.qkv.weight.dtype)
+        with torch.no_grad():
+            twin.in_proj_weight.copy_(self.qkv.weight)
+            twin.out_proj.weight.copy_(self.out.weight)
+            if bias:
+                twin.in_proj_bias.copy_(self.qkv.bias)
+                twin.out_proj.bias.copy_(self.out.bias)
+        return twin
+
     def forward(self, x: torch.Tensor, mask=None, return_weights: bool = False):
         float_tensor("x", x, min_dim=3)
         B, T, D = x.shape

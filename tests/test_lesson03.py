@@ -28,12 +28,7 @@ def step_by_step(x, mha, mask=None):
 @pytest.mark.parametrize("causal", [False, True])
 def test_step_by_step_matches_torch_multihead_attention(D, H, causal):
     mha = MultiHeadAttention(D, H)
-    ref = nn.MultiheadAttention(D, H, batch_first=True)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(mha.qkv.weight)
-        ref.in_proj_bias.copy_(mha.qkv.bias)
-        ref.out_proj.weight.copy_(mha.out.weight)
-        ref.out_proj.bias.copy_(mha.out.bias)
+    ref = mha.to_torch()
     x = torch.randn(2, 7, D)
     mask = causal_mask(7) if causal else None
     ref_out, ref_w = ref(x, x, x, attn_mask=None if mask is None else ~mask,

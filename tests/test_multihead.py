@@ -10,23 +10,11 @@ from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import RotaryEmbedding
 
 
-def torch_twin(mha: MultiHeadAttention) -> nn.MultiheadAttention:
-    """torch's own module holding the same weights."""
-    d_model = mha.out.in_features
-    ref = nn.MultiheadAttention(d_model, mha.num_heads, batch_first=True)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(mha.qkv.weight)
-        ref.in_proj_bias.copy_(mha.qkv.bias)
-        ref.out_proj.weight.copy_(mha.out.weight)
-        ref.out_proj.bias.copy_(mha.out.bias)
-    return ref
-
-
 @pytest.mark.parametrize("d_model,heads,T", [(16, 1, 5), (16, 4, 7), (24, 3, 4), (32, 8, 9)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_torch_multihead_attention(d_model, heads, T, causal):
     mha = MultiHeadAttention(d_model, heads)
-    ref = torch_twin(mha)
+    ref = mha.to_torch()
     x = torch.randn(2, T, d_model)
     mask = causal_mask(T) if causal else None
     out, weights = mha(x, mask, return_weights=True)
@@ -106,3 +94,21 @@ def test_bad_forward_input_is_named():
         mha(torch.randn(1, 3, 8), torch.ones(3, 3))
     with pytest.raises(ValueError, match="query row 0"):
         mha(torch.randn(1, 3, 8), torch.zeros(3, 3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_torch_twin_holds_the_same_weights_without_bias_and_in_float64(bias):
+    mha = MultiHeadAttention(12, 3, bias=bias).double()
+    twin = mha.to_torch()
+    assert type(twin) is nn.MultiheadAttention and (twin.in_proj_bias is not None) == bias
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    expected, _ = twin(x, x, x, need_weights=False)
+    torch.testing.assert_close(mha(x), expected)
+    with torch.no_grad():  # copies, not shared tensors
+        twin.in_proj_weight.zero_()
+    assert mha.qkv.weight.abs().sum() > 0
+
+
+def test_torch_twin_refuses_rope():
+    with pytest.raises(ValueError, match="rope: expected None"):
+        MultiHeadAttention(16, 2, rope=RotaryEmbedding(8)).to_torch()
