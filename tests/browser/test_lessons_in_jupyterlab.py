@@ -6,7 +6,8 @@ lands is covered as it is: an explorer is an output holding an ipywidgets Image
 once (slider handle by keyboard, dropdown to another option, toggle buttons to another
 button, checkbox clicked, button clicked) and the picture must change within a few seconds.
 Screenshots of each explorer before and after go to artefacts/browser/<lesson>/ (git-ignored),
-with a report.json of how long each change took to show.
+with a report.json of how long each change took to show. The lessons share one JupyterLab
+page, opened once; see LessonTabs.
 """
 
 import contextlib
@@ -70,6 +71,7 @@ ALL_RAN = """(expected) => {
 }""".replace("IDLE", IDLE)
 STARTED = """() => [...document.querySelectorAll('.jp-InputArea-prompt')]
     .some(p => /[*\\d]/.test(p.textContent))"""
+CLOSED_ALL = "() => document.querySelectorAll('.jp-Notebook').length === 0"
 PICTURE_CHANGED = """([images, before]) => images.some((img, i) => img.src !== before[i])"""
 
 
@@ -192,18 +194,64 @@ def exercise_concept_check(page, output, shot: Path) -> None:
     output.screenshot(path=shot)
 
 
+class LessonTabs:
+    """One JupyterLab page for all lessons, holding one lesson at a time.
+
+    Loading JupyterLab takes about 5 s on two cores; opening the next lesson in the page
+    already loaded (File > Open from Path...) about 2 s. After a lesson its tab is closed
+    (changes discarded) and its kernel shut down; after a failure the whole page is dropped,
+    so the next lesson starts from a fresh load.
+    """
+
+    def __init__(self, lab, context):
+        self.lab, self.context, self.page = lab, context, None
+
+    def open(self, path: Path):
+        if self.page is None:
+            self.page = self.context.new_page()
+            self.page.goto(self.lab.url(f"/lab/tree/{path.name}?reset"))
+        else:
+            click_menu(self.page, "File", "Open from Path…")
+            self.page.locator(".jp-Dialog input").fill(path.name)
+            self.page.locator(".jp-Dialog input").press("Enter")
+        self.page.locator(".lm-TabBar-tab.lm-mod-current", has_text=path.name).wait_for()
+        self.page.wait_for_selector(IDLE, timeout=90_000)
+        return self.page
+
+    def close(self, path: Path, *, failed: bool) -> None:
+        page, self.page = self.page, None
+        if page is not None and not failed:
+            with contextlib.suppress(Exception):
+                click_menu(page, "File", "Close Tab")
+                page.locator(".jp-Dialog button", has_text="Discard").click(timeout=5_000)
+                page.locator(".lm-TabBar-tab", has_text=path.name).wait_for(state="detached")
+                page.wait_for_function(CLOSED_ALL, timeout=5_000)
+                self.page = page  # clean: the next lesson opens here
+        if self.page is None and page is not None:
+            page.close()
+        for session in self.lab.api("/api/sessions"):  # free the kernel's memory
+            self.lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+
+
+@pytest.fixture(scope="module")
+def tabs(lab, browser_context):
+    tabs = LessonTabs(lab, browser_context)
+    yield tabs
+    if tabs.page is not None:
+        tabs.page.close()
+
+
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_lesson_runs_and_every_explorer_responds(path, lab, browser_context, artefacts):
+def test_lesson_runs_and_every_explorer_responds(path, tabs, artefacts):
     facts = lesson_facts(path)
     shots = artefacts / path.stem
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
     timings = {}
     start = time.perf_counter()
-    page = browser_context.new_page()
+    failed = True
     try:
-        page.goto(lab.url(f"/lab/tree/{path.name}?reset"))
-        page.wait_for_selector(IDLE, timeout=90_000)
+        page = tabs.open(path)
         timings["open"] = time.perf_counter() - start
 
         # Before anything runs, the stored outputs must already show each explorer's picture
@@ -263,11 +311,10 @@ def test_lesson_runs_and_every_explorer_responds(path, lab, browser_context, art
                 indent=1,
             )
         )
+        failed = False
     except BaseException:
         with contextlib.suppress(Exception):
-            page.screenshot(path=shots / "failure.png")
+            tabs.page.screenshot(path=shots / "failure.png")
         raise
     finally:
-        page.close()
-        for session in lab.api("/api/sessions"):  # free the kernel's memory for the next lesson
-            lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+        tabs.close(path, failed=failed)
