@@ -14,6 +14,7 @@ import contextlib
 import json
 import re
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -205,6 +206,7 @@ class LessonTabs:
 
     def __init__(self, lab, context):
         self.lab, self.context, self.page = lab, context, None
+        self.stopping = []  # threads shutting down kernels of closed lessons
 
     def open(self, path: Path):
         if self.page is None:
@@ -229,8 +231,17 @@ class LessonTabs:
                 self.page = page  # clean: the next lesson opens here
         if self.page is None and page is not None:
             page.close()
-        for session in self.lab.api("/api/sessions"):  # free the kernel's memory
-            self.lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+        # free the kernel's memory; the server takes a second or two to stop a kernel, which
+        # the next lesson need not wait for
+        sessions = [s["id"] for s in self.lab.api("/api/sessions")]
+        stop = threading.Thread(target=self._stop, args=(sessions,))
+        stop.start()
+        self.stopping.append(stop)
+
+    def _stop(self, sessions: list[str]) -> None:
+        for session in sessions:
+            with contextlib.suppress(OSError):  # 404: already stopped by an earlier close
+                self.lab.api(f"/api/sessions/{session}", method="DELETE")
 
 
 @pytest.fixture(scope="module")
@@ -239,6 +250,8 @@ def tabs(lab, browser_context):
     yield tabs
     if tabs.page is not None:
         tabs.page.close()
+    for stop in tabs.stopping:
+        stop.join(timeout=30)
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
