@@ -2,8 +2,7 @@
 
 import copy
 import json
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -16,7 +15,9 @@ from course_lib.positional import RotaryEmbedding, sinusoidal_encoding
 
 POSITIONAL = ("rope", "sinusoidal", "none")
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "data" / "checkpoints"
-PRETRAINED = ("rope-h1", "rope-h2", "rope-h4", "rope-h8", "sinusoidal-h4", "none-h4")
+PRETRAINED = (
+    "rope-h1", "rope-h2", "rope-h4", "rope-h8", "sinusoidal-h4", "none-h4", "rope-h4-noscale",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class ModelConfig:
     positional: str = "rope"  # "rope", "sinusoidal" (added to the embeddings) or "none"
     norm: str = "layer"  # "layer", "batch" or "none", as in TransformerBlock
     prenorm: bool = True  # pre-norm blocks (the modern default) or post-norm
+    scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 06)
 
 
 class TinyTransformer(nn.Module):
@@ -53,6 +55,7 @@ class TinyTransformer(nn.Module):
         positional: str = "rope",
         norm: str = "layer",
         prenorm: bool = True,
+        scale: bool = True,
     ):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("num_layers", num_layers)):
@@ -60,8 +63,9 @@ class TinyTransformer(nn.Module):
         positive_int("max_len", max_len)
         one_of("positional", positional, POSITIONAL)
         self.config = ModelConfig(
-            vocab_size, d_model, num_heads, d_ff, num_layers, max_len, positional, norm, prenorm
-        )
+            vocab_size, d_model, num_heads, d_ff, num_layers, max_len, positional, norm, prenorm,
+            scale,
+        )  # fmt: skip
         self.embed = nn.Embedding(vocab_size, d_model)
         # RoPE has no weights, so one instance serves every block
         rope = RotaryEmbedding(d_model // num_heads) if positional == "rope" else None
@@ -69,7 +73,9 @@ class TinyTransformer(nn.Module):
             # not a parameter and not saved: rebuilt from the formula on load
             self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
         self.blocks = nn.ModuleList(
-            TransformerBlock(d_model, num_heads, d_ff, norm=norm, prenorm=prenorm, rope=rope)
+            TransformerBlock(
+                d_model, num_heads, d_ff, norm=norm, prenorm=prenorm, rope=rope, scale=scale
+            )
             for _ in range(num_layers)
         )
         self.norm = make_norm(norm, d_model)
@@ -80,7 +86,7 @@ class TinyTransformer(nn.Module):
     def from_config(cls, config: ModelConfig) -> "TinyTransformer":
         """Build the model a ModelConfig describes (lesson 06)."""
         kwargs = asdict(config)
-        positional = {k: kwargs.pop(k) for k in ("positional", "norm", "prenorm")}
+        positional = {k: kwargs.pop(k) for k in ("positional", "norm", "prenorm", "scale")}
         return cls(**kwargs, **positional)
 
     def forward(self, idx: torch.Tensor, return_weights: bool = False):
@@ -161,19 +167,22 @@ def generate(
     return ids
 
 
-def without_scale(model: TinyTransformer) -> TinyTransformer:
-    """A copy of a trained model whose attention skips the 1/sqrt(d) scale (lesson 06).
+def flip_scale(model: TinyTransformer) -> TinyTransformer:
+    """A copy of a model with the same weights and the 1/sqrt(d) scale switched: off if the
+    model uses it, on if it does not (lesson 06's ablation). Flipping twice gives the model back.
 
-    Multiplying each query projection by sqrt(d) multiplies every score q.k / sqrt(d) by
-    sqrt(d), which gives q.k: the same weights run without the scale. (RoPE rotates q after
-    the projection; a rotation is linear, so it keeps the factor.)
+    Switching the scale off multiplies every score by sqrt(d); so does multiplying every
+    query projection by sqrt(d), since RoPE's rotation is linear (the tests check both agree).
     """
     clone = copy.deepcopy(model)
-    D = clone.config.d_model
-    factor = math.sqrt(D // clone.config.num_heads)
-    with torch.no_grad():
-        for block in clone.blocks:
-            block.attn.qkv.weight[:D] *= factor  # rows 0..D-1 of (3D, D) make q
-            if block.attn.qkv.bias is not None:
-                block.attn.qkv.bias[:D] *= factor
+    clone.config = replace(clone.config, scale=not clone.config.scale)
+    for block in clone.blocks:
+        block.attn.scale = clone.config.scale
     return clone
+
+
+def without_scale(model: TinyTransformer) -> TinyTransformer:
+    """A copy of a model trained with the 1/sqrt(d) scale, run without it (lesson 06)."""
+    if not model.config.scale:
+        raise ValueError("model: expected one trained with the 1/sqrt(d) scale, got scale=False")
+    return flip_scale(model)

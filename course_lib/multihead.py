@@ -15,8 +15,12 @@ class MultiHeadAttention(nn.Module):
     layout as torch.nn.MultiheadAttention's in_proj_weight, so weights copy across directly.
     """
 
-    def __init__(self, d_model: int, num_heads: int, *, bias: bool = True, rope=None):
+    def __init__(
+        self, d_model: int, num_heads: int, *, bias: bool = True, rope=None, scale: bool = True
+    ):
         super().__init__()
+        if not isinstance(scale, bool):
+            raise TypeError(f"scale: expected True or False, got {type(scale).__name__} {scale!r}")
         positive_int("d_model", d_model)
         positive_int("num_heads", num_heads)
         if d_model % num_heads:
@@ -34,6 +38,7 @@ class MultiHeadAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         self.rope = rope
+        self.scale = scale  # False: scores are q.k, not q.k / sqrt(d) (lesson 06's ablation)
         # True: torch's fused kernel when weights are not asked for (same numbers, faster);
         # False: always the from-scratch path that lesson 01 builds.
         self.fused = True
@@ -48,6 +53,8 @@ class MultiHeadAttention(nn.Module):
         this module against torch's own (lesson 03). There is no rotary embedding in torch's."""
         if self.rope is not None:
             raise ValueError("rope: expected None, torch's MultiheadAttention has no RoPE")
+        if not self.scale:
+            raise ValueError("scale: expected True, torch's MultiheadAttention always scales")
         bias = self.qkv.bias is not None
         twin = nn.MultiheadAttention(
             self.out.in_features, self.num_heads, bias=bias, batch_first=True
@@ -74,10 +81,12 @@ class MultiHeadAttention(nn.Module):
         if self.rope is not None:
             q, k = self.rope(q), self.rope(k)
         if return_weights or not self.fused:
-            y, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, T, d), (B, H, T, T)
+            # (B, H, T, d), (B, H, T, T)
+            y, weights = scaled_dot_product_attention(q, k, v, mask, scale=self.scale)
         else:
+            factor = None if self.scale else 1.0  # None: torch's default 1/sqrt(d)
             y, weights = (
-                F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=factor),
                 None,
             )  # (B, H, T, d)
         y = y.transpose(1, 2).reshape(B, T, D)  # (B, H, T, d) -> (B, T, H, d) -> (B, T, D)

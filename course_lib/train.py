@@ -148,6 +148,7 @@ RECIPES = {  # name -> (model config, training config)
     "rope-h8": (ModelConfig(**{**asdict(_BASE), "num_heads": 8}), TrainConfig()),
     "sinusoidal-h4": (ModelConfig(**{**asdict(_BASE), "positional": "sinusoidal"}), TrainConfig()),
     "none-h4": (ModelConfig(**{**asdict(_BASE), "positional": "none"}), TrainConfig()),
+    "rope-h4-noscale": (ModelConfig(**{**asdict(_BASE), "scale": False}), TrainConfig()),
 }
 assert tuple(RECIPES) == PRETRAINED
 # lesson 06's live run: the rope-h4 recipe cut to 400 steps (same warm-up), which still

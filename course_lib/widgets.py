@@ -1065,8 +1065,9 @@ class TrainedHeadsExplorer(Explorer):
 class AblationExplorer(Explorer):
     """Lesson 06: shipped checkpoints side by side: position scheme, heads, and the scale.
 
-    Everything is computed once at construction on 100 validation sequences (the "no scale"
-    variant runs a checkpoint's own weights without 1/sqrt(d), see model.without_scale).
+    Everything is computed once at construction on 100 validation sequences. The scale has
+    two ablations: a checkpoint trained without 1/sqrt(d), and (unticking "as trained") any
+    checkpoint's own weights run with the scale flipped, see model.flip_scale.
     """
 
     SETTINGS = (
@@ -1076,21 +1077,23 @@ class AblationExplorer(Explorer):
         ("RoPE, 1 head", "rope-h1"),
         ("RoPE, 2 heads", "rope-h2"),
         ("RoPE, 8 heads", "rope-h8"),
+        ("RoPE, 4 heads, trained without the scale", "rope-h4-noscale"),
     )
     DETECTORS = ("previous", "bracket", "subject")
 
     def __init__(self, num_sequences: int = 100):
         from course_lib import data, heads, train
-        from course_lib.model import load_pretrained, without_scale
+        from course_lib.model import flip_scale, load_pretrained
 
         ids = data.load_split("valid")[:num_sequences]  # (N, T)
         self.results = {}
         with one_thread():
             for _, name in self.SETTINGS:
                 model = load_pretrained(name)
-                for scale in (True, False):
-                    m = model if scale else without_scale(model)
-                    self.results[(name, scale)] = {
+                for as_trained in (True, False):
+                    m = model if as_trained else flip_scale(model)
+                    self.results[(name, as_trained)] = {
+                        "scale": m.config.scale,
                         "val_loss": train.evaluate(m, ids),
                         "scores": heads.detector_scores(m, ids),
                     }
@@ -1101,16 +1104,21 @@ class AblationExplorer(Explorer):
         )
         x = range(len(self.DETECTORS))
         self.det_bars = self.ax_det.bar(x, [0.0] * 3, color=["tab:blue", "tab:red", "tab:orange"])
-        self.ax_det.scatter(x, [float(ref["scores"][d].max()) for d in self.DETECTORS], marker="_",
-                            s=900, color="black", zorder=3)  # fmt: skip
+        # references drawn after the bars (dynamic artists), so a taller bar never hides them
+        ref_marks = self.ax_det.scatter(
+            x, [float(ref["scores"][d].max()) for d in self.DETECTORS], marker="_", s=900,
+            color="black", zorder=3,
+        )  # fmt: skip
         self.ax_det.set_xticks(list(x), self.DETECTORS)
         self.ax_det.set_ylim(0, 1.05)
         self.ax_det.set_ylabel("best head's score")
         self.ax_det.set_title("detector scores (black: RoPE, 4 heads)", fontsize=10)
         losses = [r["val_loss"] for r in self.results.values()]
         (self.loss_bar,) = self.ax_loss.bar([0], [0.0], color="tab:gray")
-        self.ax_loss.axhline(ref["val_loss"], color="black", ls="--", label="RoPE, 4 heads")
-        self.ax_loss.set_ylim(1.0, max(losses) * 1.05)
+        ref_line = self.ax_loss.axhline(
+            ref["val_loss"], color="black", ls="--", label="RoPE, 4 heads"
+        )
+        self.ax_loss.set_ylim(1.0, max(losses) * 1.15)  # room for the legend above every bar
         self.ax_loss.set_xticks([])
         self.ax_loss.set_ylabel("validation loss (nats)")
         self.ax_loss.legend(fontsize=8, loc="upper left")
@@ -1129,11 +1137,13 @@ class AblationExplorer(Explorer):
                 style={"description_width": "initial"},
             ),
             "scale": widgets.Checkbox(
-                value=True, description="1/sqrt(d) scale in attention",
+                value=True, description="1/sqrt(d) scale as trained (untick: flip it)",
                 style={"description_width": "initial"},
             ),
         }  # fmt: skip
-        super().__init__(controls, fig, dynamic=[*self.det_bars, self.loss_bar, self.mesh])
+        super().__init__(
+            controls, fig, dynamic=[*self.det_bars, ref_marks, self.loss_bar, ref_line, self.mesh]
+        )
         self.widget.children = (*self.widget.children[:1], self.readout, *self.widget.children[1:])
 
     def update(self) -> None:
@@ -1148,8 +1158,11 @@ class AblationExplorer(Explorer):
             scores = result["scores"][d]  # (layers, H)
             table[2 * i : 2 * i + 2, : scores.shape[1]] = scores
         self.mesh.set_data(table.numpy())
+        label = next(label for label, name in self.SETTINGS if name == v["setting"])
+        flipped = "" if v["scale"] else ", same weights with the scale flipped"
         self.readout.value = (
-            f"<b>{v['setting']}, {'with' if v['scale'] else 'without'} the scale</b>: "
+            f"<b>{label}{flipped}: attention "
+            f"{'with' if result['scale'] else 'without'} 1/sqrt(d)</b>; "
             f"validation loss {result['val_loss']:.3f}; best previous {best[0]:.2f}, "
             f"bracket {best[1]:.2f}, subject {best[2]:.2f}"
         )

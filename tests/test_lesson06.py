@@ -6,7 +6,14 @@ import torch
 import course_lib
 from course_lib import data, heads, train
 from course_lib.attention import one_thread
-from course_lib.model import TinyTransformer, generate, load_pretrained, without_scale
+from course_lib.model import (
+    TinyTransformer,
+    flip_scale,
+    generate,
+    load_card,
+    load_pretrained,
+    without_scale,
+)
 
 BARS = {"previous": 0.9, "bracket": 0.7, "subject": 0.7}
 
@@ -106,15 +113,61 @@ def test_real_data_keeps_every_rule_and_broken_sentences_do_not():
     assert data.sentences(". Cat sleeps . Dog".split()) == [["Cat", "sleeps", "."]]
 
 
-def test_without_scale_multiplies_every_score_by_sqrt_d():
+def test_without_scale_is_the_same_as_queries_times_sqrt_d():
+    """Switching the scale off equals multiplying every query projection by sqrt(d) = 4:
+    the module's flag against an independent edit of the weights."""
     model = load_pretrained("rope-h4")
     ids = data.load_split("valid")[:4]
     clone = without_scale(model)
-    for block, twin in zip(model.blocks, clone.blocks, strict=True):
-        D = model.config.d_model
-        torch.testing.assert_close(twin.attn.qkv.weight[:D], block.attn.qkv.weight[:D] * 4)
-        torch.testing.assert_close(twin.attn.qkv.weight[D:], block.attn.qkv.weight[D:])
+    assert clone.config.scale is False and all(not b.attn.scale for b in clone.blocks)
+    edited = load_pretrained("rope-h4")
+    D = edited.config.d_model
+    with torch.no_grad():
+        for block in edited.blocks:
+            block.attn.qkv.weight[:D] *= 4  # rows 0..D-1 of (3D, D) make q
+            block.attn.qkv.bias[:D] *= 4
+    torch.testing.assert_close(clone(ids), edited(ids), rtol=1e-4, atol=1e-4)
     # the original is untouched, the copy's attention is sharper and its loss higher
+    assert all(b.attn.scale for b in model.blocks)
     w, w_clone = heads.attention_weights(model, ids), heads.attention_weights(clone, ids)
     assert float(w_clone[0].amax(-1).mean()) > float(w[0].amax(-1).mean()) + 0.05
     assert train.evaluate(clone, ids) > train.evaluate(model, ids) + 0.05
+
+
+def test_flip_scale_turns_the_scale_on_for_a_model_trained_without_it():
+    ids = data.load_split("valid")[:4]
+    model = load_pretrained("rope-h4-noscale")
+    flipped = flip_scale(model)
+    assert flipped.config.scale is True and model.config.scale is False
+    edited = load_pretrained("rope-h4-noscale")  # the scale on = queries divided by sqrt(d)
+    D = edited.config.d_model
+    with torch.no_grad():
+        for block in edited.blocks:
+            block.attn.qkv.weight[:D] /= 4
+            block.attn.qkv.bias[:D] /= 4
+    torch.testing.assert_close(flipped(ids), edited(ids), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(flip_scale(flipped)(ids), model(ids))
+    with pytest.raises(ValueError, match="model: expected one trained with the 1/sqrt"):
+        without_scale(model)
+
+
+def test_trained_without_the_scale_the_small_model_learns_as_well_and_sharper():
+    """Lesson 06's claim: at d = 16 the scale is not what makes training work (lesson 02's
+    trouble starts at larger d_k); taking it away from trained weights is what breaks."""
+    with_card, without_card = load_card("rope-h4"), load_card("rope-h4-noscale")
+    # measured: 1.2891 without, 1.2953 with
+    assert abs(without_card["val_loss"] - with_card["val_loss"]) < 0.02
+    for (
+        name
+    ) in BARS:  # measured: previous 0.999 / 0.974, bracket 0.982 / 0.810, subject 1.0 / 0.989
+        assert without_card["best_heads"][name][2] >= with_card["best_heads"][name][2]
+    ids = data.load_split("valid")[:100]
+    with one_thread():
+        peak = {
+            name: float(torch.stack([w.amax(-1).mean() for w in heads.attention_weights(
+                load_pretrained(name), ids)]).mean())
+            for name in ("rope-h4", "rope-h4-noscale")
+        }  # fmt: skip
+        broken = train.evaluate(without_scale(load_pretrained("rope-h4")), ids)
+    assert peak["rope-h4-noscale"] > peak["rope-h4"] + 0.05
+    assert broken > with_card["val_loss"] + 0.1

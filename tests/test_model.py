@@ -141,16 +141,19 @@ def test_checkpoints_are_a_few_megabytes():
     assert total < 5e6
 
 
-def test_pretrained_heads_and_positions_are_as_named():
+def test_pretrained_heads_positions_and_scale_are_as_named():
     for name in PRETRAINED:
         config = load_card(name)["config"]
-        positional, heads = name.split("-h")
+        positional, heads = name.removesuffix("-noscale").split("-h")
         assert (config["positional"], config["num_heads"]) == (positional, int(heads))
         assert config["d_model"] == 64  # same total width whatever the head count
+        # cards from before the scale option have no "scale": they all used it
+        assert config.get("scale", True) == (not name.endswith("-noscale"))
+        assert load_pretrained(name).blocks[0].attn.scale == config.get("scale", True)
 
 
 def test_unknown_name_lists_the_valid_ones():
-    names = "rope-h1, rope-h2, rope-h4, rope-h8, sinusoidal-h4, none-h4"
+    names = "rope-h1, rope-h2, rope-h4, rope-h8, sinusoidal-h4, none-h4, rope-h4-noscale"
     with pytest.raises(ValueError, match=names):
         load_pretrained("rope-h3")
     with pytest.raises(ValueError, match="got 'gpt2'"):

@@ -112,3 +112,27 @@ def test_torch_twin_holds_the_same_weights_without_bias_and_in_float64(bias):
 def test_torch_twin_refuses_rope():
     with pytest.raises(ValueError, match="rope: expected None"):
         MultiHeadAttention(16, 2, rope=RotaryEmbedding(8)).to_torch()
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_without_the_scale_scores_are_plain_dot_products(fused):
+    mha = MultiHeadAttention(16, 4, scale=False)
+    mha.fused = fused
+    x = torch.randn(2, 6, 16)
+    mask = causal_mask(6)
+    q, k, v = (
+        t.view(2, 6, 4, 4).transpose(1, 2) for t in mha.qkv(x).split(16, dim=-1)
+    )  # each (B, H, T, d)
+    y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+    expected = mha.out(y.transpose(1, 2).reshape(2, 6, 16))
+    torch.testing.assert_close(mha(x, mask), expected)
+    scaled = MultiHeadAttention(16, 4)
+    scaled.load_state_dict(mha.state_dict())
+    assert not torch.allclose(scaled(x, mask), expected, atol=1e-3)
+
+
+def test_scale_must_be_a_bool_and_torch_has_no_unscaled_twin():
+    with pytest.raises(TypeError, match="scale: expected True or False, got float 0.5"):
+        MultiHeadAttention(16, 4, scale=0.5)
+    with pytest.raises(ValueError, match="scale: expected True"):
+        MultiHeadAttention(16, 4, scale=False).to_torch()

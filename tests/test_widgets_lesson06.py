@@ -168,3 +168,13 @@ def test_ablation_explorer_sweeps_every_control():
     with_scale = e.loss_bar.get_height()
     e.controls["scale"].value = False
     assert e.loss_bar.get_height() > with_scale + 0.05
+    assert "scale flipped: attention without 1/sqrt(d)" in e.readout.value
+    # trained without the scale: as good as with it, sharper heads; flipping it hurts too
+    e.controls["setting"].value = "rope-h4-noscale"
+    assert "attention with 1/sqrt(d)" in e.readout.value
+    flipped_loss = e.loss_bar.get_height()
+    e.controls["scale"].value = True
+    assert "trained without the scale: attention without 1/sqrt(d)" in e.readout.value
+    assert abs(e.loss_bar.get_height() - with_scale) < 0.02
+    assert flipped_loss > e.loss_bar.get_height() + 0.05
+    assert all(b.get_height() >= 0.95 for b in e.det_bars)
