@@ -678,7 +678,7 @@ class TickStamp:
         step = int(3 * em)  # pixels between two anchors, integers so no rounding is needed
         longest = int(12 + em * max(map(len, todo)))  # more than any text's length
         span = (len(todo) + 1) * step
-        vertical = style["rotation"] == 0 and kind == "y"  # stack texts one above the other
+        vertical = kind == "y"  # y labels stacked one above the other, x labels side by side
         size = (longest, span) if vertical else (span, longest)
         scratch = Figure(figsize=(size[0] / self.fig.dpi, size[1] / self.fig.dpi), dpi=self.fig.dpi)
         scratch.patch.set_alpha(0)
@@ -733,8 +733,13 @@ class TickStamp:
             self.marks.set_segments(lines)
             self.marks.draw(renderer)
 
+    def reach(self, text, kind: str = "y") -> int:
+        """Pixels the label of `text` takes away from the axes: a y label's width, an x
+        label's height (tick and gap not included)."""
+        self.prepare([text], kind)
+        return self.pictures[(str(text), kind)][0].shape[1 if kind == "y" else 0]
+
     def widest(self, texts, kind: str = "y") -> str:
-        """The text whose picture reaches furthest from the axes (to reserve room for it)."""
+        """The text whose label reaches furthest from the axes (to reserve room for it)."""
         self.prepare(texts, kind)
-        reach = 1 if kind == "y" else 0  # a y label's width, an x label's height
-        return max(map(str, texts), key=lambda t: self.pictures[(t, kind)][0].shape[reach])
+        return max(map(str, texts), key=lambda t: self.reach(t, kind))

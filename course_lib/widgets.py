@@ -135,6 +135,17 @@ def slider(description: str, value, low, high, step=1, **kw):
     )
 
 
+def choice_slider(description: str, options, value):
+    """A slider over a list of values (say head widths), firing on release (lessons 01-04)."""
+    return widgets.SelectionSlider(
+        options=options,
+        value=value,
+        description=description,
+        continuous_update=False,
+        style={"description_width": "initial"},
+    )
+
+
 class SoftmaxExplorer(Explorer):
     """Lesson 00: scale a row of scores up and down and watch softmax sharpen or flatten."""
 
@@ -237,13 +248,7 @@ class AttentionExplorer(Explorer):
                 description="query token",
                 style={"description_width": "initial"},
             ),
-            "width": widgets.SelectionSlider(
-                options=self.WIDTHS,
-                value=8,
-                description="head width d",
-                continuous_update=False,
-                style={"description_width": "initial"},
-            ),
+            "width": choice_slider("head width d", self.WIDTHS, 8),
             "seed": slider("projection seed", 0, 0, 9),
             "causal": widgets.Checkbox(
                 value=False, description="causal mask", style={"description_width": "initial"}
@@ -313,13 +318,7 @@ class ScalingExplorer(Explorer):
         self.ax_hist.set_title("every score the softmax sees")
         self.ax_grad.set_title("typical gradient vs d_k (circle: now)")
         controls = {
-            "d_k": widgets.SelectionSlider(
-                options=self.D_KS,
-                value=64,
-                description="d_k",
-                continuous_update=False,
-                style={"description_width": "initial"},
-            ),
+            "d_k": choice_slider("d_k", self.D_KS, 64),
             "scale": widgets.Checkbox(
                 value=True,
                 description="scale by 1/sqrt(d_k)",
@@ -431,9 +430,9 @@ class HeadsExplorer(Explorer):
                  ha="center", fontsize=9)  # fmt: skip
         # token labels drawn from cached pictures of the vocabulary (viz.TickStamp)
         self.words = viz.TickStamp(fig, fontsize=8, tick_length=0)
-        tallest = self.words.pictures[(self.words.widest(data.VOCAB, "x90"), "x90")][0]
+        tallest = self.words.reach(self.words.widest(data.VOCAB, "x90"), "x90")
         # up to four heads fill one row: the picture then ends below that row's labels
-        below_row = top_row.y0 * fig.bbox.height - self.words.gap - tallest.shape[0] - 8
+        below_row = top_row.y0 * fig.bbox.height - self.words.gap - tallest - 8
         self.one_row_height = int(fig.bbox.height - below_row)
         self.shown = None  # the (H, example) whose axes are arranged
         style = {"description_width": "initial"}
@@ -681,13 +680,7 @@ class PositionExplorer(Explorer):
         self.ax_sim.grid(True, alpha=0.3)
         controls = {
             "position": slider("position p", 10, 0, T - 1),
-            "width": widgets.SelectionSlider(
-                options=self.WIDTHS,
-                value=32,
-                description="model width D",
-                continuous_update=False,
-                style={"description_width": "initial"},
-            ),
+            "width": choice_slider("model width D", self.WIDTHS, 32),
         }
         super().__init__(
             controls, fig, dynamic=[self.sin_dots, self.cos_dots, self.sim_line, self.sim_mark]

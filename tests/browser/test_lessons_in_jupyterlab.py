@@ -222,21 +222,29 @@ class LessonTabs:
 
     def close(self, path: Path, *, failed: bool) -> None:
         page, self.page = self.page, None
-        if page is not None and not failed:
-            with contextlib.suppress(Exception):
-                click_menu(page, "File", "Close Tab")
-                page.locator(".jp-Dialog button", has_text="Discard").click(timeout=5_000)
-                page.locator(".lm-TabBar-tab", has_text=path.name).wait_for(state="detached")
-                page.wait_for_function(CLOSED_ALL, timeout=5_000)
+        if page is not None:
+            if not failed and self._close_tab(page, path):
                 self.page = page  # clean: the next lesson opens here
-        if self.page is None and page is not None:
-            page.close()
+            else:
+                page.close()
         # free the kernel's memory; the server takes a second or two to stop a kernel, which
         # the next lesson need not wait for
         sessions = [s["id"] for s in self.lab.api("/api/sessions")]
         stop = threading.Thread(target=self._stop, args=(sessions,))
         stop.start()
         self.stopping.append(stop)
+
+    @staticmethod
+    def _close_tab(page, path: Path) -> bool:
+        """Close the lesson's tab, discarding its changes; False if the page did not comply."""
+        try:
+            click_menu(page, "File", "Close Tab")
+            page.locator(".jp-Dialog button", has_text="Discard").click(timeout=5_000)
+            page.locator(".lm-TabBar-tab", has_text=path.name).wait_for(state="detached")
+            page.wait_for_function(CLOSED_ALL, timeout=5_000)
+        except Exception:
+            return False
+        return True
 
     def _stop(self, sessions: list[str]) -> None:
         for session in sessions:
