@@ -278,8 +278,10 @@ def train_single_head(
     """Train a SingleHeadLayer on marked_average_batch with SGD; per-step history (lesson 02).
 
     Returns lists "loss", "entropy" (mean attention entropy, nats), "max_weight" (mean
-    largest weight per query) and "grad_scores" (median per-query gradient norm w.r.t. the
-    scores, the signal that reaches W_q and W_k through the softmax).
+    largest weight per query), "flagged" (mean weight a query puts on the flagged keys) and
+    "grad_scores" (median per-query gradient norm w.r.t. the scores, the signal that reaches
+    W_q and W_k through the softmax). It runs in float64: the unscaled run's gradients are
+    so small that float32 rounding, which differs from CPU to CPU, would steer it.
     """
     positive_int("steps", steps)
     with one_thread():
@@ -289,12 +291,12 @@ def train_single_head(
 def _train(scale, d, steps, D, T, B, lr, seed) -> dict:
     torch.manual_seed(seed)
     data = torch.Generator().manual_seed(seed + 1)
-    model = SingleHeadLayer(D, d, scale=scale)
+    model = SingleHeadLayer(D, d, scale=scale).double()
     params = list(model.parameters())
     velocity = [torch.zeros_like(p) for p in params]  # SGD with momentum 0.9, written out
-    history = {"loss": [], "entropy": [], "max_weight": [], "grad_scores": []}
+    history = {"loss": [], "entropy": [], "max_weight": [], "flagged": [], "grad_scores": []}
     for _ in range(steps):
-        x, target = marked_average_batch(B, T, D, generator=data)
+        x, target = (t.double() for t in marked_average_batch(B, T, D, generator=data))
         output, scores, weights = model(x)
         scores.retain_grad()
         loss = (output - target[:, None]).pow(2).mean()  # target broadcast to every position
@@ -304,6 +306,8 @@ def _train(scale, d, steps, D, T, B, lr, seed) -> dict:
         history["loss"].append(loss.item())
         history["entropy"].append(softmax_entropy(weights.detach()).mean().item())
         history["max_weight"].append(weights.detach().amax(dim=-1).mean().item())
+        flagged = (weights.detach() * x[:, None, :, 0]).sum(dim=-1)  # (B, T): flag is feature 0
+        history["flagged"].append(flagged.mean().item())
         history["grad_scores"].append(scores.grad.norm(dim=-1).median().item())
         with torch.no_grad():
             for p, v in zip(params, velocity, strict=True):

@@ -143,12 +143,15 @@ def influence_figure(rnn_influence, attention_influence):
 # ---------------------------------------------------------------- lesson 02
 
 
+REFERENCE_STYLES = ("--", ":", "-.")  # dashed, dotted, dash-dotted
+
+
 def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4):
     """Side-by-side line plots sharing one x (lesson 02).
 
     panels: list of dicts with "title", "ylabel", "lines" ({label: y values}) and
-    optionally "logy" (bool), "ylim" ((low, high)) and "dashed" ({label: y values},
-    drawn as grey dashed reference lines).
+    optionally "logy" (bool), "ylim" ((low, high)) and "dashed" ({label: y values}, up to
+    three grey reference lines: dashed, dotted, dash-dotted).
     """
     xs = _numbers("x", x)
     if not panels:
@@ -161,8 +164,15 @@ def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4):
             if len(ys) != len(xs):
                 raise ValueError(f"{label}: expected {len(xs)} values to match x, got {len(ys)}")
             ax.plot(xs, ys, "o-" if len(xs) <= 16 else "-", ms=4, label=label)
-        for label, ys in panel.get("dashed", {}).items():
-            ax.plot(xs, _numbers(label, ys), "--", color="grey", label=label)
+        # grey reference lines, each with its own dash pattern so the legend tells them apart
+        dashed = panel.get("dashed", {})
+        if len(dashed) > len(REFERENCE_STYLES):
+            raise ValueError(
+                f"dashed: expected at most {len(REFERENCE_STYLES)} reference lines, "
+                f"got {len(dashed)}"
+            )
+        for (label, ys), style in zip(dashed.items(), REFERENCE_STYLES, strict=False):
+            ax.plot(xs, _numbers(label, ys), style, color="grey", label=label)
         if logx:
             ax.set_xscale("log", base=2)
         if panel.get("logy"):

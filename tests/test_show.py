@@ -1,0 +1,49 @@
+"""course_lib.show: what a lesson prints about a number is its bound, and a broken bound shows."""
+
+import math
+
+import pytest
+import torch
+
+from course_lib.show import bounded
+
+
+@pytest.mark.parametrize(
+    "value,bounds,expected",
+    [
+        (6e-8, {"below": 1e-6}, "below 1e-6"),
+        (0.0, {"below": 1e-6}, "below 1e-6"),
+        (0.9, {"above": 0.5}, "above 0.5"),
+        (0.8, {"above": 2 / 3, "below": 13 / 12}, "between 0.667 and 1.08"),
+        (2e5, {"above": 1e4}, "above 1e4"),
+    ],
+)
+def test_a_value_inside_its_bounds_prints_the_bounds(value, bounds, expected):
+    assert bounded(value, **bounds) == expected
+    # and so the same words for any rounding of it that stays inside
+    assert bounded(value * (1 + 1e-6), **bounds) == expected
+
+
+@pytest.mark.parametrize(
+    "value,bounds,expected",
+    [
+        (3.2e-5, {"below": 1e-6}, "3.2e-05 (expected below 1e-6)"),
+        (1e-6, {"below": 1e-6}, "1e-06 (expected below 1e-6)"),  # the bound itself is outside
+        (0.4, {"above": 0.5}, "0.4 (expected above 0.5)"),
+        (1.2, {"above": 2 / 3, "below": 13 / 12}, "1.2 (expected above 0.667 and below 1.08)"),
+        (math.nan, {"below": 1.0}, "nan (expected below 1)"),
+    ],
+)
+def test_a_value_outside_shows_itself_and_the_broken_bound(value, bounds, expected):
+    assert bounded(value, **bounds) == expected
+
+
+def test_torch_scalars_even_with_a_gradient_are_read_quietly(recwarn):
+    x = torch.tensor(2.0, requires_grad=True)
+    assert bounded((x * 1e-8).abs(), below=1e-6) == "below 1e-6"
+    assert not recwarn.list
+
+
+def test_a_bound_is_required():
+    with pytest.raises(TypeError, match="at least one of below=, above="):
+        bounded(1.0)
