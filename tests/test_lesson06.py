@@ -41,23 +41,30 @@ def capstone():
     return model, history, scores, snapshots
 
 
-def test_capstone_heads_reach_every_detector_bar(capstone):
+@pytest.mark.slow  # trains the capstone (the module fixture: once for this file)
+def test_capstone_heads_reach_every_detector_bar(capstone, measure):
     _, history, scores, _ = capstone
     best = {name: float(table.max()) for name, table in scores.items()}
-    # measured on the notebook's run: previous 0.972, bracket 0.771, subject 0.982
+    # the notebook's run, the same on the native/generic/AVX2 paths: previous 0.972, bracket
+    # 0.771, subject 0.982
     for name, bar in BARS.items():
-        assert best[name] >= bar, (name, best[name])
-    # measured 1.3041 (the shipped 1000-step rope-h4: 1.2953); untrained: ~4
-    assert history.val_loss[-1] < 1.33
+        assert measure(f"best {name} head score", best[name]) >= bar, (name, best[name])
+    # 1.3041 on the native/generic/AVX2 paths (the shipped 1000-step rope-h4: 1.2953;
+    # untrained: ~4)
+    assert measure("final validation loss", history.val_loss[-1]) < 1.33
 
 
-def test_callback_sees_every_validation_and_does_not_change_training(capstone):
+@pytest.mark.slow  # trains the capstone (the module fixture: once for this file)
+def test_callback_sees_every_validation_and_does_not_change_training(capstone, measure):
     _, history, _, snapshots = capstone
     assert sorted(snapshots) == [s + 1 for s in history.val_step]
     # specialisation is early: at step 50 no job has a head yet, by step 200 all three do
+    # (same on the native/generic/AVX2 paths: step 50 at most 0.247; step 200 previous 0.970,
+    # bracket 0.803, subject 0.974)
     early, later = snapshots[50], snapshots[200]
-    assert all(float(early[name].max()) < 0.5 for name in BARS)
-    assert all(float(later[name].max()) >= bar for name, bar in BARS.items())
+    for name, bar in BARS.items():
+        assert measure(f"step 50: best {name} head", early[name].max()) < 0.5
+        assert measure(f"step 200: best {name} head", later[name].max()) >= bar
 
 
 def test_callback_leaves_the_run_unchanged():
@@ -73,18 +80,24 @@ def test_callback_leaves_the_run_unchanged():
     assert runs[0] == runs[1]
 
 
-def test_samples_keep_the_rules_at_the_reported_rates(capstone):
+@pytest.mark.slow  # trains the capstone (the module fixture: once for this file)
+def test_samples_keep_the_rules_at_the_reported_rates(capstone, measure):
     model = capstone[0]
     prompt = torch.full((100, 1), data.TOKEN_ID["."])
     with one_thread():
         samples = generate(model, prompt, 47, seed=0)
         untrained = generate(TinyTransformer.from_config(model.config), prompt, 47, seed=0)
     rates = data.rule_rates(samples)
-    # measured in the notebook: agreement 0.96+, brackets 0.8+ (untrained: 0.2 / 0.0)
-    assert rates["agreement"][0] >= 0.9 and rates["agreement"][1] >= 100
-    assert rates["brackets"][0] >= 0.75 and rates["brackets"][1] >= 50
+    # the notebook's numbers, the same on the native/generic/AVX2 paths: agreement 0.936 of
+    # 141, brackets 0.871 of 155; untrained 0.227 / 0.048 (sampling seeds 1-5, native:
+    # agreement 0.93 .. 0.99, brackets 0.81 .. 0.87)
+    assert measure("trained: agreement rate", rates["agreement"][0]) >= 0.9
+    assert measure("trained: agreement cases", rates["agreement"][1]) >= 100
+    assert measure("trained: bracket rate", rates["brackets"][0]) >= 0.75
+    assert measure("trained: bracket cases", rates["brackets"][1]) >= 50
     bad = data.rule_rates(untrained)
-    assert bad["agreement"][0] < 0.5 and bad["brackets"][0] < 0.2
+    assert measure("untrained: agreement rate", bad["agreement"][0]) < 0.5
+    assert measure("untrained: bracket rate", bad["brackets"][0]) < 0.2
 
 
 def test_generate_is_seeded_and_keeps_the_prompt():
@@ -113,7 +126,7 @@ def test_real_data_keeps_every_rule_and_broken_sentences_do_not():
     assert data.sentences(". Cat sleeps . Dog".split()) == [["Cat", "sleeps", "."]]
 
 
-def test_without_scale_is_the_same_as_queries_times_sqrt_d():
+def test_without_scale_is_the_same_as_queries_times_sqrt_d(measure):
     """Switching the scale off equals multiplying every query projection by sqrt(d) = 4:
     the module's flag against an independent edit of the weights."""
     model = load_pretrained("rope-h4")
@@ -130,8 +143,11 @@ def test_without_scale_is_the_same_as_queries_times_sqrt_d():
     # the original is untouched, the copy's attention is sharper and its loss higher
     assert all(b.attn.scale for b in model.blocks)
     w, w_clone = heads.attention_weights(model, ids), heads.attention_weights(clone, ids)
-    assert float(w_clone[0].amax(-1).mean()) > float(w[0].amax(-1).mean()) + 0.05
-    assert train.evaluate(clone, ids) > train.evaluate(model, ids) + 0.05
+    # 0.345 and 0.118, same on the native/generic/AVX2 paths
+    sharper = float(w_clone[0].amax(-1).mean()) - float(w[0].amax(-1).mean())
+    assert measure("layer 0 mean top weight: clone - original", sharper) > 0.05
+    worse = train.evaluate(clone, ids) - train.evaluate(model, ids)
+    assert measure("loss: clone - original", worse) > 0.05
 
 
 def test_flip_scale_turns_the_scale_on_for_a_model_trained_without_it():
@@ -151,16 +167,17 @@ def test_flip_scale_turns_the_scale_on_for_a_model_trained_without_it():
         without_scale(model)
 
 
-def test_trained_without_the_scale_the_small_model_learns_as_well_and_sharper():
+def test_trained_without_the_scale_the_small_model_learns_as_well_and_sharper(measure):
     """Lesson 06's claim: at d = 16 the scale is not what makes training work (lesson 02's
     trouble starts at larger d_k); taking it away from trained weights is what breaks."""
     with_card, without_card = load_card("rope-h4"), load_card("rope-h4-noscale")
-    # measured: 1.2891 without, 1.2953 with
-    assert abs(without_card["val_loss"] - with_card["val_loss"]) < 0.02
-    for (
-        name
-    ) in BARS:  # measured: previous 0.999 / 0.974, bracket 0.982 / 0.810, subject 1.0 / 0.989
-        assert without_card["best_heads"][name][2] >= with_card["best_heads"][name][2]
+    # the cards' numbers (no kernel runs): 1.2891 without, 1.2953 with
+    gap = abs(without_card["val_loss"] - with_card["val_loss"])
+    assert measure("card val loss |without - with|", gap) < 0.02
+    # cards: previous 0.999 / 0.974, bracket 0.982 / 0.810, subject 1.0 / 0.989
+    for name in BARS:
+        better = without_card["best_heads"][name][2] - with_card["best_heads"][name][2]
+        assert measure(f"card best {name}: without - with", better) >= 0
     ids = data.load_split("valid")[:100]
     with one_thread():
         peak = {
@@ -169,5 +186,7 @@ def test_trained_without_the_scale_the_small_model_learns_as_well_and_sharper():
             for name in ("rope-h4", "rope-h4-noscale")
         }  # fmt: skip
         broken = train.evaluate(without_scale(load_pretrained("rope-h4")), ids)
-    assert peak["rope-h4-noscale"] > peak["rope-h4"] + 0.05
-    assert broken > with_card["val_loss"] + 0.1
+    # 0.284 and 0.129, same on the native/generic/AVX2 paths
+    sharper = peak["rope-h4-noscale"] - peak["rope-h4"]
+    assert measure("mean top weight: noscale - rope-h4", sharper) > 0.05
+    assert measure("scale removed: loss - card loss", broken - with_card["val_loss"]) > 0.1
