@@ -35,14 +35,11 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-# User settings for the test's JupyterLab: every cell stays in the page (no windowing), and
-# no news or update checks (nothing outside 127.0.0.1 is reachable in CI).
+# User settings for the test's JupyterLab: every cell stays in the page (no windowing). News
+# and update checks are not set here: the course's own overrides.json (installed into .venv by
+# the Makefile, as for `make lab`) turns them off, and a test checks that it does.
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false",
-        "checkForUpdates": False,
-    },
 }
 
 

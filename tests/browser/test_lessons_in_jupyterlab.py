@@ -339,3 +339,18 @@ def test_lesson_runs_and_every_explorer_responds(path, tabs, artefacts):
         raise
     finally:
         tabs.close(path, failed=failed)
+
+
+def test_jupyterlab_asks_for_no_news_and_no_updates(lab):
+    """The course's overrides.json, which `make` installs into .venv, keeps the lab quiet.
+
+    This test's own settings leave notifications alone, so the defaults it reads are the
+    course's: no news feed, no update check (nothing reaches the internet, and no prompt
+    about news covers the first lesson).
+    """
+    found = lab.api("/lab/api/settings/@jupyterlab/apputils-extension:notification")
+    defaults = {name: spec.get("default") for name, spec in found["schema"]["properties"].items()}
+    assert (defaults["fetchNews"], defaults["checkForUpdates"]) == ("false", False), (
+        "run the test through `make browser` or `make test`: they install "
+        "tools/jupyterlab/overrides.json into .venv/share/jupyter/lab/settings/"
+    )
