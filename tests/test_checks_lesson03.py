@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from course_lib import checks
+from helpers import stub, verdict
 
 
 def split_solution(x, num_heads):
@@ -26,15 +27,6 @@ def multihead_solution(x, mha):
     return mha.out(merge_solution(y))  # (B, T, D)
 
 
-def stub(*args):
-    raise NotImplementedError
-
-
-def line(check, fn, capsys) -> str:
-    check(fn)
-    return capsys.readouterr().out.strip()
-
-
 @pytest.mark.parametrize(
     "check,fn",
     [
@@ -46,7 +38,7 @@ def line(check, fn, capsys) -> str:
     ],
 )
 def test_right_answers_pass(check, fn, capsys):
-    assert line(check, fn, capsys).startswith("PASS")
+    assert verdict(check, fn, capsys).startswith("PASS")
 
 
 def test_multihead_reference_is_torch_multihead_attention():
@@ -70,7 +62,7 @@ def test_multihead_reference_is_torch_multihead_attention():
     ],
 )
 def test_split_bugs_get_their_hint(kind, hint, capsys):
-    out = line(checks.check_split_heads, checks._split_wrong(kind), capsys)
+    out = verdict(checks.check_split_heads, checks._split_wrong(kind), capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -84,7 +76,7 @@ def test_split_bugs_get_their_hint(kind, hint, capsys):
     ],
 )
 def test_merge_bugs_get_their_hint(kind, hint, capsys):
-    out = line(checks.check_merge_heads, checks._merge_wrong(kind), capsys)
+    out = verdict(checks.check_merge_heads, checks._merge_wrong(kind), capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -99,7 +91,7 @@ def test_merge_bugs_get_their_hint(kind, hint, capsys):
     ],
 )
 def test_multihead_bugs_get_their_hint(kind, hint, capsys):
-    out = line(checks.check_multihead, checks._multihead_wrong(kind), capsys)
+    out = verdict(checks.check_multihead, checks._multihead_wrong(kind), capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -111,8 +103,8 @@ def test_hand_written_bugs_are_caught_too(capsys):
         q, k, v = (split_solution(t, mha.num_heads) for t in (q, k, v))
         return merge_solution(nn.functional.scaled_dot_product_attention(q, k, v))
 
-    assert "output projection is missing" in line(checks.check_multihead, no_out, capsys)
-    out = line(checks.check_merge_heads, lambda y: y.reshape(y.shape[0], y.shape[2], -1), capsys)
+    assert "output projection is missing" in verdict(checks.check_multihead, no_out, capsys)
+    out = verdict(checks.check_merge_heads, lambda y: y.reshape(y.shape[0], y.shape[2], -1), capsys)
     assert "without transposing back" in out
 
 
@@ -120,4 +112,4 @@ def test_hand_written_bugs_are_caught_too(capsys):
     "check", [checks.check_split_heads, checks.check_merge_heads, checks.check_multihead]
 )
 def test_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in line(check, stub, capsys)
+    assert "not implemented yet" in verdict(check, stub, capsys)

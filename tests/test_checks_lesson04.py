@@ -9,13 +9,9 @@ import torch
 
 from course_lib import checks
 from course_lib.workspace import stub_solutions
+from helpers import verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "04_positional_encoding.ipynb"
-
-
-def verdict_line(check, fn, capsys) -> str:
-    check(fn)
-    return capsys.readouterr().out.strip()
 
 
 # ---------------------------------------------------------------- written as a learner would
@@ -99,7 +95,7 @@ def rope_score_complex(q, k, m, n):  # independent: pairs as complex numbers
     ],
 )
 def test_right_answers_pass(check, fn, capsys):
-    out = verdict_line(check, fn, capsys)
+    out = verdict(check, fn, capsys)
     assert out.startswith("PASS"), out
 
 
@@ -124,7 +120,7 @@ def test_rope_score_reference_matches_complex_numbers():
     ],
 )
 def test_sinusoidal_bugs_get_their_hint(wrong, hint, capsys):
-    out = verdict_line(checks.check_sinusoidal_encoding, wrong, capsys)
+    out = verdict(checks.check_sinusoidal_encoding, wrong, capsys)
     assert out.startswith("TRY AGAIN") and hint in out, out
 
 
@@ -148,7 +144,7 @@ def test_sinusoidal_bugs_get_their_hint(wrong, hint, capsys):
     ],
 )
 def test_rotate_pair_bugs_get_their_hint(wrong, hint, capsys):
-    out = verdict_line(checks.check_rotate_pair, wrong, capsys)
+    out = verdict(checks.check_rotate_pair, wrong, capsys)
     assert out.startswith("TRY AGAIN") and hint in out, out
 
 
@@ -164,14 +160,14 @@ def test_rotate_pair_bugs_get_their_hint(wrong, hint, capsys):
     ],
 )
 def test_rope_score_bugs_get_their_hint(wrong, hint, capsys):
-    out = verdict_line(checks.check_rope_score, wrong, capsys)
+    out = verdict(checks.check_rope_score, wrong, capsys)
     assert out.startswith("TRY AGAIN") and hint in out, out
 
 
 def test_wrong_shape_and_exceptions_are_reported(capsys):
-    out = verdict_line(checks.check_sinusoidal_encoding, lambda T, D: torch.zeros(D, T), capsys)
+    out = verdict(checks.check_sinusoidal_encoding, lambda T, D: torch.zeros(D, T), capsys)
     assert "expected shape" in out
-    out = verdict_line(checks.check_rotate_pair, lambda p, a: p.foo(), capsys)
+    out = verdict(checks.check_rotate_pair, lambda p, a: p.foo(), capsys)
     assert "raised AttributeError" in out
 
 
@@ -189,5 +185,5 @@ def test_notebook_stubs_say_not_implemented_yet(capsys):
         (checks.check_rotate_pair, "rotate_pair"),
         (checks.check_rope_score, "rope_score"),
     ):
-        out = verdict_line(check, namespace[name], capsys)
+        out = verdict(check, namespace[name], capsys)
         assert "not implemented yet" in out, out

@@ -9,6 +9,7 @@ from torch import nn
 
 from course_lib import checks
 from course_lib.workspace import stub_solutions
+from helpers import verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_transformer_block.ipynb"
 
@@ -24,11 +25,6 @@ def prenorm_solution(x, attn, ff, norm1, norm2):
     return h + ff(norm2(h))
 
 
-def verdict_line(check, fn, capsys) -> str:
-    check(fn)
-    return capsys.readouterr().out.strip()
-
-
 @pytest.mark.parametrize(
     "check,fn",
     [
@@ -42,7 +38,7 @@ def verdict_line(check, fn, capsys) -> str:
     ],
 )
 def test_right_answers_pass(check, fn, capsys):
-    assert verdict_line(check, fn, capsys).startswith("PASS")
+    assert verdict(check, fn, capsys).startswith("PASS")
 
 
 def test_layer_norm_reference_is_torch_layer_norm():
@@ -64,7 +60,7 @@ def test_layer_norm_reference_is_torch_layer_norm():
     ],
 )
 def test_prenorm_bugs_get_their_hint(kind, hint, capsys):
-    out = verdict_line(checks.check_prenorm_block, checks._prenorm_wrong(kind), capsys)
+    out = verdict(checks.check_prenorm_block, checks._prenorm_wrong(kind), capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -101,7 +97,7 @@ def test_prenorm_bugs_get_their_hint(kind, hint, capsys):
     ],
 )
 def test_layer_norm_bugs_written_as_a_learner_would_get_their_hint(wrong, hint, capsys):
-    out = verdict_line(checks.check_layer_norm, wrong, capsys)
+    out = verdict(checks.check_layer_norm, wrong, capsys)
     assert out.startswith("TRY AGAIN") and hint in out, out
 
 
@@ -110,14 +106,14 @@ def test_batch_norm_style_statistics_are_named(capsys):
         flat = x.reshape(-1, x.shape[-1])  # (N, D)
         return (x - flat.mean(0)) / torch.sqrt(flat.var(0, unbiased=False) + eps) * w + b
 
-    out = verdict_line(checks.check_layer_norm, per_feature, capsys)
+    out = verdict(checks.check_layer_norm, per_feature, capsys)
     assert "that is batch norm" in out
 
 
 def test_wrong_shape_and_exceptions_are_reported(capsys):
-    out = verdict_line(checks.check_layer_norm, lambda x, w, b, eps=1e-5: x.mean(-1), capsys)
+    out = verdict(checks.check_layer_norm, lambda x, w, b, eps=1e-5: x.mean(-1), capsys)
     assert "expected shape" in out
-    out = verdict_line(checks.check_prenorm_block, lambda x, *parts: x.foo(), capsys)
+    out = verdict(checks.check_prenorm_block, lambda x, *parts: x.foo(), capsys)
     assert "raised AttributeError" in out
 
 
@@ -134,5 +130,5 @@ def test_notebook_stubs_say_not_implemented_yet(capsys):
         (checks.check_prenorm_block, "prenorm_block"),
         (checks.check_layer_norm, "layer_norm"),
     ):
-        out = verdict_line(check, namespace[name], capsys)
+        out = verdict(check, namespace[name], capsys)
         assert "not implemented yet" in out, out

@@ -8,12 +8,9 @@ import torch
 
 from course_lib.attention import causal_mask
 from course_lib.widgets import AttentionExplorer, ScalingExplorer
+from helpers import picture
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def picture(explorer) -> bytes:
-    return bytes(explorer.image.value)
 
 
 def mesh(explorer) -> np.ndarray:

@@ -9,6 +9,7 @@ import torch
 
 from course_lib.model import load_card, load_pretrained
 from course_lib.widgets import HeadsExplorer, best_detector, heads_examples
+from helpers import picture
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -16,10 +17,6 @@ PNG = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def explorer():
     return HeadsExplorer()
-
-
-def picture(explorer) -> bytes:
-    return bytes(explorer.image.value)
 
 
 def check_state(explorer):

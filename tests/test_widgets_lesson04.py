@@ -8,12 +8,9 @@ import torch
 
 from course_lib import positional
 from course_lib.widgets import PositionExplorer, RopeExplorer
+from helpers import picture
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def picture(explorer) -> bytes:
-    return bytes(explorer.image.value)
 
 
 @pytest.fixture(scope="module")

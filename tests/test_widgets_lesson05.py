@@ -8,6 +8,7 @@ import torch
 
 from course_lib.block import build_stack, stack_profile
 from course_lib.widgets import BlockExplorer
+from helpers import picture
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -15,10 +16,6 @@ PNG = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def explorer():
     return BlockExplorer()
-
-
-def picture(explorer) -> bytes:
-    return bytes(explorer.image.value)
 
 
 def lines(explorer):

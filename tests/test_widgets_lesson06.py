@@ -11,12 +11,9 @@ from PIL import Image
 from benchmarks.explorers import values_to_visit
 from course_lib import data, viz
 from course_lib.widgets import AblationExplorer, TrainedHeadsExplorer, fresh_sentences
+from helpers import picture
 
 WORDS = 'Dogs near the cat sing bone run ( sleeps ) " behind fishes .'.split()
-
-
-def picture(explorer) -> bytes:
-    return bytes(explorer.image.value)
 
 
 def pixels(explorer) -> np.ndarray:

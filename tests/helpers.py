@@ -1,0 +1,24 @@
+"""Helpers the test files share (pytest puts tests/ on sys.path: `from helpers import ...`)."""
+
+
+def stub(*args, **kwargs):
+    """What a workspace copy holds before the learner writes the exercise."""
+    raise NotImplementedError("Exercise: write your code here")
+
+
+def verdict(check, fn, capsys) -> str:
+    """What a checker prints about fn, as the learner reads it."""
+    check(fn)
+    return capsys.readouterr().out.strip()
+
+
+def assert_hints(check, wrong: dict, capsys) -> None:
+    """Each wrong function in {hint: fn} fails the check with a message containing its hint."""
+    for hint, fn in wrong.items():
+        out = verdict(check, fn, capsys)
+        assert out.startswith("TRY AGAIN") and hint in out, (hint, out)
+
+
+def picture(explorer) -> bytes:
+    """The PNG an explorer shows right now."""
+    return bytes(explorer.image.value)
