@@ -15,13 +15,22 @@ endif
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=300 \
 	--nbval-sanitize-with tests/sanitize.cfg
+# Kernel paths. torch picks its vectorised math kernels by CPU (AVX-512, AVX2, ARM's, or the
+# generic ones) and MKL picks its own; each rounds differently, so every stored output and
+# every claim must hold on all of them, not only on the CPU that recorded it. `make test`
+# runs everything on this CPU's own path, then unit tests and notebooks again on torch's
+# generic path; `make portable` adds AVX2 and other thread counts (.ci/run runs it).
+GENERIC := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2
+AVX2 := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2
+UNIT_AND_NBVAL := -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser tests $(NBVAL) notebooks
 # the browser test needs none of the notebook, property-test or parallel plugins, nor the
 # unit tests' conftest (which imports torch): without them pytest starts in 1 s, not 12 s
 # (nbformat's import alone builds a URI grammar for 2.6 s)
 BROWSER_TEST := -m pytest -rs --confcutdir=tests/browser -p no:nbval -p no:hypothesispytest \
 	-p no:xdist -p no:xdist.looponfail -p no:anyio tests/browser
 
-.PHONY: lab test unit nbval notebooks workspace venv clean bench lint html browser
+.PHONY: lab test quick portable unit nbval notebooks workspace venv clean bench lint html \
+	browser margins
 
 venv: $(STAMP)
 
@@ -30,23 +39,47 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
 	@touch $(STAMP)
 
+# the course's JupyterLab defaults (no news or update checks: nothing reaches the internet
+# and no prompt covers a lesson), where JupyterLab reads application-wide overrides
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+$(LAB_OVERRIDES): tools/jupyterlab/overrides.json $(STAMP)
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 workspace: $(STAMP)
 	$(PY) -m course_lib.workspace notebooks workspace
 
-lab: workspace
+lab: workspace $(LAB_OVERRIDES)
 	@echo "JupyterLab on http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$(TOKEN)"
 	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) \
 		--ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--IdentityProvider.token=$(TOKEN) --ServerApp.root_dir=workspace \
-		--LabApp.default_url=/lab/tree/00_start_here.ipynb
+		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.news_url=None \
+		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
 # -rs prints why anything was skipped (e.g. the browser test without Chromium: one line)
 # unit tests and notebooks on two workers, whole files each (--dist loadfile keeps one
 # notebook's cells in one kernel); then the browser test alone, so its timing-sensitive
 # waits never compete with a notebook for the CPU
-test: $(STAMP) lint
-	$(PY) -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser tests $(NBVAL) notebooks
+test: $(STAMP) $(LAB_OVERRIDES) lint
+	$(PY) $(UNIT_AND_NBVAL)
+	$(GENERIC) $(PY) $(UNIT_AND_NBVAL) -m "not path_independent"
 	$(PY) $(BROWSER_TEST)
+
+# the edit-test loop: unit and claim tests, no notebooks, no training, no browser
+quick: $(STAMP)
+	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/browser -m "not slow" tests
+
+# the kernel paths and thread counts `make test` does not cover (run by .ci/run)
+portable: $(STAMP)
+	$(AVX2) $(PY) $(UNIT_AND_NBVAL) -m "not path_independent"
+	OMP_NUM_THREADS=1 $(PY) -m pytest -rs -n 2 --dist loadfile $(NBVAL) notebooks
+	OMP_NUM_THREADS=4 $(PY) -m pytest -rs -n 2 --dist loadfile $(NBVAL) notebooks
+
+# every claim test's measured values under each kernel path (for the comments beside them)
+margins: $(STAMP)
+	$(PY) tools/claim_margins.py
 
 unit: $(STAMP)
 	$(PY) -m pytest tests --ignore=tests/browser
@@ -69,7 +102,7 @@ html: $(STAMP)
 	$(PY) tools/build_site.py site notebooks/[0-9][0-9]_*.ipynb
 
 # only the browser test (needs /usr/bin/chromium); screenshots in artefacts/browser/
-browser: $(STAMP)
+browser: $(STAMP) $(LAB_OVERRIDES)
 	$(PY) $(BROWSER_TEST)
 
 bench: $(STAMP)

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# builds the site from the stored outputs: the same on every kernel path
+pytestmark = [pytest.mark.slow, pytest.mark.path_independent]
+
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# notebook files only: the same on every kernel path (`make test` runs it on one)
+pytestmark = pytest.mark.path_independent
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 WIDGET = "application/vnd.jupyter.widget-view+json"
 IGNORE_TAGS = {"nbval-ignore-output", "nbval-skip"}
