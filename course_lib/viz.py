@@ -558,8 +558,17 @@ def length_generalisation_figure(curves: dict, train_len: int, *, smooth: int = 
 
 # ---------------------------------------------------------------- lesson 06 (capstone)
 
+# one look per head detector (names as in course_lib.heads.DETECTORS) in every picture: the
+# mark on an attention map's (query, key) cell, its colour there, a colour for bars, and how
+# the mark reads in words
+DETECTOR_STYLES = {
+    "previous": {"marker": "o", "edge": "white", "color": "tab:blue", "mark": "white circles"},
+    "bracket": {"marker": "s", "edge": "red", "color": "tab:red", "mark": "red squares"},
+    "subject": {"marker": "D", "edge": "orange", "color": "tab:orange", "mark": "orange diamonds"},
+}
 
-def detector_timeline(steps, records, detectors=("previous", "bracket", "subject")):
+
+def detector_timeline(steps, records, detectors=tuple(DETECTOR_STYLES)):
     """Best head's score per detector over training steps (lesson 06).
 
     records: one dict per step, detector name -> (layers, H) scores.
@@ -578,7 +587,7 @@ def detector_timeline(steps, records, detectors=("previous", "bracket", "subject
     return fig
 
 
-def detector_heatmaps(tables: dict, detectors=("previous", "bracket", "subject")):
+def detector_heatmaps(tables: dict, detectors=tuple(DETECTOR_STYLES)):
     """Rows of (layer x head) detector heatmaps: one row per model, one column per detector.
 
     tables: model label -> {detector: (layers, H) scores} (lesson 06).
@@ -616,7 +625,6 @@ def attention_grid(weights, tokens, pairs=None):
     layers, H = len(weights), weights[0].shape[0]
     T = len(tokens)
     fig, axes = new_figure(3.1 * H + 0.4, 3.2 * layers + 0.4, ncols=H, nrows=layers, squeeze=False)
-    markers = {"previous": ("o", "white"), "bracket": ("s", "red"), "subject": ("D", "orange")}
     for layer in range(layers):
         for head in range(H):
             ax = axes[layer][head]
@@ -624,14 +632,14 @@ def attention_grid(weights, tokens, pairs=None):
             for name, found in (pairs or {}).items():
                 if found:
                     q, k = zip(*found, strict=True)
-                    marker, color = markers.get(name, ("x", "white"))
+                    style = DETECTOR_STYLES.get(name, {"marker": "x", "edge": "white"})
                     ax.scatter(
                         k,
                         q,
                         s=18,
-                        marker=marker,
+                        marker=style["marker"],
                         facecolors="none",
-                        edgecolors=color,
+                        edgecolors=style["edge"],
                         linewidths=1.2,
                         label=name,
                     )

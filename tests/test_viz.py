@@ -19,3 +19,11 @@ def test_curve_panels_reference_lines_are_grey_and_told_apart_by_dash_pattern():
     assert len(set(grey.values())) == 3  # a legend can tell each one from the others
     with pytest.raises(ValueError, match="dashed: expected at most 3 reference lines, got 4"):
         viz.curve_panels([1, 2, 3], [panel(refs | {"level d": [4.0] * 3})], xlabel="x")
+
+
+def test_every_head_detector_has_one_style():
+    from course_lib import heads
+
+    assert list(viz.DETECTOR_STYLES) == list(heads.DETECTORS)
+    markers = [style["marker"] for style in viz.DETECTOR_STYLES.values()]
+    assert len(set(markers)) == len(markers)  # a map's marks tell the detectors apart

@@ -1,20 +1,105 @@
-"""The Explorer base and lesson 00's widgets, driven from plain Python as the front end would."""
+"""The Explorer base (every explorer's state, settings and readout) and lesson 00's widgets,
+driven from plain Python as the front end would."""
 
 import base64
 import math
 
+import ipywidgets
 import numpy as np
 import pytest
 
-from course_lib.widgets import ConceptCheck, SoftmaxExplorer
+from course_lib.widgets import EXPLORERS, ConceptCheck, Explorer, SoftmaxExplorer
+from helpers import picture
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def test_softmax_explorer_builds_with_no_arguments_and_shows_a_png():
+# ---------------------------------------------------------------- every explorer, via the base
+
+
+@pytest.fixture(scope="module", params=EXPLORERS, ids=lambda cls: cls.__name__)
+def explorer(request):
+    return request.param()  # with no arguments, as a lesson builds it
+
+
+def plain(value) -> bool:
+    """Plain Python and numpy values all the way down: no tensors, no matplotlib objects."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and plain(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(plain(v) for v in value)
+    return isinstance(value, bool | int | float | str | np.ndarray | np.number)
+
+
+def test_explorers_come_in_lesson_order_and_all_share_the_base():
+    assert [cls.__module__.rsplit(".", 1)[1] for cls in EXPLORERS] == sorted(
+        cls.__module__.rsplit(".", 1)[1] for cls in EXPLORERS
+    )
+    assert all(issubclass(cls, Explorer) for cls in EXPLORERS)
+
+
+def test_builds_with_no_arguments_and_states_what_it_shows(explorer):
+    assert picture(explorer).startswith(PNG)
+    assert repr(explorer) == f"{type(explorer).__name__}(controls: {', '.join(explorer.controls)})"
+    state = explorer.state()
+    assert state["values"] == {name: c.value for name, c in explorer.controls.items()}
+    assert state["readout"].strip() and "<" not in state["readout"]  # plain text
+    assert explorer.readout in explorer.widget.children  # one line, above the picture
+    children = list(explorer.widget.children)
+    assert children.index(explorer.readout) == children.index(explorer.image) - 1
+    assert plain(state), state
+
+
+def test_settings_name_every_control_with_values_it_accepts(explorer):
+    settings = explorer.settings()
+    assert list(settings) == list(explorer.controls)
+    for name, values in settings.items():
+        control = explorer.controls[name]
+        start = control.value
+        assert len(values) >= 2 and len(set(map(repr, values))) == len(values), (name, values)
+        assert start in values, (name, "the starting state must be one of the settings")
+        for value in values:
+            control.value = value
+            assert control.value == value, (name, value)
+        control.value = start
+
+
+def test_every_control_changes_the_picture_or_the_readout(explorer):
+    for name, values in explorer.settings().items():
+        control = explorer.controls[name]
+        first = control.value
+        before = (picture(explorer), explorer.state()["readout"])
+        others = [v for v in values if v != first][:2]  # quick: two settings per control
+        changed = False
+        for value in others:
+            control.value = value
+            state = explorer.state()
+            assert state["values"][name] == value
+            changed |= (picture(explorer), state["readout"]) != before
+        control.value = first
+        assert changed, (type(explorer).__name__, name, others)
+
+
+def test_control_settings_of_each_kind():
+    from course_lib.widgets.base import MAX_SETTINGS, control_settings, text_box
+
+    assert control_settings(ipywidgets.Checkbox(value=True), True) == [False, True]
+    assert control_settings(ipywidgets.Dropdown(options=[("a", 1), ("b", 2)], value=1), 1) == [1, 2]
+    assert control_settings(ipywidgets.IntSlider(value=1, min=0, max=3), 1) == [0, 1, 2, 3]
+    wide = control_settings(ipywidgets.IntSlider(value=7, min=0, max=100), 7)
+    assert wide[0] == 0 and wide[-1] == 100 and 7 in wide and len(wide) <= MAX_SETTINGS + 1
+    grid = control_settings(ipywidgets.FloatSlider(value=1.0, min=0, max=8, step=0.25), 1.0)
+    assert all((v / 0.25).is_integer() for v in grid) and {0.0, 1.0, 8.0} <= set(grid)
+    with pytest.raises(TypeError, match="says: a Text has no values to list"):
+        control_settings(text_box("says", "type here"), "")
+
+
+# ---------------------------------------------------------------- lesson 00
+
+
+def test_softmax_explorer_shows_a_png_where_widgets_cannot_run():
     explorer = SoftmaxExplorer()
     assert set(explorer.controls) == {"sharpness"}
-    assert bytes(explorer.image.value).startswith(PNG)
     assert explorer.controls["sharpness"].continuous_update is False
     bundle = explorer._repr_mimebundle_()
     assert bundle["text/plain"] == "SoftmaxExplorer(controls: sharpness)"
@@ -28,17 +113,19 @@ def test_sweeping_the_slider_changes_bars_and_picture():
     seen_pictures, previous = set(), None
     for value in np.arange(slider.min, slider.max + 1e-9, 1.0):
         slider.value = float(value)
-        heights = [bar.get_height() for bar in explorer.bars]
+        heights = explorer.state()["weights"]
         assert all(math.isfinite(h) for h in heights)
         assert math.isclose(sum(heights), 1.0, rel_tol=1e-5)
         if previous is not None:
             assert heights != previous
         previous = heights
-        seen_pictures.add(bytes(explorer.image.value))
+        seen_pictures.add(picture(explorer))
     assert len(seen_pictures) == len(np.arange(slider.min, slider.max + 1e-9, 1.0))
     slider.value = 0.0
-    assert [round(bar.get_height(), 6) for bar in explorer.bars] == [0.2] * 5
-    assert "largest weight 0.20" in explorer.ax.get_title()
+    state = explorer.state()
+    assert [round(h, 6) for h in state["weights"]] == [0.2] * 5
+    assert "largest weight 0.20" in state["title"]
+    assert state["readout"] == "scores x 0: weights cat 0.20, sat 0.20, on 0.20, the 0.20, mat 0.20"
 
 
 def test_blitted_picture_equals_a_full_redraw():

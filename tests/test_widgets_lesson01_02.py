@@ -4,17 +4,12 @@ import base64
 
 import numpy as np
 import pytest
-import torch
 
 from course_lib.attention import causal_mask
-from course_lib.widgets import AttentionExplorer, ScalingExplorer
+from course_lib.widgets import TOY_SENTENCE, AttentionExplorer, ScalingExplorer
 from helpers import picture
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def mesh(explorer) -> np.ndarray:
-    return np.asarray(explorer.mesh.get_array(), dtype=float).copy()
 
 
 @pytest.mark.parametrize("cls", [AttentionExplorer, ScalingExplorer])
@@ -31,24 +26,22 @@ def test_builds_with_no_arguments_and_shows_a_png(cls):
 # ---------------------------------------------------------------- lesson 01
 
 
-def attention_state(explorer):
-    return mesh(explorer), [bar.get_height() for bar in explorer.bars], explorer.row_box.get_y()
-
-
 def test_attention_explorer_query_moves_bars_and_box_not_the_map():
     explorer = AttentionExplorer()
     control = explorer.controls["query"]
     values = [value for _, value in control.options]
     pictures = set()
     for value in values:
-        before = attention_state(explorer)
+        before = explorer.state()
         control.value = value
-        grid, heights, row = attention_state(explorer)
-        if value != before[2]:
-            assert heights != before[1] and row == value
-        assert np.array_equal(grid, before[0])  # same projections, same map
-        assert np.allclose(heights, explorer.weights[value].numpy())
+        state = explorer.state()
+        heights, row = state["bars"], state["outlined_row"]
+        if value != before["outlined_row"]:
+            assert heights != before["bars"] and row == value
+        assert np.array_equal(state["weights"], before["weights"])  # same projections, same map
+        assert np.allclose(heights, state["weights"][value])
         assert np.isclose(sum(heights), 1.0) and all(np.isfinite(heights))
+        assert f"query {value} '{TOY_SENTENCE[value]}'" in state["readout"]
         pictures.add(picture(explorer))
     assert len(pictures) == len(values)
 
@@ -61,8 +54,8 @@ def test_attention_explorer_projection_controls_change_the_map(name):
     pictures, grids = set(), []
     for value in values:
         control.value = value
-        grid = mesh(explorer)
-        assert np.all(np.isfinite(grid)) and np.allclose(grid.reshape(9, 9).sum(-1), 1.0)
+        grid = explorer.state()["weights"]
+        assert np.all(np.isfinite(grid)) and np.allclose(grid.sum(-1), 1.0)
         grids.append(grid)
         pictures.add(picture(explorer))
     assert len(pictures) == len(values)
@@ -71,26 +64,18 @@ def test_attention_explorer_projection_controls_change_the_map(name):
 
 def test_attention_explorer_causal_toggle_zeroes_the_future():
     explorer = AttentionExplorer()
-    open_grid, open_picture = mesh(explorer).reshape(9, 9), picture(explorer)
+    open_grid, open_picture = explorer.state()["weights"], picture(explorer)
     explorer.controls["causal"].value = True
-    grid = mesh(explorer).reshape(9, 9)
+    grid = explorer.state()["weights"]
     assert np.all(grid[~causal_mask(9).numpy()] == 0) and np.allclose(grid.sum(-1), 1.0)
     assert np.any(open_grid[~causal_mask(9).numpy()] > 0.01)
     assert picture(explorer) != open_picture
+    assert "causal mask" in explorer.state()["readout"]
     explorer.controls["causal"].value = False
-    assert np.allclose(mesh(explorer).reshape(9, 9), open_grid)
+    assert np.allclose(explorer.state()["weights"], open_grid)
 
 
 # ---------------------------------------------------------------- lesson 02
-
-
-def scaling_state(explorer):
-    return (
-        mesh(explorer),
-        np.asarray(explorer.steps.get_data().values).copy(),
-        explorer.marker.get_xydata().copy(),
-        explorer.readout.value,
-    )
 
 
 @pytest.mark.parametrize("scale", [True, False])
@@ -101,36 +86,37 @@ def test_scaling_explorer_d_k_sweep(scale):
     pictures, tops, previous = set(), [], None
     for d_k in control.options:
         control.value = d_k
-        state = scaling_state(explorer)
-        grid, hist, marker, readout = state
+        state = explorer.state()
+        grid, hist, (x, grad) = state["weights"], state["histogram"], state["marker"]
         assert np.all(np.isfinite(grid)) and np.all(np.isfinite(hist))
         assert np.isclose(hist.sum(), 1.0)
-        assert marker[0, 0] == d_k and np.isfinite(marker[0, 1]) and marker[0, 1] > 0
-        assert f"d_k = {d_k}" in readout
+        assert x == d_k and np.isfinite(grad) and grad > 0
+        assert f"d_k = {d_k}" in state["readout"]
         if previous is not None:
-            assert not np.allclose(grid, previous[0]) and not np.allclose(marker, previous[2])
+            assert not np.allclose(grid, previous["weights"])
+            assert not np.allclose(state["marker"], previous["marker"])
         previous = state
         pictures.add(picture(explorer))
-        tops.append(explorer.weights.amax(-1).mean().item())
+        tops.append(state["largest_weight"])
     assert len(pictures) == len(control.options)
     if scale:
         assert max(tops) - min(tops) < 0.15  # weights stay spread at every d_k
     else:
-        assert tops[-1] > 0.95 and explorer.grad_norm < 1e-3 * explorer.curves[False][2]
+        assert tops[-1] > 0.95 and grad < 1e-3 * state["curves"]["unscaled"][2]
 
 
 def test_scaling_explorer_toggle_changes_picture_and_emphasis():
     explorer = ScalingExplorer()
     explorer.controls["d_k"].value = 256
-    scaled_state, scaled_picture = scaling_state(explorer), picture(explorer)
-    assert explorer.lines[True].get_linewidth() > explorer.lines[False].get_linewidth()
+    scaled, scaled_picture = explorer.state(), picture(explorer)
+    assert scaled["bold"] == "scaled"
     explorer.controls["scale"].value = False
-    state = scaling_state(explorer)
-    assert explorer.lines[False].get_linewidth() > explorer.lines[True].get_linewidth()
+    state = explorer.state()
+    assert state["bold"] == "unscaled"
     assert picture(explorer) != scaled_picture
-    assert not np.allclose(state[1], scaled_state[1])  # scores spread out
-    assert state[2][0, 1] < 0.1 * scaled_state[2][0, 1]  # gradient marker drops
+    assert not np.allclose(state["histogram"], scaled["histogram"])  # scores spread out
+    assert state["marker"][1] < 0.1 * scaled["marker"][1]  # gradient marker drops
     # the marker is computed live and lands on the curve computed at build time
-    index = explorer.D_KS.index(256)
-    assert np.isclose(state[2][0, 1], explorer.curves[False][index])
-    assert torch.isfinite(explorer.weights).all()
+    index = state["curves"]["d_k"].index(256)
+    assert np.isclose(state["marker"][1], state["curves"]["unscaled"][index])
+    assert np.isfinite(state["weights"]).all()

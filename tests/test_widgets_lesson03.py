@@ -14,32 +14,31 @@ from helpers import picture
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
+EXAMPLES = heads_examples()
+CARDS = {H: load_card(f"rope-h{H}") for H in (1, 2, 4, 8)}
+
+
 @pytest.fixture(scope="module")
 def explorer():
     return HeadsExplorer()
 
 
 def check_state(explorer):
-    v = explorer.values()
+    state = explorer.state()
+    v = state["values"]
     H = v["heads"]
-    _, ids = explorer.examples[v["example"]]
+    label, ids = EXAMPLES[v["example"]]
     T = len(ids)
-    assert explorer.current.shape == (H, T, T)
-    assert torch.isfinite(explorer.current).all()
-    torch.testing.assert_close(explorer.current.sum(-1), torch.ones(H, T))
-    for i, (ax, image, title) in enumerate(
-        zip(explorer.axes, explorer.images, explorer.titles, strict=True)
-    ):
-        assert ax.get_visible() == (i < H) and image.get_visible() == (i < H)
-        if i < H:
-            shown = np.asarray(image.get_array())
-            assert shown.shape == (T, T) and np.isfinite(shown).all()
-            np.testing.assert_allclose(shown, explorer.current[i].numpy())
-            name, score = best_detector(explorer.cards[H], v["layer"], i)
-            assert title.get_text() == f"head {i}: {name} {score:.2f}"
-    assert (
-        f"validation loss {load_card(f'rope-h{H}')['val_loss']:.3f}" in explorer.heading.get_text()
-    )
+    maps = state["maps"]
+    assert maps.shape == (H, T, T) and np.isfinite(maps).all()
+    np.testing.assert_allclose(maps.sum(-1), np.ones((H, T)), rtol=1e-5)
+    assert len(state["titles"]) == H
+    for i, title in enumerate(state["titles"]):
+        name, score = best_detector(CARDS[H], v["layer"], i)
+        assert title == f"head {i}: {name} {score:.2f}"
+    assert f"validation loss {CARDS[H]['val_loss']:.3f}" in state["heading"]
+    assert state["tokens"][:5] == label.split()[:5] and len(state["tokens"]) == T
+    assert state["readout"].startswith(f"{H} head{'s' if H > 1 else ''}, layer {v['layer']}: ")
     assert picture(explorer).startswith(PNG)
 
 
@@ -51,13 +50,18 @@ def test_builds_with_no_arguments_and_shows_a_png(explorer):
 
 
 def test_maps_are_the_checkpoints_attention(explorer):
-    examples = heads_examples()
+    start = explorer.values()
+    explorer.controls["example"].value = 2
+    explorer.controls["layer"].value = 1
     for H in (1, 8):
+        explorer.controls["heads"].value = H
         model = load_pretrained(f"rope-h{H}")
-        _, ids = examples[2]
+        _, ids = EXAMPLES[2]
         with torch.no_grad():
             _, weights = model(ids[None], return_weights=True)
-        torch.testing.assert_close(explorer.maps[H, 2][1], weights[1][0])
+        np.testing.assert_allclose(explorer.state()["maps"], weights[1][0].numpy(), rtol=1e-6)
+    for name, value in start.items():
+        explorer.controls[name].value = value
 
 
 @pytest.mark.parametrize("name", ["heads", "layer", "example"])
@@ -83,11 +87,11 @@ def test_all_combinations_draw(explorer):
         explorer.controls["heads"].value = H
         for layer in (0, 1):
             explorer.controls["layer"].value = layer
-            for example in range(len(explorer.examples)):
+            for example in range(len(EXAMPLES)):
                 explorer.controls["example"].value = example
                 check_state(explorer)
                 seen.add(picture(explorer))
-    assert len(seen) == 4 * 2 * len(explorer.examples)
+    assert len(seen) == 4 * 2 * len(EXAMPLES)
 
 
 def test_examples_are_short_whole_validation_sentences():
@@ -106,12 +110,13 @@ def ink_rows(png: bytes) -> np.ndarray:
 
 
 def test_one_row_of_heads_is_not_followed_by_an_empty_row(explorer):
-    full = int(explorer.fig.bbox.height)
     explorer.controls["example"].value = 1
-    for H in (1, 4, 8):
+    heights = {}
+    for H in (8, 1, 4):
         explorer.controls["heads"].value = H
         rows = ink_rows(picture(explorer))
-        assert len(rows) == (full if H == 8 else explorer.one_row_height)
-        assert len(rows) < 0.7 * full or H == 8
+        heights[H] = len(rows)
         # the key labels under the last row are whole: drawn, and followed by a blank margin
         assert rows[-int(0.2 * len(rows)) :].any() and not rows[-4:].any()
+    # one row of up to four heads: the same short picture, well under the two-row one
+    assert heights[1] == heights[4] < 0.7 * heights[8]

@@ -36,16 +36,17 @@ def test_both_build_with_no_arguments(position, rope):
 
 
 def check_position(explorer):
-    p, D = explorer.controls["position"].value, explorer.controls["width"].value
-    pe = positional.sinusoidal_encoding(explorer.T, D)
-    torch.testing.assert_close(explorer.vector, pe[p])
+    state = explorer.state()
+    p, D = state["values"]["position"], state["values"]["width"]
+    pe = positional.sinusoidal_encoding(64, D)  # the explorer's T
+    np.testing.assert_allclose(state["encoding"], pe[p].numpy(), rtol=1e-6)
     expected = torch.nn.functional.cosine_similarity(pe, pe[p][None], dim=-1)
-    torch.testing.assert_close(explorer.similarity, expected)
-    ys = np.asarray(explorer.sim_line.get_ydata(), float)
+    ys = state["similarity"]
     assert np.isfinite(ys).all() and np.allclose(ys, expected.numpy(), atol=1e-6)
-    xs, sin = (np.asarray(a, float) for a in explorer.sin_dots.get_data())
-    assert len(xs) == D // 2 and np.allclose(sin, pe[p, 0::2].numpy())
-    assert f"position {p}, D = {D}" in explorer.readout.value
+    assert state["marker"] == (p, pytest.approx(expected[p].item(), abs=1e-6))
+    assert len(state["exponents"]) == D // 2 and np.allclose(state["sin"], pe[p, 0::2].numpy())
+    assert np.allclose(state["cos"], pe[p, 1::2].numpy())
+    assert f"position {p}, D = {D}" in state["readout"]
 
 
 def test_position_explorer_sweeps(position):
@@ -58,34 +59,37 @@ def test_position_explorer_sweeps(position):
             pictures.add(picture(position))
     assert len(pictures) == 5 * len(position.controls["width"].options)
     position.controls["position"].value = 0
-    assert np.allclose(position.vector[0::2], 0) and np.allclose(position.vector[1::2], 1)
+    vector = position.state()["encoding"]
+    assert np.allclose(vector[0::2], 0) and np.allclose(vector[1::2], 1)
 
 
 def check_rope(explorer):
-    v = explorer.values()
+    state = explorer.state()
+    v = state["values"]
     m, n, s = v["m"], v["n"], v["shift"]
-    for values in (explorer.curve_now, explorer.curve_unshifted):
-        assert torch.isfinite(values).all()
-    for artist in (explorer.q_arrow, explorer.k_arrow, explorer.curve, explorer.marker):
-        assert np.isfinite(np.asarray(artist.get_ydata(), float)).all()
-    assert explorer.score == pytest.approx(explorer.scores(v["mode"], m + s, n + s)[0].item())
-    i = m - n - int(explorer.OFFSETS[0])
-    assert explorer.curve_now[i].item() == pytest.approx(explorer.score, abs=1e-5)
+    for key in ("curve", "reference", "q_pair", "k_pair", "marker"):
+        assert np.isfinite(state[key]).all(), key
+    assert state["score"] == pytest.approx(explorer.scores(v["mode"], m + s, n + s)[0].item())
+    assert state["marker"] == (m - n, pytest.approx(state["score"]))
+    i = list(state["offsets"]).index(m - n)
+    assert state["curve"][i] == pytest.approx(state["score"], abs=1e-5)
+    assert f"offset {m - n}: q . k = {state['score']:.4f}" in state["readout"]
     assert picture(explorer).startswith(PNG)
+    return state
 
 
 def test_rope_common_shift_changes_nothing_but_the_arrows(rope):
     rope.controls["mode"].value = "rope"
     rope.controls["m"].value, rope.controls["n"].value = 9, 2
     rope.controls["shift"].value = 0
-    base_score, base_curve = rope.score, rope.curve_now.clone()
+    base = rope.state()
     pictures = {picture(rope)}
     for s in range(1, 97, 5):
         rope.controls["shift"].value = s
-        check_rope(rope)
-        assert abs(rope.score - base_score) < 1e-5
-        assert (rope.curve_now - base_curve).abs().max() < 1e-5
-        assert (rope.curve_now - rope.curve_unshifted).abs().max() < 1e-5
+        state = check_rope(rope)
+        assert abs(state["score"] - base["score"]) < 1e-5
+        assert np.abs(state["curve"] - base["curve"]).max() < 1e-5
+        assert np.abs(state["curve"] - state["reference"]).max() < 1e-5
         pictures.add(picture(rope))
     assert len(pictures) > 15  # the arrows turn as the shift moves
 
@@ -96,8 +100,7 @@ def test_rope_offset_changes_the_score(rope):
     scores = []
     for m in range(0, 32, 3):
         rope.controls["m"].value = m
-        check_rope(rope)
-        scores.append(rope.score)
+        scores.append(check_rope(rope)["score"])
     assert len({round(s, 4) for s in scores}) == len(scores)
 
 
@@ -105,13 +108,13 @@ def test_sinusoidal_mode_changes_under_a_shift(rope):
     rope.controls["mode"].value = "sinusoidal"
     rope.controls["m"].value, rope.controls["n"].value = 9, 2
     rope.controls["shift"].value = 0
-    base_score, base_curve = rope.score, rope.curve_now.clone()
+    base = rope.state()
     changes = []
     for s in range(1, 97, 5):
         rope.controls["shift"].value = s
-        check_rope(rope)
-        changes.append(abs(rope.score - base_score))
-        assert (rope.curve_now - base_curve).abs().max() > 0.1
+        state = check_rope(rope)
+        changes.append(abs(state["score"] - base["score"]))
+        assert np.abs(state["curve"] - base["curve"]).max() > 0.1
     assert max(changes) > 1.0
 
 

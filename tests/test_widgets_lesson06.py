@@ -9,7 +9,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
 from benchmarks.explorers import values_to_visit
-from course_lib import data, viz
+from course_lib import data, heads, viz
 from course_lib.widgets import AblationExplorer, TrainedHeadsExplorer, fresh_sentences
 from helpers import picture
 
@@ -87,28 +87,48 @@ def test_trained_heads_explorer_sweeps_every_control():
         for value in values_to_visit(control, 6):
             if value == control.value:
                 continue
-            before, weights = picture(e), e.image_map.get_array().copy()
+            before, weights = picture(e), e.state()["weights"]
             control.value = value
+            state = e.state()
             assert picture(e) != before, (name, value)
-            assert np.isfinite(e.image_map.get_array()).all()
+            assert np.isfinite(state["weights"]).all()
+            T = len(state["tokens"])
+            assert state["weights"].shape == (T, T) and len(state["bars"]) == T
+            assert state["query"] == min(state["values"]["query"], T - 1)
+            np.testing.assert_allclose(state["bars"], state["weights"][state["query"]], rtol=1e-6)
             if name in ("layer", "head", "example"):
-                assert not np.array_equal(e.image_map.get_array(), weights) or (
-                    e.image_map.get_array().shape != weights.shape
+                assert not np.array_equal(state["weights"], weights) or (
+                    state["weights"].shape != weights.shape
                 )
-    assert "looks most at" in e.readout.value
+    assert "looks most at" in e.state()["readout"]
+
+
+def test_detector_marks_are_the_sentences_pairs():
+    e = TrainedHeadsExplorer()
+    for example in e.controls["example"].options:
+        e.controls["example"].value = example
+        state = e.state()
+        assert list(state["marks"]) == list(heads.DETECTORS)
+        for name, find in heads.DETECTORS.items():
+            assert state["marks"][name] == [tuple(pair) for pair in find(state["tokens"])]
+    assert sum(len(cells) for cells in state["marks"].values()) > 0
 
 
 def test_typed_sentence_runs_the_model_and_unknown_words_leave_the_picture():
     e = TrainedHeadsExplorer()
     e.controls["sentence"].value = "Birds with the dog eat the apple ( the cat ) ."
-    assert "your sentence" in e.message.value
-    assert e.current["tokens"][0] == "Birds" and len(e.current["tokens"]) == 12
-    shown, weights = picture(e), e.image_map.get_array().copy()
+    state = e.state()
+    assert "your sentence" in state["message"]
+    assert state["tokens"][0] == "Birds" and len(state["tokens"]) == 12
+    shown, weights = picture(e), state["weights"]
     e.controls["sentence"].value = "Dogs chase the cat ."
-    assert "chase" in e.message.value and "position 1" in e.message.value
-    assert picture(e) == shown and np.array_equal(e.image_map.get_array(), weights)
+    state = e.state()
+    assert state["message"].startswith("Not shown:")
+    assert "chase" in state["message"] and "position 1" in state["message"]
+    assert picture(e) == shown and np.array_equal(state["weights"], weights)
     e.controls["example"].value = "brackets and quotes"
-    assert e.message.value == "" and e.current["tokens"][0] == "Cat"
+    state = e.state()
+    assert state["message"] == "" and state["tokens"][0] == "Cat"
 
 
 def test_typed_samples_cover_good_and_unknown_words():
@@ -134,16 +154,19 @@ def test_new_sentence_pictures_do_not_depend_on_what_came_before():
 
 def test_the_widest_words_fit_inside_the_picture():
     e = TrainedHeadsExplorer()
-    widest = {e.words.widest(data.VOCAB, "y"), e.words.widest(data.VOCAB, "x90")}
-    words = (sorted(widest) * e.MAX_T)[: e.MAX_T]
+    longest = e.controls["query"].max + 1  # the most tokens a sentence can show
+    stamp = viz.TickStamp(viz.new_figure()[0], fontsize=8)  # the explorer's label font
+    widest = {stamp.widest(data.VOCAB, "y"), stamp.widest(data.VOCAB, "x90")}
+    words = (sorted(widest) * longest)[:longest]
     e.controls["sentence"].value = " ".join(words)
-    assert "your sentence" in e.message.value
+    assert "your sentence" in e.state()["message"]
     rgb = pixels(e)
     ink = rgb.min(axis=2) < 200
     assert not ink[:, 0].any() and not ink[-1, :].any()  # nothing cut at the edges
-    frame = e.ax_map.get_window_extent(e.canvas.get_renderer())
-    left_of_map = ink[:, : int(frame.x0) - 4]
-    assert left_of_map.sum() > 20 * e.MAX_T  # every row labelled
+    # the map's left edge: the first column in colour (viridis); labels and ticks are grey
+    colour = (rgb.max(axis=2).astype(int) - rgb.min(axis=2)) > 60
+    left_of_map = ink[:, : np.flatnonzero(colour.any(axis=0))[0] - 4]
+    assert left_of_map.sum() > 20 * longest  # every row labelled
 
 
 def test_ablation_explorer_sweeps_every_control():
@@ -152,26 +175,34 @@ def test_ablation_explorer_sweeps_every_control():
         for value in values_to_visit(control, 8):
             if value == control.value:
                 continue
-            before, heights = picture(e), [b.get_height() for b in e.det_bars]
+            before, heights = picture(e), e.state()["detector_scores"]
             control.value = value
+            state = e.state()
             assert picture(e) != before, (name, value)
-            assert all(math.isfinite(b.get_height()) for b in e.det_bars)
-            assert [b.get_height() for b in e.det_bars] != heights
+            assert all(math.isfinite(h) for h in state["detector_scores"].values())
+            assert state["detector_scores"] != heights
+            # the bars are each detector's best head in the table beside them
+            table = state["table"]
+            for i, score in enumerate(state["detector_scores"].values()):
+                assert score == pytest.approx(np.nanmax(table[2 * i : 2 * i + 2]))
     # no positions: the previous-token job fails; without the scale, the loss rises
     e.controls["scale"].value = True
     e.controls["setting"].value = "none-h4"
-    assert e.det_bars[0].get_height() < 0.5
+    assert e.state()["detector_scores"]["previous"] < 0.5
     e.controls["setting"].value = "rope-h4"
-    with_scale = e.loss_bar.get_height()
+    with_scale = e.state()["val_loss"]
     e.controls["scale"].value = False
-    assert e.loss_bar.get_height() > with_scale + 0.05
-    assert "scale flipped: attention without 1/sqrt(d)" in e.readout.value
+    state = e.state()
+    assert state["val_loss"] > with_scale + 0.05 and not state["uses_scale"]
+    assert "scale flipped: attention without 1/sqrt(d)" in state["readout"]
     # trained without the scale: as good as with it, sharper heads; flipping it hurts too
     e.controls["setting"].value = "rope-h4-noscale"
-    assert "attention with 1/sqrt(d)" in e.readout.value
-    flipped_loss = e.loss_bar.get_height()
+    state = e.state()
+    assert "attention with 1/sqrt(d)" in state["readout"] and state["uses_scale"]
+    flipped_loss = state["val_loss"]
     e.controls["scale"].value = True
-    assert "trained without the scale: attention without 1/sqrt(d)" in e.readout.value
-    assert abs(e.loss_bar.get_height() - with_scale) < 0.02
-    assert flipped_loss > e.loss_bar.get_height() + 0.05
-    assert all(b.get_height() >= 0.95 for b in e.det_bars)
+    state = e.state()
+    assert "trained without the scale: attention without 1/sqrt(d)" in state["readout"]
+    assert abs(state["val_loss"] - with_scale) < 0.02
+    assert flipped_loss > state["val_loss"] + 0.05
+    assert all(h >= 0.95 for h in state["detector_scores"].values())

@@ -1,0 +1,55 @@
+"""Explorers: controls that re-run a bit of course math and redraw its picture live.
+
+One module per lesson on a small shared base (`base`: the Explorer class, its readout line,
+`state()` and `settings()`, the control helpers and ConceptCheck). Lessons import from here:
+`from course_lib.widgets import ScalingExplorer, ConceptCheck`.
+"""
+
+from course_lib.widgets.base import ConceptCheck, Explorer
+from course_lib.widgets.lesson00 import SoftmaxExplorer
+from course_lib.widgets.lesson01 import TOY_SENTENCE, AttentionExplorer
+from course_lib.widgets.lesson02 import ScalingExplorer
+from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_examples
+from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
+from course_lib.widgets.lesson05 import BlockExplorer
+from course_lib.widgets.lesson06 import (
+    TRAINED_EXAMPLES,
+    TYPED_SAMPLES,
+    AblationExplorer,
+    TrainedHeadsExplorer,
+    fresh_sentences,
+)
+
+# every explorer, in lesson order
+EXPLORERS = (
+    SoftmaxExplorer,
+    AttentionExplorer,
+    ScalingExplorer,
+    HeadsExplorer,
+    PositionExplorer,
+    RopeExplorer,
+    BlockExplorer,
+    TrainedHeadsExplorer,
+    AblationExplorer,
+)
+
+__all__ = [
+    "EXPLORERS",
+    "TOY_SENTENCE",
+    "TRAINED_EXAMPLES",
+    "TYPED_SAMPLES",
+    "AblationExplorer",
+    "AttentionExplorer",
+    "BlockExplorer",
+    "ConceptCheck",
+    "Explorer",
+    "HeadsExplorer",
+    "PositionExplorer",
+    "RopeExplorer",
+    "ScalingExplorer",
+    "SoftmaxExplorer",
+    "TrainedHeadsExplorer",
+    "best_detector",
+    "fresh_sentences",
+    "heads_examples",
+]

@@ -1,0 +1,243 @@
+"""The explorer base and the control helpers every lesson's explorer is built from (lesson 00).
+
+Every explorer is built the same way:
+- `controls`, a dict of ipywidgets controls by name, made with the helpers below;
+- `fig`, one matplotlib Figure made once; a change updates its artists in place;
+- `readout`, one line of numbers above the picture, filled through `show_readout`;
+- `image`, an `ipywidgets.Image` holding the PNG bytes of `fig`;
+- `widget`, the box that a notebook shows: the controls, the readout, the picture.
+
+The picture is a PNG, so the explorer needs no interactive matplotlib backend and no
+JavaScript from the internet, and a change is visible from plain Python (tests set
+`controls[name].value` and read `state()`). Where widgets cannot run (GitHub, nbviewer,
+nbconvert to HTML) the display bundle still carries a PNG of the starting state, and
+`settings()` lists the values a static page precomputes.
+"""
+
+import base64
+import html
+
+import ipywidgets as widgets
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from course_lib import viz
+
+STYLE = {"description_width": "initial"}  # a control's description is never cut short
+MAX_SETTINGS = 16  # a control with at most this many values lists every one in settings()
+
+
+class Explorer:
+    """Base class: subclasses build controls and a figure, then implement `update()`.
+
+    Speed (every change should redraw in well under 100 ms on a 2-core laptop): artists
+    listed in `self.dynamic` are drawn over a cached picture of everything else
+    (blitting), so a change redraws only them. A subclass whose change also moves
+    static parts (axis limits, tick labels) calls `self.invalidate()` in `update()`,
+    and the next redraw is a full one. Numbers go in the readout line, not the figure:
+    drawing text costs more than the plot.
+    """
+
+    def __init__(self, controls: dict, fig, dynamic=(), above_readout=()):
+        self.controls = controls
+        self.fig = fig
+        self.canvas = FigureCanvasAgg(fig)
+        self.dynamic = list(dynamic)
+        for artist in self.dynamic:
+            artist.set_animated(True)
+        self._background = None
+        self._start = self.values()  # settings() grids always hold the starting state
+        self._readout = ""  # the readout as plain text, for state()
+        self.readout = widgets.HTML()
+        # natural size, never stretched to the cell's width (a stretched PNG looks blurry)
+        self.image = widgets.Image(format="png", layout={"align_self": "flex-start"})
+        row = widgets.HBox(list(controls.values()), layout={"flex_flow": "row wrap"})
+        self.widget = widgets.VBox([row, *above_readout, self.readout, self.image])
+        self.update()
+        self.redraw()
+        # the first full draw placed everything; freeze it so later changes never shift
+        # the axes around (and skip re-running the layout engine on every redraw)
+        fig.set_layout_engine("none")
+        for control in controls.values():
+            control.observe(self._on_change, names="value")
+
+    def values(self) -> dict:
+        """The current value of every control, by name."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def update(self) -> None:
+        """Recompute from the controls, update the figure's artists and the readout."""
+        raise NotImplementedError
+
+    def show_readout(self, lead: str, rest: str = "", note: str = "") -> None:
+        """Fill the line above the picture: `lead` in bold, then `rest`, then a small `note`."""
+        self._readout = lead + rest + (f"\n{note}" if note else "")
+        shown = f"<b>{html.escape(lead, quote=False)}</b>{html.escape(rest, quote=False)}"
+        if note:
+            shown += f"<br><small>{html.escape(note, quote=False)}</small>"
+        self.readout.value = shown
+
+    def state(self) -> dict:
+        """What the explorer shows now: control values, the readout as plain text, and (in
+        subclasses) the numbers in the picture, as plain Python and numpy values."""
+        return {"values": self.values(), "readout": self._readout}
+
+    def settings(self, **chosen) -> dict[str, list]:
+        """For each control, the values a static page precomputes: a subclass passes its own
+        lists for some controls as `chosen`, the others come from `control_settings`."""
+        return {
+            name: list(chosen[name]) if name in chosen else control_settings(c, self._start[name])
+            for name, c in self.controls.items()
+        }
+
+    def every(self, name: str, step: int) -> list:
+        """Every step-th value of an integer slider, with its last and its starting value."""
+        control = self.controls[name]
+        return sorted({*range(control.min, control.max + 1, step), control.max, self._start[name]})
+
+    def invalidate(self) -> None:
+        """Ask for a full redraw next time: call after changing limits, ticks or labels."""
+        self._background = None
+
+    def redraw(self) -> None:
+        """Draw what changed, encode the picture as PNG once, and hand it to the image widget."""
+        if self._background is None:
+            self.canvas.draw()  # everything but the dynamic artists
+            self._background = self.canvas.copy_from_bbox(self.fig.bbox)
+        else:
+            self.canvas.restore_region(self._background)
+        for artist in self.dynamic:
+            self.fig.draw_artist(artist)
+        self.image.value = viz.canvas_png(self.canvas)
+
+    def _on_change(self, change) -> None:
+        self.update()
+        self.redraw()
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.controls)
+        return f"{type(self).__name__}(controls: {names})"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)
+        bundle["text/plain"] = repr(self)
+        bundle["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        return bundle
+
+
+def control_settings(control, start) -> list:
+    """Every value of a small control; for a slider with more than MAX_SETTINGS steps, an even
+    grid of them that holds its ends and its starting value."""
+    if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
+        return [False, True]
+    if hasattr(control, "options"):  # Dropdown, ToggleButtons, SelectionSlider
+        return [option[1] if isinstance(option, tuple) else option for option in control.options]
+    if isinstance(control, widgets.IntSlider | widgets.FloatSlider):
+        count = round((control.max - control.min) / control.step) + 1
+        picked = set(range(count))
+        if count > MAX_SETTINGS:
+            picked = {round(i * (count - 1) / (MAX_SETTINGS - 1)) for i in range(MAX_SETTINGS)}
+            picked.add(round((start - control.min) / control.step))
+        if isinstance(control, widgets.IntSlider):
+            return [control.min + i * control.step for i in sorted(picked)]
+        return [round(control.min + i * control.step, 10) for i in sorted(picked)]
+    raise TypeError(
+        f"{control.description}: a {type(control).__name__} has no values to list; "
+        "the explorer's settings() must list them"
+    )
+
+
+def slider(description: str, value, low, high, step=1, **kw):
+    """An integer or float slider that only fires on release (lesson 00)."""
+    cls = (
+        widgets.IntSlider
+        if all(isinstance(v, int) for v in (value, low, high, step))
+        else (widgets.FloatSlider)
+    )
+    return cls(
+        value=value,
+        min=low,
+        max=high,
+        step=step,
+        description=description,
+        continuous_update=False,
+        style=STYLE,
+        layout={"width": "420px"},  # room for a long description and a usable track
+        **kw,
+    )
+
+
+def choice_slider(description: str, options, value):
+    """A slider over a list of values (say head widths), firing on release (lessons 01-04)."""
+    return widgets.SelectionSlider(
+        options=options, value=value, description=description, continuous_update=False,
+        style=STYLE,
+    )  # fmt: skip
+
+
+def toggle_buttons(description: str, options, value, button_width: str | None = None):
+    """A row of buttons, one pressed: a few named choices side by side (lessons 03-06)."""
+    style = STYLE if button_width is None else {**STYLE, "button_width": button_width}
+    return widgets.ToggleButtons(options=options, value=value, description=description, style=style)
+
+
+def checkbox(description: str, value: bool):
+    """A switch: on or off (lessons 01-06)."""
+    return widgets.Checkbox(value=value, description=description, style=STYLE)
+
+
+def dropdown(description: str, options, value, width: str | None = None):
+    """A menu of named choices, for longer lists or longer names (lessons 01-06)."""
+    layout = {} if width is None else {"layout": {"width": width}}
+    return widgets.Dropdown(
+        options=options, value=value, description=description, style=STYLE, **layout
+    )
+
+
+def text_box(description: str, placeholder: str, width: str | None = None):
+    """A text box that fires on Enter or when it loses focus (lesson 06)."""
+    layout = {} if width is None else {"layout": {"width": width}}
+    return widgets.Text(
+        value="", placeholder=placeholder, description=description, continuous_update=False,
+        style=STYLE, **layout,
+    )  # fmt: skip
+
+
+class ConceptCheck:
+    """Write your own answer first, then reveal the course's (used at the end of lessons)."""
+
+    def __init__(self, question: str, answer: str):
+        self.question = question
+        self.answer = answer
+        self.text = widgets.Textarea(
+            placeholder="Your answer, in a sentence or two...", layout={"width": "95%"}
+        )
+        self.button = widgets.Button(
+            description="Reveal the course's answer", layout={"width": "auto"}
+        )
+        self.shown = widgets.HTML()
+        self.button.on_click(self.reveal)
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML(f"<b>Check yourself.</b> {html.escape(question, quote=False)}"),
+                self.text,
+                self.button,
+                self.shown,
+            ]
+        )
+
+    def reveal(self, _button=None) -> None:
+        note = "" if self.text.value.strip() else "<i>(Try writing yours first next time.)</i> "
+        self.shown.value = f"<p>{note}{html.escape(self.answer, quote=False)}</p>"
+
+    def __repr__(self) -> str:
+        return f"ConceptCheck: {self.question}"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)
+        bundle["text/plain"] = repr(self)
+        bundle["text/html"] = (
+            f"<p><b>Check yourself.</b> {html.escape(self.question, quote=False)}</p>"
+            "<details><summary>The course's answer</summary>"
+            f"<p>{html.escape(self.answer, quote=False)}</p></details>"
+        )
+        return bundle

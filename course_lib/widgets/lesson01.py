@@ -1,0 +1,81 @@
+"""Lesson 01's explorer: one query's attention weights beside the whole map."""
+
+import numpy as np
+import torch
+from matplotlib.patches import Rectangle
+
+from course_lib import viz
+from course_lib.attention import (
+    causal_mask,
+    one_thread,
+    project_qkv,
+    scaled_dot_product_attention,
+    toy_embeddings,
+)
+from course_lib.widgets.base import Explorer, checkbox, choice_slider, dropdown, slider
+
+TOY_SENTENCE = ("the", "cat", "chased", "the", "mouse", "because", "it", "was", "hungry")
+
+
+class AttentionExplorer(Explorer):
+    """Lesson 01: pick a query token; see its weights beside the whole map (random projections)."""
+
+    WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+
+    def __init__(self, words=TOY_SENTENCE, D: int = 16):
+        self.words = list(words)
+        self.x = toy_embeddings(self.words, D)  # (T, D)
+        T = len(self.words)
+        fig, (self.ax_bars, self.ax_map) = viz.new_figure(
+            10.5, 4.4, ncols=2, width_ratios=[1, 1.15]
+        )
+        self.bars = viz.draw_weight_bars(self.ax_bars, [0.0] * T, self.words)
+        viz.draw_attention(self.ax_map, torch.zeros(T, T), self.words, self.words)
+        self.mesh = self.ax_map.collections[0]
+        self.row_box = Rectangle((0, 0), T, 1, fill=False, edgecolor="red", linewidth=2.5)
+        self.ax_map.add_patch(self.row_box)
+        self.ax_map.set_title("every query (rows) over every key")
+        controls = {
+            "query": dropdown(
+                "query token", [(f"{i}: {w}", i) for i, w in enumerate(self.words)], min(6, T - 1)
+            ),
+            "width": choice_slider("head width d", self.WIDTHS, 8),
+            "seed": slider("projection seed", 0, 0, 9),
+            "causal": checkbox("causal mask", False),
+        }
+        super().__init__(
+            controls,
+            fig,
+            dynamic=[self.mesh, *self.bars, self.row_box, self.ax_bars.title],
+        )
+
+    def update(self) -> None:
+        v = self.values()
+        with one_thread():
+            q, k, val = project_qkv(self.x, v["width"], seed=v["seed"])  # each (T, d)
+            mask = causal_mask(len(self.words)) if v["causal"] else None
+            _, self.weights = scaled_dot_product_attention(q, k, val, mask)  # (T, T)
+        self.mesh.set_array(self.weights.numpy())
+        row = v["query"]
+        for bar, height in zip(self.bars, self.weights[row].tolist(), strict=True):
+            bar.set_height(height)
+        self.row_box.set_y(row)
+        self.ax_bars.set_title(f"weights of query {row}: '{self.words[row]}'")
+        top = self.weights[row].topk(min(3, len(self.words)))
+        pairs = zip(top.values.tolist(), top.indices.tolist(), strict=True)
+        listed = ", ".join(f"'{self.words[k]}' ({k}) {w:.2f}" for w, k in pairs)
+        self.show_readout(
+            f"query {row} '{self.words[row]}', d = {v['width']}, seed {v['seed']}, "
+            f"{'causal mask' if v['causal'] else 'no mask'}",
+            f": looks most at {listed}",
+        )
+
+    def state(self) -> dict:
+        """Adds the map ("weights", (T, T)), the query's bars and the outlined row."""
+        T = len(self.words)
+        return super().state() | {
+            "weights": np.asarray(self.mesh.get_array(), dtype=float).reshape(T, T).copy(),
+            "bars": [bar.get_height() for bar in self.bars],
+            "outlined_row": int(self.row_box.get_y()),
+            "title": self.ax_bars.get_title(),
+        }

@@ -1,0 +1,99 @@
+"""Lesson 02's explorer: grow d_k with and without the 1/sqrt(d_k) scale."""
+
+import numpy as np
+import torch
+
+from course_lib import viz
+from course_lib.attention import softmax_entropy, typical_gradient_norms
+from course_lib.widgets.base import Explorer, checkbox, choice_slider
+
+
+class ScalingExplorer(Explorer):
+    """Lesson 02: grow d_k with and without the 1/sqrt(d_k) scale; watch softmax saturate."""
+
+    D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
+    EDGES = torch.linspace(-48, 48, 33)  # histogram bins 3 wide; scores beyond sit in the end bins
+
+    def __init__(self, T: int = 8, n: int = 16, seed: int = 0):
+        self.T, self.n, self.seed = T, n, seed
+        # both curves are computed here, live, by the same function the marker uses
+        self.curves = {
+            scale: [
+                typical_gradient_norms(d, scale=scale, T=T, n=n, seed=seed)[0] for d in self.D_KS
+            ]
+            for scale in (True, False)
+        }
+        fig, (self.ax_map, self.ax_hist, self.ax_grad) = viz.new_figure(13.0, 4.0, ncols=3)
+        labels = [f"{i}" for i in range(T)]
+        viz.draw_attention(self.ax_map, torch.zeros(T, T), labels, labels, cbar=False)
+        self.mesh = self.ax_map.collections[0]
+        self.steps = self.ax_hist.stairs(torch.zeros(32).tolist(), self.EDGES.tolist(), fill=True)
+        self.ax_hist.set_xlim(-48, 48)
+        self.ax_hist.set_ylim(0, 1)
+        self.ax_hist.set_xlabel("score fed to the softmax")
+        self.ax_hist.set_ylabel("share of scores")
+        self.lines = {}
+        for scale, label in ((True, "scaled"), (False, "unscaled")):
+            (self.lines[scale],) = self.ax_grad.plot(
+                self.D_KS, self.curves[scale], "o-", ms=3, label=label
+            )
+        self.ax_grad.set_xscale("log", base=2)
+        self.ax_grad.set_yscale("log")
+        (self.marker,) = self.ax_grad.plot([1], [1], "o", ms=12, mfc="none", mec="red", mew=2.5)
+        self.ax_grad.set_xlabel("d_k")
+        self.ax_grad.set_ylabel("typical gradient norm\nw.r.t. the scores")
+        self.ax_grad.legend(loc="lower left")
+        self.ax_grad.grid(True, alpha=0.3)
+        self.ax_map.set_title("weights of one sample (yellow = 1)")
+        self.ax_hist.set_title("every score the softmax sees")
+        self.ax_grad.set_title("typical gradient vs d_k (circle: now)")
+        controls = {
+            "d_k": choice_slider("d_k", self.D_KS, 64),
+            "scale": checkbox("scale by 1/sqrt(d_k)", True),
+        }
+        super().__init__(
+            controls,
+            fig,
+            dynamic=[self.mesh, self.steps, *self.lines.values(), self.marker],
+        )
+
+    def update(self) -> None:
+        d_k, scale = self.controls["d_k"].value, self.controls["scale"].value
+        grad, _, weights, scores = typical_gradient_norms(
+            d_k, scale=scale, T=self.T, n=self.n, seed=self.seed
+        )
+        self.grad_norm, self.weights = grad, weights
+        self.mesh.set_array(weights[0].numpy())
+        low, high = self.EDGES[0].item(), self.EDGES[-1].item()
+        counts = torch.histc(scores.clamp(low, high), bins=len(self.EDGES) - 1, min=low, max=high)
+        self.steps.set_data(values=(counts / counts.sum()).tolist())
+        for key, line in self.lines.items():
+            line.set_linewidth(3.0 if key == scale else 1.0)
+            line.set_alpha(1.0 if key == scale else 0.35)
+        self.marker.set_data([d_k], [grad])
+        self.largest = weights.amax(-1).mean().item()
+        self.show_readout(
+            f"d_k = {d_k}, {'scaled' if scale else 'unscaled'}",
+            f": largest weight {self.largest:.2f}, "
+            f"entropy {softmax_entropy(weights).mean():.2f} nats, "
+            f"score std {scores.std():.1f}, typical gradient {grad:.2g}",
+        )
+
+    def state(self) -> dict:
+        """Adds one sample's map ("weights", (T, T)), the histogram's bar heights, the marker
+        (d_k, gradient), both curves over d_k, which one is drawn bold, and the largest weight
+        per query averaged over every sample."""
+        T = self.T
+        thick = max(self.lines, key=lambda key: self.lines[key].get_linewidth())
+        return super().state() | {
+            "weights": np.asarray(self.mesh.get_array(), dtype=float).reshape(T, T).copy(),
+            "histogram": np.asarray(self.steps.get_data().values, dtype=float).copy(),
+            "marker": tuple(float(x) for x in self.marker.get_xydata()[0]),
+            "curves": {
+                "d_k": list(self.D_KS),
+                "scaled": [float(y) for y in self.lines[True].get_ydata()],
+                "unscaled": [float(y) for y in self.lines[False].get_ydata()],
+            },
+            "bold": "scaled" if thick else "unscaled",
+            "largest_weight": self.largest,
+        }

@@ -1,0 +1,230 @@
+"""Lesson 04's explorers: sinusoidal encodings and their similarities; RoPE vs added positions."""
+
+import numpy as np
+import torch
+
+from course_lib import viz
+from course_lib.positional import (
+    additive_scores,
+    apply_rope,
+    rope_scores,
+    sinusoidal_at,
+    sinusoidal_encoding,
+)
+from course_lib.widgets.base import Explorer, choice_slider, slider, toggle_buttons
+
+
+class PositionExplorer(Explorer):
+    """Lesson 04: pick a position and a width; see its sinusoidal encoding and its similarities."""
+
+    WIDTHS = (8, 16, 32, 64, 128)
+
+    def __init__(self, T: int = 64):
+        self.T = T
+        self.encodings = {D: sinusoidal_encoding(T, D) for D in self.WIDTHS}  # D -> (T, D)
+        fig, (self.ax_vec, self.ax_sim) = viz.new_figure(11.0, 3.4, ncols=2)
+        # x = 2i / D, the exponent that sets pair i's frequency: every width draws the same
+        # two curves, wider models sample them more finely (and the axis never changes)
+        (self.sin_dots,) = self.ax_vec.plot([], [], "o-", ms=4, lw=0.8, label="sin (dim 2i)")
+        (self.cos_dots,) = self.ax_vec.plot([], [], "s-", ms=4, lw=0.8, label="cos (dim 2i+1)")
+        self.ax_vec.set_xlim(-0.03, 1.0)
+        self.ax_vec.set_ylim(-1.15, 1.15)
+        self.ax_vec.set_xlabel("2i / D  (pair i; left: fast waves, right: slow)")
+        self.ax_vec.set_ylabel("value")
+        self.ax_vec.set_title("this position's encoding, pair by pair")
+        self.ax_vec.legend(fontsize=9, loc="lower right")
+        self.ax_vec.grid(True, alpha=0.3)
+        (self.sim_line,) = self.ax_sim.plot(range(T), [0.0] * T, color="tab:green")
+        (self.sim_mark,) = self.ax_sim.plot([0], [1.0], "o", ms=9, mfc="none", mec="red", mew=2)
+        self.ax_sim.set_xlim(-0.5, T - 0.5)
+        self.ax_sim.set_ylim(-1.05, 1.1)
+        self.ax_sim.set_xlabel("other position")
+        self.ax_sim.set_ylabel("cosine similarity")
+        self.ax_sim.set_title("similarity to every position (circle: itself)")
+        self.ax_sim.grid(True, alpha=0.3)
+        controls = {
+            "position": slider("position p", 10, 0, T - 1),
+            "width": choice_slider("model width D", self.WIDTHS, 32),
+        }
+        super().__init__(
+            controls, fig, dynamic=[self.sin_dots, self.cos_dots, self.sim_line, self.sim_mark]
+        )
+
+    def update(self) -> None:
+        p, D = self.controls["position"].value, self.controls["width"].value
+        pe = self.encodings[D]  # (T, D)
+        self.vector = pe[p]  # (D,)
+        self.similarity = pe @ pe[p] / (D / 2)  # (T, D) @ (D,) -> (T,)
+        exponents = torch.arange(0, D, 2) / D  # (D/2,): 2i / D
+        self.sin_dots.set_data(exponents.numpy(), self.vector[0::2].numpy())
+        self.cos_dots.set_data(exponents.numpy(), self.vector[1::2].numpy())
+        self.sim_line.set_ydata(self.similarity.numpy())
+        self.sim_mark.set_data([p], [self.similarity[p].item()])
+        others = self.similarity.clone()
+        others[p] = float("-inf")
+        nearest = int(others.argmax())
+        self.show_readout(
+            f"position {p}, D = {D}",
+            f": most similar other position {nearest} (cosine {others[nearest]:.3f}); "
+            f"least similar {int(self.similarity.argmin())} (cosine {self.similarity.min():.3f})",
+        )
+
+    def state(self) -> dict:
+        """Adds the position's encoding ("encoding", (D,)), its sin and cos dots by 2i / D
+        ("exponents", "sin", "cos"), the similarity curve and the circle (position, cosine)."""
+        exponents, sin = (np.asarray(a, dtype=float) for a in self.sin_dots.get_data())
+        return super().state() | {
+            "encoding": self.vector.numpy().copy(),
+            "exponents": exponents.copy(),
+            "sin": sin.copy(),
+            "cos": np.asarray(self.cos_dots.get_ydata(), dtype=float).copy(),
+            "similarity": np.asarray(self.sim_line.get_ydata(), dtype=float).copy(),
+            "marker": tuple(float(x) for x in self.sim_mark.get_xydata()[0]),
+        }
+
+    def settings(self) -> dict[str, list]:
+        return super().settings(position=self.every("position", 4))
+
+
+class RopeExplorer(Explorer):
+    """Lesson 04: move a query (m), a key (n) and both together (s); RoPE vs sinusoidal added.
+
+    One fixed random query token and key token (width D = 16, head width 16). With RoPE,
+    q = x_q W_q and k = x_k W_k are rotated to positions m + s and n + s; with "sinusoidal
+    added", the encodings of those positions are added to x_q and x_k before W_q and W_k.
+    Left: pair 0 of q and of k (faint: before any position). Right: the score q . k as a
+    function of the offset m - n, key held at n + s (positions below 0 are allowed: sin
+    and cos take any angle).
+    """
+
+    D = 16
+    OFFSETS = torch.arange(-31, 32)  # (63,)
+    MODES = (("RoPE", "rope"), ("sinusoidal added", "sinusoidal"))
+
+    def __init__(self, seed: int = 7):  # 7: pair 0 of both q and k long enough to see
+        g = torch.Generator().manual_seed(seed)
+        D = self.D
+        self.x_q, self.x_k = torch.randn(D, generator=g), torch.randn(D, generator=g)  # (D,) each
+        self.w_q = torch.randn(D, D, generator=g) / D**0.5  # (D, d)
+        self.w_k = torch.randn(D, D, generator=g) / D**0.5  # (D, d)
+        self.q, self.k = self.x_q @ self.w_q, self.x_k @ self.w_k  # (D,) @ (D, d) -> (d,)
+        fig, (self.ax_pair, self.ax_score) = viz.new_figure(
+            10.5, 4.0, ncols=2, width_ratios=[1, 1.6]
+        )
+        limit = self._pair_limit()
+        viz.setup_pair_axes(self.ax_pair, limit)
+        for vector, color in ((self.q, "tab:blue"), (self.k, "tab:orange")):  # before positions
+            viz.pair_arrow(self.ax_pair, vector[:2], color=color, alpha=0.3, lw=1.5, linestyle="--")
+        self.q_arrow = viz.pair_arrow(self.ax_pair, self.q[:2], color="tab:blue", lw=2.5, label="q")
+        self.k_arrow = viz.pair_arrow(
+            self.ax_pair, self.k[:2], color="tab:orange", lw=2.5, label="k"
+        )
+        self.ax_pair.legend(fontsize=9, loc="upper right")
+        offsets = self.OFFSETS.numpy()
+        (self.reference,) = self.ax_score.plot(
+            offsets, offsets * 0.0, "--", color="0.5", lw=1.5, label="shift s = 0"
+        )
+        (self.curve,) = self.ax_score.plot(
+            offsets, offsets * 0.0, color="tab:purple", lw=2, label="shift s now"
+        )
+        (self.marker,) = self.ax_score.plot([0], [0], "o", ms=10, mfc="none", mec="red", mew=2.5)
+        high = self._score_limit()
+        self.ax_score.set_ylim(-1.1 * high, 1.1 * high)
+        self.ax_score.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
+        self.ax_score.set_xlabel("offset m - n (query minus key position)")
+        self.ax_score.set_ylabel("score q . k")
+        self.ax_score.set_title("score by offset (circle: m, n now)")
+        self.ax_score.legend(fontsize=9, loc="lower left")
+        self.ax_score.grid(True, alpha=0.3)
+        controls = {
+            "m": slider("query position m", 7, 0, 31),
+            "n": slider("key position n", 3, 0, 31),
+            "shift": slider("shift both by s", 0, 0, 96),
+            "mode": toggle_buttons("position by", self.MODES, "rope"),
+        }
+        super().__init__(
+            controls,
+            fig,
+            dynamic=[self.q_arrow, self.k_arrow, self.curve, self.reference, self.marker],
+        )
+
+    def pairs(self, mode: str, query_at: int, key_at: int):
+        """Pair 0 of q and of k, (2,) each, with position put in the given way."""
+        where = torch.tensor([query_at, key_at])
+        if mode == "rope":
+            q = apply_rope(self.q[None], where[:1])[0]  # (d,)
+            k = apply_rope(self.k[None], where[1:])[0]  # (d,)
+            return q[:2], k[:2]
+        pe = sinusoidal_at(where, self.D)  # (2, D)
+        return ((self.x_q + pe[0]) @ self.w_q)[:2], ((self.x_k + pe[1]) @ self.w_k)[:2]
+
+    def scores(self, mode: str, m, n) -> torch.Tensor:
+        """Scores q . k for query positions m and key positions n (ints or tensors)."""
+        if mode == "rope":
+            return rope_scores(self.q, self.k, m, n)
+        return additive_scores(self.x_q, self.x_k, self.w_q, self.w_k, m, n)
+
+    def _pair_limit(self) -> float:
+        where = torch.arange(-31, 160)
+        pe = sinusoidal_at(where, self.D)  # (P, D)
+        q, k = (self.x_q + pe) @ self.w_q, (self.x_k + pe) @ self.w_k  # (P, d) each
+        norms = torch.cat(
+            [
+                q[:, :2].norm(dim=-1),
+                k[:, :2].norm(dim=-1),
+                self.q[:2].norm()[None],
+                self.k[:2].norm()[None],
+            ]
+        )
+        return 1.15 * float(norms.max())
+
+    def _score_limit(self) -> float:
+        keys = torch.arange(0, 128).repeat_interleave(len(self.OFFSETS))  # (128 * 63,)
+        queries = keys + self.OFFSETS.repeat(128)  # (128 * 63,)
+        both = torch.cat(
+            [self.scores("rope", queries, keys), self.scores("sinusoidal", queries, keys)]
+        )
+        return float(both.abs().max())
+
+    def update(self) -> None:
+        v = self.values()
+        m, n, s, mode = v["m"], v["n"], v["shift"], v["mode"]
+        q_pair, k_pair = self.pairs(mode, m + s, n + s)
+        self.q_arrow.set_data([0, float(q_pair[0])], [0, float(q_pair[1])])
+        self.k_arrow.set_data([0, float(k_pair[0])], [0, float(k_pair[1])])
+        key = torch.tensor([n + s])
+        self.curve_now = self.scores(mode, key + self.OFFSETS, key)  # (63,)
+        self.curve_unshifted = self.scores(mode, n + self.OFFSETS, torch.tensor([n]))  # (63,)
+        self.curve.set_ydata(self.curve_now.numpy())
+        self.reference.set_ydata(self.curve_unshifted.numpy())
+        self.score = float(self.scores(mode, m + s, n + s)[0])
+        self.score_unshifted = float(self.scores(mode, m, n)[0])
+        self.marker.set_data([m - n], [self.score])
+        name = dict((value, label) for label, value in self.MODES)[mode]
+        self.show_readout(
+            name,
+            f": query at m + s = {m + s}, key at n + s = {n + s}, offset {m - n}: "
+            f"q . k = {self.score:.4f}; unshifted (s = 0) {self.score_unshifted:.4f}; "
+            f"change {self.score - self.score_unshifted:+.1e}",
+        )
+
+    def state(self) -> dict:
+        """Adds pair 0 of q and of k as drawn ("q_pair", "k_pair"), the score curves over the
+        offsets ("curve": shift s now, "reference": s = 0), the score now and unshifted, and
+        the circle (offset, score)."""
+        return super().state() | {
+            "q_pair": np.asarray(self.q_arrow.get_xydata(), dtype=float)[1].copy(),
+            "k_pair": np.asarray(self.k_arrow.get_xydata(), dtype=float)[1].copy(),
+            "offsets": self.OFFSETS.numpy().copy(),
+            "curve": np.asarray(self.curve.get_ydata(), dtype=float).copy(),
+            "reference": np.asarray(self.reference.get_ydata(), dtype=float).copy(),
+            "score": self.score,
+            "score_unshifted": self.score_unshifted,
+            "marker": tuple(float(x) for x in self.marker.get_xydata()[0]),
+        }
+
+    def settings(self) -> dict[str, list]:
+        """Positions every 8th, the shift every 16th: 504 settings in all."""
+        return super().settings(
+            m=self.every("m", 8), n=self.every("n", 8), shift=self.every("shift", 16)
+        )

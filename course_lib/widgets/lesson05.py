@@ -1,0 +1,130 @@
+"""Lesson 05's explorer: stack 1 to 48 blocks and watch the gradient reaching each layer."""
+
+import numpy as np
+import torch
+
+from course_lib import viz
+from course_lib.attention import one_thread
+from course_lib.block import (
+    StackProfile,
+    activation_scales,
+    build_stack,
+    gradient_reaching,
+    run_stack,
+)
+from course_lib.widgets.base import Explorer, checkbox, dropdown, slider, toggle_buttons
+
+
+class BlockExplorer(Explorer):
+    """Lesson 05: stack 1 to 48 blocks; watch the gradient reaching each layer, live.
+
+    Each change runs a real backward pass through the stack. The forward passes are run
+    here, once, through twelve stacks of 48 blocks (3 norms x pre/post x residual on/off,
+    one seed, so the same weights in all twelve), keeping autograd's record: depth d is
+    the first d blocks of a 48-block forward pass, so a change needs only the backward
+    pass from block d down. The stack is tiny (D = 16, 2 heads, 2 sequences of 8 tokens).
+    """
+
+    MAX_DEPTH = 48
+    NORMS = (("layer norm", "layer"), ("batch norm", "batch"), ("no norm", "none"))
+    # every setting looks different even where the numbers barely move (depth 1):
+    # colour = norm, solid / dashed = residual on / off, circles / squares = pre / post-norm
+    COLORS = {"layer": "tab:blue", "batch": "tab:green", "none": "tab:purple"}
+
+    def __init__(self, D: int = 16, heads: int = 2, B: int = 2, T: int = 8, seed: int = 0):
+        g = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(B, T, D, generator=g)  # (B, T, D)
+        self.probe = torch.randn(B, T, D, generator=g)  # (B, T, D): the gradient fed in at the top
+        self.stacks, self.hidden = {}, {}
+        with one_thread():
+            for _, norm in self.NORMS:
+                for prenorm in (True, False):
+                    for residual in (True, False):
+                        key = (norm, prenorm, residual)
+                        self.stacks[key] = build_stack(
+                            self.MAX_DEPTH,
+                            D,
+                            heads,
+                            4 * D,
+                            seed=seed,
+                            norm=norm,
+                            prenorm=prenorm,
+                            residual=residual,
+                        )
+                        self.hidden[key] = run_stack(self.stacks[key], self.x)  # 49 x (B, T, D)
+        fig, (self.ax_grad, self.ax_scale) = viz.new_figure(11.0, 3.8, ncols=2)
+        viz.setup_depth_axes(self.ax_grad, self.ax_scale, self.MAX_DEPTH)
+        self.artists = {}
+        for name, ax in (("grad", self.ax_grad), ("scale", self.ax_scale)):
+            (line,) = ax.plot([], [], "o-", ms=4)
+            (below,) = ax.plot([], [], "v", ms=8, color="tab:red")
+            (above,) = ax.plot([], [], "^", ms=8, color="tab:red")
+            self.artists[name] = (line, below, above)
+        self.ax_grad.text(
+            0.02,
+            0.93,
+            "red triangles: beyond the axis, pinned to its edge",
+            transform=self.ax_grad.transAxes,
+            fontsize=9,
+            color="tab:red",
+        )
+        controls = {
+            "depth": slider("depth (blocks)", 24, 1, self.MAX_DEPTH),
+            "residual": checkbox("residual (x + ...)", True),
+            "norm": dropdown("norm", self.NORMS, "layer"),
+            "prenorm": toggle_buttons(
+                "norm placement", (("pre-norm", True), ("post-norm", False)), True
+            ),
+        }
+        dynamic = [artist for group in self.artists.values() for artist in group]
+        super().__init__(controls, fig, dynamic=dynamic)
+
+    def update(self) -> None:
+        v = self.values()
+        hidden = self.hidden[(v["norm"], v["prenorm"], v["residual"])][: v["depth"] + 1]
+        with one_thread():
+            grads = gradient_reaching(hidden, self.probe)
+        self.profile = StackProfile(grads, activation_scales(hidden))
+        layers = list(range(1, v["depth"] + 1))
+        for name, values, limits in (
+            ("grad", self.profile.grad_norms, viz.GRAD_LIMITS),
+            ("scale", self.profile.act_scales, viz.SCALE_LIMITS),
+        ):
+            line, below, above = self.artists[name]
+            ys, low, high = viz.pin_to_limits(values, limits)
+            line.set_data(layers, ys)
+            line.set_color(self.COLORS[v["norm"]])
+            line.set_linestyle("-" if v["residual"] else "--")
+            line.set_marker("o" if v["prenorm"] else "s")
+            below.set_data(*viz.pinned_points(layers, ys, low))
+            above.set_data(*viz.pinned_points(layers, ys, high))
+        names = {norm: label for label, norm in self.NORMS}
+        self.show_readout(
+            f"{v['depth']} block(s), {'pre' if v['prenorm'] else 'post'}-norm, "
+            f"{names[v['norm']]}, residual {'on' if v['residual'] else 'off'}",
+            f": gradient at layer 1 = {grads[0]:.3g}, at layer {v['depth']} = {grads[-1]:.3g} "
+            f"(ratio {grads[0] / grads[-1]:.3g}); output RMS {self.profile.act_scales[-1]:.3g}",
+        )
+
+    def state(self) -> dict:
+        """Adds, per layer 1..depth, the gradient norms and activation scales computed
+        ("grad_norms", "act_scales") and as drawn, pinned to the axes' limits ("grad_line",
+        "scale_line"), the layers pinned below and above each axis, and the line's style."""
+        drawn = {}
+        for name, (line, below, above) in self.artists.items():
+            drawn[f"{name}_line"] = np.asarray(line.get_ydata(), dtype=float).copy()
+            drawn[f"{name}_pinned_below"] = [int(x) for x in below.get_xdata()]
+            drawn[f"{name}_pinned_above"] = [int(x) for x in above.get_xdata()]
+        line = self.artists["grad"][0]
+        return super().state() | drawn | {
+            "layers": [int(x) for x in line.get_xdata()],
+            "grad_norms": self.profile.grad_norms.numpy().copy(),
+            "act_scales": self.profile.act_scales.numpy().copy(),
+            "style": {
+                "color": line.get_color(), "linestyle": line.get_linestyle(),
+                "marker": line.get_marker(),
+            },
+        }  # fmt: skip
+
+    def settings(self) -> dict[str, list]:
+        return super().settings(depth=[1, 2, 4, 8, 16, 24, 32, 48])
