@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from course_lib.widgets import EXPLORERS, ConceptCheck, Explorer, SoftmaxExplorer
+from course_lib.widgets.base import STATIC_BUDGET
 from helpers import picture
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -52,7 +53,9 @@ def test_builds_with_no_arguments_and_states_what_it_shows(explorer):
 
 def test_settings_name_every_control_with_values_it_accepts(explorer):
     settings = explorer.settings()
-    assert list(settings) == list(explorer.controls)
+    typed = [n for n, c in explorer.controls.items() if isinstance(c, ipywidgets.Text)]
+    assert list(settings) == [n for n in explorer.controls if n not in typed]
+    assert math.prod(len(values) for values in settings.values()) <= STATIC_BUDGET
     for name, values in settings.items():
         control = explorer.controls[name]
         start = control.value
@@ -150,3 +153,16 @@ def test_concept_check_reveals_the_answer_and_renders_without_widgets():
     assert "To keep scores &lt;moderate&gt;." in check.shown.value
     bundle = check._repr_mimebundle_()
     assert "<details>" in bundle["text/html"] and bundle["text/plain"].startswith("ConceptCheck")
+
+
+def test_the_picture_has_a_text_alternative_in_numbers(explorer):
+    """Its title (what a screen reader reads for it) says what kind of picture, then numbers."""
+    alt = explorer.state()["alt"]
+    assert alt.startswith(type(explorer).PICTURE) and explorer.state()["readout"] in alt
+    assert any(ch.isdigit() for ch in explorer.state()["readout"])
+    assert explorer.image.tooltip == alt
+    name, values = next(iter(explorer.settings().items()))
+    explorer.controls[name].value = (
+        values[-1] if values[-1] != explorer.values()[name] else values[0]
+    )
+    assert explorer.image.tooltip == explorer.state()["alt"]  # it follows every change

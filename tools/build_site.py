@@ -2,13 +2,15 @@
 
 Usage: python tools/build_site.py OUT_DIR NOTEBOOK...
 
-Each explorer shows the PNG of its starting state from its display bundle (nbconvert skips
-the widget view when a notebook stores no widget state, which tools/run_notebooks.py ensures),
-and each concept check shows its question with the answer folded away. Links between
-lessons point at the rendered pages, and index.html lists them in order.
+Each explorer still responds: the build runs it through the settings it lists
+(tools/static_explorers.py) and the page switches between those pictures with a few lines of
+JavaScript from site_template/explorers.js, inlined. Each concept check shows its question
+with the answer folded away. Links between lessons point at the rendered pages, and
+index.html lists them in order.
 
-The pages load no JavaScript at all: formulas are converted from TeX to MathML here
-(latex2mathml), which browsers draw natively, instead of nbconvert's MathJax from a CDN.
+The pages load no JavaScript from anywhere: the only script is the inlined one above, and
+formulas are converted from TeX to MathML here (latex2mathml), which browsers draw natively,
+instead of nbconvert's MathJax from a CDN.
 """
 
 import html
@@ -19,11 +21,23 @@ from pathlib import Path
 import nbformat
 from latex2mathml.converter import convert
 from nbconvert import HTMLExporter
+from static_explorers import explorer_figure
+
+from course_lib import widgets
 
 LESSON_LINK = re.compile(r'href="(\d\d_[\w-]+)\.ipynb(#[^"]*)?"')
 TEMPLATE = Path(__file__).resolve().parent / "site_template" / "course_site.html.j2"
 CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)  # left as they are: no math in code
 MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+EXPLORER_REPR = re.compile(r"^(\w+Explorer)\(controls: ")
+SCRIPT = (Path(__file__).resolve().parent / "site_template" / "explorers.js").read_text()
+# explorers a lesson builds from its own live state: the static page shows the same explorer
+# built as a learner would without that state, and says so
+STAND_INS = {
+    "TrainedHeadsExplorer": "It shows the shipped rope-h4 checkpoint; the notebook shows the "
+    "model you trained in it. Typing your own sentence needs the notebook."
+}
 
 
 def math_to_mathml(markdown: str) -> str:
@@ -42,13 +56,34 @@ def math_to_mathml(markdown: str) -> str:
     return "".join(p if i % 2 else MATH.sub(one, p) for i, p in enumerate(pieces))
 
 
+def playable_explorers(nb, stem: str) -> int:
+    """Replace each explorer's stored picture with its static, playable stand-in; count them."""
+    count = 0
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            found = EXPLORER_REPR.match("".join(data.get("text/plain", "")))
+            if WIDGET_VIEW not in data or not found:
+                continue
+            name = found[1]
+            explorer = getattr(widgets, name)()
+            count += 1
+            output["data"] = {
+                "text/html": explorer_figure(explorer, f"{stem}-{count}", STAND_INS.get(name, ""))
+            }
+    return count
+
+
 def render(notebook: Path) -> str:
     """One lesson as a standalone HTML page, its links to other lessons made .html."""
     nb = nbformat.read(notebook, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = math_to_mathml(cell.source)
+    explorers = playable_explorers(nb, notebook.stem)
     body, _ = HTMLExporter(template_file=str(TEMPLATE)).from_notebook_node(nb)
+    if explorers:
+        body = body.replace("</body>", f"<script>\n{SCRIPT}</script>\n</body>", 1)
     return LESSON_LINK.sub(lambda m: f'href="{m[1]}.html{m[2] or ""}"', body)
 
 

@@ -18,12 +18,26 @@ import base64
 import html
 
 import ipywidgets as widgets
+import traitlets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from course_lib import viz
 
 STYLE = {"description_width": "initial"}  # a control's description is never cut short
 MAX_SETTINGS = 16  # a control with at most this many values lists every one in settings()
+# every combination of the settings is one picture in a static page: at most this many each,
+# which keeps a lesson page within its 15 MB (tools/static_explorers.py)
+STATIC_BUDGET = 256
+
+
+class Picture(widgets.Image):
+    """An explorer's picture, whose tooltip is its text alternative (the title screen readers read).
+
+    ipywidgets 8's front end reads a widget's description before it sets the tooltip, and an
+    Image has none: the view fails to render. An empty description lets the title through.
+    """
+
+    description = traitlets.Unicode("").tag(sync=True)
 
 
 class Explorer:
@@ -35,7 +49,12 @@ class Explorer:
     static parts (axis limits, tick labels) calls `self.invalidate()` in `update()`,
     and the next redraw is a full one. Numbers go in the readout line, not the figure:
     drawing text costs more than the plot.
+
+    The picture's text alternative (its title, which screen readers read out) is PICTURE, what
+    kind of picture it is, followed by the readout, which says in numbers what it shows.
     """
+
+    PICTURE = "Explorer picture"  # each explorer says what its picture is
 
     def __init__(self, controls: dict, fig, dynamic=(), above_readout=()):
         self.controls = controls
@@ -49,7 +68,7 @@ class Explorer:
         self._readout = ""  # the readout as plain text, for state()
         self.readout = widgets.HTML()
         # natural size, never stretched to the cell's width (a stretched PNG looks blurry)
-        self.image = widgets.Image(format="png", layout={"align_self": "flex-start"})
+        self.image = Picture(format="png", layout={"align_self": "flex-start"})
         row = widgets.HBox(list(controls.values()), layout={"flex_flow": "row wrap"})
         self.widget = widgets.VBox([row, *above_readout, self.readout, self.image])
         self.update()
@@ -79,14 +98,21 @@ class Explorer:
     def state(self) -> dict:
         """What the explorer shows now: control values, the readout as plain text, and (in
         subclasses) the numbers in the picture, as plain Python and numpy values."""
-        return {"values": self.values(), "readout": self._readout}
+        return {"values": self.values(), "readout": self._readout, "alt": self.describe()}
+
+    def describe(self) -> str:
+        """The picture in words, for readers who cannot see it: its kind, then its numbers."""
+        return f"{self.PICTURE}. {self._readout}"
 
     def settings(self, **chosen) -> dict[str, list]:
         """For each control, the values a static page precomputes: a subclass passes its own
-        lists for some controls as `chosen`, the others come from `control_settings`."""
+        lists for some controls as `chosen`, the others come from `control_settings`. A control
+        that a static page cannot offer (a box to type into) is left out by passing None.
+        Every combination is one picture: their number stays within STATIC_BUDGET."""
         return {
             name: list(chosen[name]) if name in chosen else control_settings(c, self._start[name])
             for name, c in self.controls.items()
+            if name not in chosen or chosen[name] is not None
         }
 
     def every(self, name: str, step: int) -> list:
@@ -107,7 +133,12 @@ class Explorer:
             self.canvas.restore_region(self._background)
         for artist in self.dynamic:
             self.fig.draw_artist(artist)
-        self.image.value = viz.canvas_png(self.canvas)
+        self.show_picture(viz.canvas_png(self.canvas))
+
+    def show_picture(self, png: bytes) -> None:
+        """Hand a new picture to the image widget, with its text alternative."""
+        self.image.value = png
+        self.image.tooltip = self.describe()
 
     def _on_change(self, change) -> None:
         self.update()
@@ -185,12 +216,14 @@ def checkbox(description: str, value: bool):
     return widgets.Checkbox(value=value, description=description, style=STYLE)
 
 
-def dropdown(description: str, options, value, width: str | None = None):
-    """A menu of named choices, for longer lists or longer names (lessons 01-06)."""
-    layout = {} if width is None else {"layout": {"width": width}}
-    return widgets.Dropdown(
-        options=options, value=value, description=description, style=STYLE, **layout
-    )
+def choice_buttons(description: str, options, value):
+    """Named choices as buttons, each as wide as its name (lessons 03-06).
+
+    Not a dropdown: in JupyterLab the arrow keys of a focused dropdown move between notebook
+    cells instead of choosing, so a learner without a mouse could not use it. Buttons are
+    reached with Tab and pressed with Space or Enter.
+    """
+    return toggle_buttons(description, options, value, button_width="auto")
 
 
 def text_box(description: str, placeholder: str, width: str | None = None):

@@ -9,6 +9,8 @@ from course_lib.widgets.base import Explorer, slider
 class SoftmaxExplorer(Explorer):
     """Lesson 00: scale a row of scores up and down and watch softmax sharpen or flatten."""
 
+    PICTURE = "Bar chart of the softmax weights of five words"
+
     SHARPNESS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)  # for a static page
 
     def __init__(

@@ -12,13 +12,18 @@ from course_lib.attention import (
     scaled_dot_product_attention,
     toy_embeddings,
 )
-from course_lib.widgets.base import Explorer, checkbox, choice_slider, dropdown, slider
+from course_lib.widgets.base import Explorer, checkbox, choice_slider, slider
 
 TOY_SENTENCE = ("the", "cat", "chased", "the", "mouse", "because", "it", "was", "hungry")
 
 
 class AttentionExplorer(Explorer):
     """Lesson 01: pick a query token; see its weights beside the whole map (random projections)."""
+
+    PICTURE = (
+        "Attention map of the sentence (rows queries, columns keys, brighter is more weight) "
+        "with the chosen query's weights as bars"
+    )
 
     WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -36,7 +41,7 @@ class AttentionExplorer(Explorer):
         self.ax_map.add_patch(self.row_box)
         self.ax_map.set_title("every query (rows) over every key")
         controls = {
-            "query": dropdown(
+            "query": choice_slider(  # positions in order: arrow keys walk along the sentence
                 "query token", [(f"{i}: {w}", i) for i, w in enumerate(self.words)], min(6, T - 1)
             ),
             "width": choice_slider("head width d", self.WIDTHS, 8),
@@ -79,3 +84,7 @@ class AttentionExplorer(Explorer):
             "outlined_row": int(self.row_box.get_y()),
             "title": self.ax_bars.get_title(),
         }
+
+    def settings(self) -> dict[str, list]:
+        """Every query and the causal switch; widths 1, 4, 8 and 64, seeds 0-2: 216 settings."""
+        return super().settings(width=[1, 4, 8, 64], seed=[0, 1, 2])

@@ -11,6 +11,11 @@ from course_lib.widgets.base import Explorer, checkbox, choice_slider
 class ScalingExplorer(Explorer):
     """Lesson 02: grow d_k with and without the 1/sqrt(d_k) scale; watch softmax saturate."""
 
+    PICTURE = (
+        "Three panels: one attention map, a histogram of the scores the softmax sees, and the"
+        " typical gradient against d_k with and without the scale"
+    )
+
     D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
     EDGES = torch.linspace(-48, 48, 33)  # histogram bins 3 wide; scores beyond sit in the end bins
 

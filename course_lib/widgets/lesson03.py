@@ -5,7 +5,7 @@ import torch
 
 from course_lib import viz
 from course_lib.attention import one_thread
-from course_lib.widgets.base import Explorer, dropdown, toggle_buttons
+from course_lib.widgets.base import Explorer, choice_buttons, toggle_buttons
 
 # validation rows whose first sentence is short and leans on one skill: a song (previous
 # token), round brackets, quotes, and a subject behind two distractor nouns
@@ -41,6 +41,11 @@ class HeadsExplorer(Explorer):
     score from the model's card; the heading carries its validation loss. Up to four heads
     fill one row, and the picture then stops below it.
     """
+
+    PICTURE = (
+        "Attention maps of every head of one layer of the trained model on one sentence (rows"
+        " queries, columns keys)"
+    )
 
     HEADS = (1, 2, 4, 8)
     NCOLS = 4
@@ -88,9 +93,8 @@ class HeadsExplorer(Explorer):
         controls = {
             "heads": toggle_buttons("heads H", [(str(H), H) for H in self.HEADS], 4),
             "layer": toggle_buttons("layer", [(str(i), i) for i in range(num_layers)], 0),
-            "example": dropdown(
-                "sentence", [(label, i) for i, (label, _) in enumerate(self.examples)], 0,
-                width="340px",
+            "example": choice_buttons(
+                "sentence", [(label, i) for i, (label, _) in enumerate(self.examples)], 0
             ),
         }  # fmt: skip
         self._bases = {}  # H -> the picture of H empty axes, heading and colour bar
@@ -135,7 +139,7 @@ class HeadsExplorer(Explorer):
         for image in self.images[:H]:
             self.fig.draw_artist(image)
         height = self.one_row_height if H <= self.NCOLS else None
-        self.image.value = viz.canvas_png(self.canvas, height)
+        self.show_picture(viz.canvas_png(self.canvas, height))
 
     def _arrange(self, H: int, example: int) -> None:
         """Show H axes (a row of up to four, then a second row) sized for the example."""

@@ -17,6 +17,11 @@ from course_lib.widgets.base import Explorer, choice_slider, slider, toggle_butt
 class PositionExplorer(Explorer):
     """Lesson 04: pick a position and a width; see its sinusoidal encoding and its similarities."""
 
+    PICTURE = (
+        "Two plots: the position's sinusoidal encoding pair by pair, and its cosine "
+        "similarity to every position"
+    )
+
     WIDTHS = (8, 16, 32, 64, 128)
 
     def __init__(self, T: int = 64):
@@ -83,7 +88,7 @@ class PositionExplorer(Explorer):
         }
 
     def settings(self) -> dict[str, list]:
-        return super().settings(position=self.every("position", 4))
+        return super().settings(position=self.every("position", 8))
 
 
 class RopeExplorer(Explorer):
@@ -96,6 +101,11 @@ class RopeExplorer(Explorer):
     function of the offset m - n, key held at n + s (positions below 0 are allowed: sin
     and cos take any angle).
     """
+
+    PICTURE = (
+        "Two plots: pair 0 of the query and key as arrows, and the score q . k against the "
+        "offset m - n"
+    )
 
     D = 16
     OFFSETS = torch.arange(-31, 32)  # (63,)
@@ -224,7 +234,7 @@ class RopeExplorer(Explorer):
         }
 
     def settings(self) -> dict[str, list]:
-        """Positions every 8th, the shift every 16th: 504 settings in all."""
+        """Positions every 16th (and where they start), the shift every 48th: 96 settings."""
         return super().settings(
-            m=self.every("m", 8), n=self.every("n", 8), shift=self.every("shift", 16)
+            m=self.every("m", 16), n=self.every("n", 16), shift=self.every("shift", 48)
         )

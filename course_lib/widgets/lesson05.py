@@ -12,7 +12,7 @@ from course_lib.block import (
     gradient_reaching,
     run_stack,
 )
-from course_lib.widgets.base import Explorer, checkbox, dropdown, slider, toggle_buttons
+from course_lib.widgets.base import Explorer, checkbox, choice_buttons, slider, toggle_buttons
 
 
 class BlockExplorer(Explorer):
@@ -24,6 +24,11 @@ class BlockExplorer(Explorer):
     the first d blocks of a 48-block forward pass, so a change needs only the backward
     pass from block d down. The stack is tiny (D = 16, 2 heads, 2 sequences of 8 tokens).
     """
+
+    PICTURE = (
+        "Two log-scale plots against layer: the gradient reaching each layer, and the size "
+        "(RMS) of each layer's output"
+    )
 
     MAX_DEPTH = 48
     NORMS = (("layer norm", "layer"), ("batch norm", "batch"), ("no norm", "none"))
@@ -71,7 +76,7 @@ class BlockExplorer(Explorer):
         controls = {
             "depth": slider("depth (blocks)", 24, 1, self.MAX_DEPTH),
             "residual": checkbox("residual (x + ...)", True),
-            "norm": dropdown("norm", self.NORMS, "layer"),
+            "norm": choice_buttons("norm", self.NORMS, "layer"),
             "prenorm": toggle_buttons(
                 "norm placement", (("pre-norm", True), ("post-norm", False)), True
             ),

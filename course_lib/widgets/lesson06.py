@@ -10,7 +10,14 @@ from matplotlib.patches import Rectangle
 
 from course_lib import viz
 from course_lib.attention import one_thread
-from course_lib.widgets.base import Explorer, checkbox, dropdown, slider, text_box, toggle_buttons
+from course_lib.widgets.base import (
+    Explorer,
+    checkbox,
+    choice_buttons,
+    slider,
+    text_box,
+    toggle_buttons,
+)
 
 # short sentences that each lean on one skill, and one that needs all three
 TRAINED_EXAMPLES = {
@@ -43,6 +50,11 @@ class TrainedHeadsExplorer(Explorer):
     Examples are run once at construction; a typed sentence costs one forward pass. Marks on
     the map are the (query, key) cells each detector scores: a head doing that job lights them.
     """
+
+    PICTURE = (
+        "Attention map of one head of the trained model on the sentence (rows queries, "
+        "columns keys), with the chosen query's weights as bars"
+    )
 
     MAX_T = 32
 
@@ -79,7 +91,7 @@ class TrainedHeadsExplorer(Explorer):
         self.ax_bars.set_ylabel("attention weight")
         self.ax_bars.set_xlabel("key position")
         controls = {
-            "example": dropdown("example", list(self.examples), first),
+            "example": choice_buttons("example", list(self.examples), first),
             "sentence": text_box(
                 "your sentence", "or type a sentence in the toy vocabulary, then Enter", "560px"
             ),
@@ -183,8 +195,9 @@ class TrainedHeadsExplorer(Explorer):
         }
 
     def settings(self) -> dict[str, list]:
-        """The sample sentences for the text box (and "", none typed); every 4th query."""
-        return super().settings(sentence=["", *SAMPLE_SENTENCES], query=self.every("query", 4))
+        """Every example, layer and head, every 8th query: 192 settings. Typing a sentence
+        needs a kernel, so a static page leaves the text box out."""
+        return super().settings(sentence=None, query=self.every("query", 8))
 
     def _set_static(self, entry: dict) -> None:
         """Size and marks of a new sentence; its tick labels are stamped by the next redraw."""
@@ -242,6 +255,11 @@ class AblationExplorer(Explorer):
     two ablations: a checkpoint trained without 1/sqrt(d), and (unticking "as trained") any
     checkpoint's own weights run with the scale flipped, see model.flip_scale.
     """
+
+    PICTURE = (
+        "Bar charts of the best head per detector and the validation loss, beside the table "
+        "of detector scores per head"
+    )
 
     SETTINGS = (
         ("RoPE, 4 heads (the recipe)", "rope-h4"),
@@ -305,7 +323,7 @@ class AblationExplorer(Explorer):
         self.ax_map.set_title("every head's score", fontsize=10)
         fig.colorbar(self.mesh, ax=self.ax_map)
         controls = {
-            "setting": dropdown("model", self.SETTINGS, "rope-h4"),
+            "setting": choice_buttons("model", self.SETTINGS, "rope-h4"),
             "scale": checkbox("1/sqrt(d) scale as trained (untick: flip it)", True),
         }
         super().__init__(

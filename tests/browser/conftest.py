@@ -151,11 +151,18 @@ def lab(tmp_path_factory, request):
 
 
 @pytest.fixture(scope="session")
-def browser_context(lab, tmp_path_factory, request):
+def playwright(request):
+    """One Playwright driver for the session: its sync API allows only one per process."""
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
-    playwright = sync_playwright().start()
-    request.addfinalizer(playwright.stop)
+    driver = sync_playwright().start()
+    request.addfinalizer(driver.stop)
+    return driver
+
+
+@pytest.fixture(scope="session")
+def browser_context(lab, playwright, tmp_path_factory, request):
     context = playwright.chromium.launch_persistent_context(
         str(tmp_path_factory.mktemp("chromium-profile")),  # a new, empty user-data-dir
         executable_path=str(CHROMIUM),
@@ -166,6 +173,16 @@ def browser_context(lab, tmp_path_factory, request):
     request.addfinalizer(context.close)
     context.set_default_timeout(30_000)
     return context
+
+
+@pytest.fixture(scope="session")
+def chromium(playwright, request):
+    """Headless Chromium with no server behind it, for pages opened from disk."""
+    browser = playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS
+    )
+    request.addfinalizer(browser.close)
+    return browser
 
 
 @pytest.fixture(scope="session")

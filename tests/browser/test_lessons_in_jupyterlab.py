@@ -181,6 +181,74 @@ def exercise_explorer(page, output, name: str, shots: Path, index: int) -> dict:
     return {"explorer": name, "changes": changes}
 
 
+FOCUS_IN = "(out, i) => out.querySelector(`[data-course-control='${i}']`)"
+FOCUS_IN += ".contains(document.activeElement)"
+
+
+def key_for(output, kind: str, i: int) -> list[str]:
+    """The keys that move control i by one step, as a learner without a mouse would press."""
+    control = output.locator(f"[data-course-control='{i}']")
+    if kind == "slider":
+        at_max = control.get_attribute("aria-valuenow") == control.get_attribute("aria-valuemax")
+        return ["ArrowLeft" if at_max else "ArrowRight"]
+    if kind == "dropdown":
+        last = control.evaluate("s => s.selectedIndex === s.options.length - 1")
+        return ["ArrowUp" if last else "ArrowDown"]
+    if kind == "toggle buttons":  # Tab from an active button to the next one, then press it
+        on_active = control.evaluate(
+            "g => g.contains(document.activeElement) && "
+            "document.activeElement.classList.contains('mod-active')"
+        )
+        on_last = control.evaluate(
+            "g => [...g.querySelectorAll('button')].pop() === document.activeElement"
+        )
+        return (["Shift+Tab" if on_last else "Tab"] if on_active else []) + ["Space"]
+    if kind in ("checkbox", "button"):
+        return ["Space"]
+    if kind == "radio":
+        return ["ArrowDown"]
+    raise AssertionError(f"no key for a {kind}")
+
+
+def exercise_by_keyboard(page, output, name: str) -> dict:
+    """Operate every control of one explorer with the keyboard alone.
+
+    Focus starts on the first control; Tab must reach each next control in order (a slider's
+    editable readout may come between), the keys move it, and the picture must change. The
+    picture's title, which screen readers read for it, must state what it shows in numbers.
+    """
+    output.scroll_into_view_if_needed()
+    kinds = output.evaluate(LABEL_CONTROLS)
+    controls = [(i, k) for i, k in enumerate(kinds) if k not in ("part", "text")]
+    images = output.locator("img.widget-image").element_handles()
+    start_at = output.locator(f"[data-course-control='{controls[0][0]}']")
+    if controls[0][1] == "toggle buttons":  # the group: its first button takes the focus
+        start_at = start_at.locator("button").first
+    start_at.focus()
+    changes = []
+    for n, (i, kind) in enumerate(controls):
+        for _ in range(4):  # Tab on to this control
+            if output.evaluate(FOCUS_IN, i):
+                break
+            page.keyboard.press("Tab")
+        assert output.evaluate(FOCUS_IN, i), f"{name}: Tab did not reach control {n} ({kind})"
+        before = [image.get_attribute("src") for image in images]
+        start = time.perf_counter()
+        for key in key_for(output, kind, i):
+            page.keyboard.press(key)
+        try:
+            page.wait_for_function(
+                PICTURE_CHANGED, arg=[images, before], timeout=PICTURE_TIMEOUT_MS, polling=20
+            )
+        except PlaywrightTimeout as error:
+            raise AssertionError(f"{name}: keys on a {kind} did not change the picture") from error
+        changes.append({"control": kind, "seconds": round(time.perf_counter() - start, 3)})
+    for image in images:
+        title = image.get_attribute("title") or ""
+        assert re.search(r"\d", title), f"{name}: the picture's text alternative is {title!r}"
+    return {"explorer": name, "keyboard": changes}
+
+
 def exercise_concept_check(page, output, shot: Path) -> None:
     shown = output.locator(".widget-html-content")
     filled = "els => els.filter(e => e.innerText.trim()).length"
@@ -311,7 +379,9 @@ def test_lesson_runs_and_every_explorer_responds(path, tabs, artefacts):
             f"JupyterLab shows {explorers.count()} explorers, the notebook stores "
             f"{len(facts['explorers'])}"
         )
-        report = [
+        # one explorer per lesson by keyboard alone, then every explorer by mouse
+        report = [exercise_by_keyboard(page, explorers.nth(0), facts["explorers"][0])]
+        report += [
             exercise_explorer(page, explorers.nth(i), name, shots, i + 1)
             for i, name in enumerate(facts["explorers"])
         ]

@@ -1,24 +1,32 @@
-"""Lessons read without a kernel (nbconvert, GitHub, nbviewer): explorers still show a picture.
+"""The lessons as static pages (`make html`), read with no kernel: explorers still respond.
 
-Renders every lesson with tools/build_site.py (what `make html` runs) into a temporary folder
-and looks for each explorer's stored PNG and each concept check's HTML in the page.
+The site is built once (tools/build_site.py, what `make html` runs) into artefacts/site/.
+Checks on the files need no browser: every lesson rendered and listed, links between lesson
+pages, formulas as MathML, no script from anywhere but the one the course inlines, each page
+within its size budget. Then Chromium opens each page from disk, with no server: it loads
+within the time budget, every control of every explorer changes the picture (operated by
+keyboard only), every picture has a text alternative, and the picture for a setting is
+byte for byte the one the live explorer draws for that setting.
 """
 
+import base64
 import json
 import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-# builds the site from the stored outputs: the same on every kernel path
-pytestmark = [pytest.mark.slow, pytest.mark.path_independent]
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+SITE = ROOT / "artefacts" / "site"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-PROGRESS_BAR = re.compile(r"^\w[\w ]*: +\d+%\|")
+EXPLORER_REPR = re.compile(r"^(\w+Explorer)\(controls: ")
+PAGE_BUDGET_BYTES = 15 * 1024 * 1024
+LOAD_BUDGET_S = 2.0
 
 
 def widget_outputs(path: Path) -> list[dict]:
@@ -31,15 +39,23 @@ def widget_outputs(path: Path) -> list[dict]:
     ]
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
+def explorers_in(path: Path) -> list[str]:
+    names = [EXPLORER_REPR.match("".join(d.get("text/plain", ""))) for d in widget_outputs(path)]
+    return [m[1] for m in names if m]
+
+
+@pytest.fixture(scope="session")
+def site():
+    shutil.rmtree(SITE, ignore_errors=True)
     subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_site.py"), str(out), *map(str, LESSONS)],
+        [sys.executable, str(ROOT / "tools" / "build_site.py"), str(SITE), *map(str, LESSONS)],
         check=True,
         capture_output=True,
     )
-    return out
+    return SITE
+
+
+# ---------------------------------------------------------------- the files
 
 
 def test_every_lesson_is_rendered_and_listed(site):
@@ -50,22 +66,14 @@ def test_every_lesson_is_rendered_and_listed(site):
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_every_widget_has_a_picture_or_text_where_widgets_cannot_run(path, site):
+def test_every_explorer_is_playable_and_every_other_widget_shows_its_fallback(path, site):
     page = (site / f"{path.stem}.html").read_text()
-    # a tqdm progress bar is a widget too, but not a picture a reader needs: the lesson prints
-    # the numbers it ends with in an ordinary cell
-    outputs = [d for d in widget_outputs(path) if not PROGRESS_BAR.search("".join(d["text/plain"]))]
-    explorers = [data for data in outputs if "image/png" in data]
-    assert all("image/png" in data or "text/html" in data for data in outputs), (
-        "a widget output with no image/png or text/html fallback shows as an empty cell"
-    )
-    for data in explorers:
-        png = "".join(data["image/png"]).replace("\n", "")
-        assert f'src="data:image/png;base64,{png}"' in page, (
-            f"{''.join(data['text/plain'])}: its starting picture is missing from the HTML"
-        )
-    for data in outputs:
-        if "image/png" not in data:
+    found = re.findall(r'<figure class="course-explorer" data-explorer="(\w+)"', page)
+    assert found == explorers_in(path)
+    assert page.count("This page shows") == len(found)  # says it is precomputed, beside each
+    others = [d for d in widget_outputs(path) if not EXPLORER_REPR.match("".join(d["text/plain"]))]
+    for data in others:  # concept checks: their question and folded answer, as HTML
+        if "text/html" in data:
             assert "".join(data["text/html"]) in page
     assert f'<script type="{WIDGET_VIEW}">' not in page, (
         "nbconvert chose a live widget view (the notebook stores widget state?): "
@@ -80,15 +88,23 @@ def test_links_between_lessons_point_at_rendered_pages(path, site):
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_pages_load_no_javascript_and_show_formulas_as_mathml(path, site):
+def test_only_the_inlined_course_script_and_formulas_as_mathml(path, site):
     page = (site / f"{path.stem}.html").read_text()
-    assert "<script" not in page, "a page must not fetch JavaScript (nbconvert's CDN scripts)"
+    scripts = re.findall(r"<script\b([^>]*)>", page)
+    assert all("src=" not in attributes for attributes in scripts), "no script from elsewhere"
+    code = [a for a in scripts if 'type="application/json"' not in a]
+    assert len(code) == (1 if explorers_in(path) else 0)  # explorers.js, once
     nb = json.loads(path.read_text())
     markdown = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     formulas = len(re.findall(r"\$\$.+?\$\$|\$[^$\n]+?\$", markdown, re.S))
     assert page.count("<math ") >= formulas
-    text = re.sub(r"<(pre|code)\b.*?</\1>", "", page, flags=re.S)
+    text = re.sub(r"<(pre|code|script)\b.*?</\1>", "", page, flags=re.S)
     assert "$$" not in text and not re.search(r"\\(frac|sqrt|operatorname)\b", text)
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_each_page_is_within_its_size_budget(path, site):
+    assert (site / f"{path.stem}.html").stat().st_size < PAGE_BUDGET_BYTES
 
 
 def test_math_in_code_is_left_alone():
@@ -100,3 +116,95 @@ def test_math_in_code_is_left_alone():
     out = math_to_mathml("cost `$5` and $d_k$, then\n$$\\sqrt{d_k}$$\n```\n$HOME\n```")
     assert "`$5`" in out and "```\n$HOME\n```" in out
     assert out.count("<math ") == 2 and 'display="block"' in out and "<msqrt>" in out
+
+
+# ---------------------------------------------------------------- in Chromium, from disk
+
+
+@pytest.fixture(scope="module")
+def page(chromium):
+    page = chromium.new_page(viewport={"width": 1280, "height": 1000})
+    page.set_default_timeout(15_000)
+    yield page
+    page.close()
+
+
+def shown(figure) -> str:
+    return figure.locator("img.course-picture").get_attribute("src")
+
+
+def press_to_change(page, control) -> None:
+    """Operate one control with the keyboard only, as a learner without a mouse would."""
+    control.focus()
+    kind = control.evaluate("el => el.type || el.tagName.toLowerCase()")
+    if kind == "checkbox":
+        page.keyboard.press("Space")
+    elif kind == "range":
+        at_end = control.evaluate("el => Number(el.value) === Number(el.max)")
+        page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+    else:  # a <select>: the next option, or the previous one at the end of the list
+        at_end = control.evaluate("el => el.selectedIndex === el.options.length - 1")
+        page.keyboard.press("ArrowUp" if at_end else "ArrowDown")
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_page_loads_from_disk_and_every_control_changes_the_picture(path, site, page):
+    start = time.perf_counter()
+    page.goto((site / f"{path.stem}.html").as_uri(), wait_until="load")
+    loaded = time.perf_counter() - start
+    assert loaded < LOAD_BUDGET_S, f"{path.stem}: {loaded:.2f} s to load"
+    figures = page.locator("figure.course-explorer")
+    assert figures.count() == len(explorers_in(path))
+    for f in range(figures.count()):
+        figure = figures.nth(f)
+        picture = figure.locator("img.course-picture")
+        assert picture.get_attribute("alt").strip(), "every picture needs a text alternative"
+        controls = figure.locator("[data-control]")
+        data = json.loads(figure.locator("script.course-explorer-data").text_content())
+        assert controls.count() == len(data["labels"]) > 0
+        for c in range(controls.count()):
+            control = controls.nth(c)
+            label = control.evaluate(
+                "el => (el.labels && el.labels[0] ? el.labels[0].textContent : '').trim()"
+            )
+            assert label, "every control has a visible label"
+            before, alt_before = shown(figure), picture.get_attribute("alt")
+            press_to_change(page, control)
+            after = shown(figure)
+            readout = figure.locator(".course-readout").inner_text()
+            assert after != before or picture.get_attribute("alt") != alt_before, (
+                f"{figure.get_attribute('data-explorer')}: control {label!r} changed nothing"
+            )
+            assert readout.strip()
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_the_picture_for_a_setting_is_the_live_explorers(path, site, page):
+    """Pick a setting in the page, build the explorer in Python, set it there: same PNG."""
+    from course_lib import widgets
+
+    page.goto((site / f"{path.stem}.html").as_uri(), wait_until="load")
+    figures = page.locator("figure.course-explorer")
+    for f in range(figures.count()):
+        figure = figures.nth(f)
+        data = json.loads(figure.locator("script.course-explorer-data").text_content())
+        controls = figure.locator("[data-control]")
+        for c in range(controls.count()):  # one step on every control, then compare
+            press_to_change(page, controls.nth(c))
+        key = ",".join(
+            str(controls.nth(c).evaluate(
+                "el => el.type === 'checkbox' ? JSON.parse(el.dataset.order)[el.checked ? 1 : 0]"
+                " : Number(el.value)"
+            ))
+            for c in range(controls.count())
+        )  # fmt: skip
+        explorer = getattr(widgets, figure.get_attribute("data-explorer"))()
+        settings = explorer.settings()
+        for name, index in zip(settings, map(int, key.split(",")), strict=True):
+            explorer.controls[name].value = settings[name][index]
+        src = shown(figure)
+        assert src == "data:image/png;base64," + data["pictures"][key]["png"]
+        assert base64.b64decode(src.split(",", 1)[1]) == bytes(explorer.image.value), (
+            f"{figure.get_attribute('data-explorer')} at {explorer.values()}: the page's "
+            "picture is not what the live explorer draws"
+        )
