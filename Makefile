@@ -50,13 +50,17 @@ $(LAB_OVERRIDES): tools/jupyterlab/overrides.json $(STAMP)
 workspace: $(STAMP)
 	$(PY) -m course_lib.workspace notebooks workspace
 
+# the course's server extension: TCP_NODELAY on kernel websockets (course_server/)
+LAB_EXTENSIONS := '--ServerApp.jpserver_extensions={"course_server": True}'
+
 lab: workspace $(LAB_OVERRIDES)
 	@echo "JupyterLab on http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$(TOKEN)"
 	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) \
 		--ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--IdentityProvider.token=$(TOKEN) --ServerApp.root_dir=workspace \
 		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.news_url=None \
-		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+		$(LAB_EXTENSIONS)
 
 # -rs prints why anything was skipped (e.g. the browser test without Chromium: one line)
 # unit tests and notebooks on two workers, whole files each (--dist loadfile keeps one

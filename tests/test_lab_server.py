@@ -1,0 +1,82 @@
+"""The JupyterLab that `make lab` starts: its kernel websockets have Nagle's algorithm off.
+
+Starts `make lab` itself on a free port with a random token, opens a kernel and its websocket
+as a browser would, and reads back from the server (course_server's /api/course/nodelay)
+that the socket has TCP_NODELAY set. The server is stopped at the end, kernels included.
+"""
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from tornado.websocket import websocket_connect
+
+pytestmark = [pytest.mark.slow, pytest.mark.path_independent]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab():
+    port, token = free_port(), secrets.token_hex(16)
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    process = subprocess.Popen(
+        ["make", "--no-print-directory", "lab", f"PORT={port}", f"TOKEN={token}"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+
+    def api(path, method="GET"):
+        request = urllib.request.Request(f"{base}{path}?token={token}", method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            api("/api/status")
+            break
+        except OSError:
+            assert process.poll() is None, "make lab exited"
+            assert time.monotonic() < deadline, "make lab's server did not answer in 120 s"
+            time.sleep(0.5)
+    yield api, f"ws://127.0.0.1:{port}", token
+    try:
+        api("/api/shutdown", method="POST")
+        process.wait(timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def test_make_lab_sets_tcp_nodelay_on_kernel_websockets(lab):
+    api, ws_base, token = lab
+    assert api("/api/course/nodelay") == {"kernel_websockets": 0, "nodelay": 0}
+    kernel = api("/api/kernels", method="POST")
+
+    async def connect():
+        url = f"{ws_base}/api/kernels/{kernel['id']}/channels?token={token}"
+        connection = await websocket_connect(url)
+        connection.close()
+
+    asyncio.run(connect())
+    counts = api("/api/course/nodelay")
+    api(f"/api/kernels/{kernel['id']}", method="DELETE")
+    assert counts["kernel_websockets"] == 1
+    assert counts["nodelay"] == 1, "the kernel websocket's socket does not have TCP_NODELAY set"
