@@ -22,12 +22,76 @@ from PIL import Image
 
 DPI = 80  # small PNGs keep explorers fast; still sharp at notebook width
 
+# Colour that everyone can read. Lines and bars take the Okabe-Ito palette, which stays
+# distinct with the common colour-vision deficiencies (matplotlib's default puts red and
+# green side by side); every figure's axes cycle through it. Maps of values in 0..1 use
+# viridis, and signed values a diverging map centred on 0 (RdBu_r, -1..1).
+PALETTE = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#F0E442",  # yellow
+    "#000000",  # black
+)
+BLUE, ORANGE, GREEN, VERMILLION, PURPLE = PALETTE[:5]
+VIRIDIS_DARK = "#440154"  # viridis at 0: the background of an attention map
+
+# one colour per meaning, in every lesson (a label names its meaning, see `meaning`)
+COLOURS = {
+    "scaled": BLUE,  # lesson 02: scores divided by sqrt(d_k)
+    "q . k / sqrt(d_k)": BLUE,
+    "unscaled": VERMILLION,
+    "q . k": VERMILLION,
+    "RoPE": BLUE,  # lesson 04: how position gets in
+    "sinusoidal added": ORANGE,
+    "no positions": GREEN,
+    "q": BLUE,  # lesson 04: a query and a key
+    "k": ORANGE,
+    "layer norm": BLUE,  # lesson 05: the norm in a block
+    "batch norm": ORANGE,
+    "no norm": PURPLE,
+    "training": BLUE,  # lesson 06: loss curves
+    "validation": ORANGE,
+}
+# never meaning by colour alone: meanings drawn as lines in more than one picture also keep
+# one marker (lesson 05's explorer draws pre-norm filled, post-norm hollow)
+MARKERS = {
+    "scaled": "o",
+    "q . k / sqrt(d_k)": "o",
+    "unscaled": "s",
+    "q . k": "s",
+    "layer norm": "o",
+    "batch norm": "s",
+    "no norm": "D",
+}
+LINE_STYLES = ("-", "--", "-.", ":")  # for lines told apart by dash pattern
+LINE_MARKERS = ("o", "s", "^", "D", "v", "P")  # for lines told apart by marker
+
+
+def meaning(label: str) -> str | None:
+    """The meaning a legend label names, if COLOURS has one: the label itself, or its part
+    before ", " or " (" ("layer norm, residual off" -> "layer norm") (lessons 02-06)."""
+    for name in (label, label.split(", ")[0], label.split(" (")[0]):
+        if name in COLOURS:
+            return name
+    return None
+
+
+def colour(label: str):
+    """The course's colour for what a label names; None (the axes' next colour) otherwise."""
+    return COLOURS.get(meaning(label))
+
 
 def new_figure(width: float = 6.4, height: float = 4.0, ncols: int = 1, nrows: int = 1, **kw):
-    """A constrained-layout Figure and its axes (lesson 00)."""
+    """A constrained-layout Figure and its axes, which cycle through PALETTE (lesson 00)."""
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     kw.setdefault("squeeze", True)
     axes = fig.subplots(nrows, ncols, **kw)
+    for ax in np.atleast_1d(axes).flat:
+        ax.set_prop_cycle(color=PALETTE)
     return fig, axes
 
 
@@ -83,7 +147,9 @@ def draw_attention(ax, weights, query_labels=None, key_labels=None, *, annot=Fal
     return ax
 
 
-def attention_heatmap(weights, query_labels=None, key_labels=None, *, title=None, annot=None):
+def attention_heatmap(
+    weights, query_labels=None, key_labels=None, *, title=None, annot=None
+) -> Figure:
     """Figure of one attention weight matrix, rows = queries, columns = keys (lesson 01)."""
     data = _as_array(weights)
     size = max(3.5, 0.45 * data.shape[1] + 2.0)
@@ -123,7 +189,7 @@ def draw_weight_bars(ax, weights_row, key_labels, color="tab:blue"):
     return bars
 
 
-def influence_figure(rnn_influence, attention_influence):
+def influence_figure(rnn_influence, attention_influence) -> Figure:
     """Log-scale plot: how much the last output depends on an input d steps back (lesson 01)."""
     rnn = _numbers("rnn_influence", rnn_influence)
     attn = _numbers("attention_influence", attention_influence)
@@ -146,24 +212,42 @@ def influence_figure(rnn_influence, attention_influence):
 REFERENCE_STYLES = ("--", ":", "-.")  # dashed, dotted, dash-dotted
 
 
-def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4):
+def _markers(labels) -> dict:
+    """A marker for each label, all different (up to six): its meaning's own (MARKERS) where
+    no other label took it first, else the next one free."""
+    chosen = {}
+    for label in labels:
+        own = MARKERS.get(meaning(label))
+        if own is not None and own not in chosen.values():
+            chosen[label] = own
+    free = [m for m in LINE_MARKERS if m not in chosen.values()]
+    rest = [label for label in labels if label not in chosen]
+    return {label: chosen.get(label) or free[rest.index(label) % len(free)] for label in labels}
+
+
+def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4) -> Figure:
     """Side-by-side line plots sharing one x (lesson 02).
 
     panels: list of dicts with "title", "ylabel", "lines" ({label: y values}) and
     optionally "logy" (bool), "ylim" ((low, high)) and "dashed" ({label: y values}, up to
-    three grey reference lines: dashed, dotted, dash-dotted).
+    three grey reference lines: dashed, dotted, dash-dotted). A line whose label names a
+    meaning (COLOURS, MARKERS) takes its colour and marker; the others take the next ones.
     """
     xs = _numbers("x", x)
     if not panels:
         raise ValueError("panels: expected at least one panel, got none")
     fig, axes = new_figure(width or 4.2 * len(panels), height, ncols=len(panels))
     axes = [axes] if len(panels) == 1 else list(axes)
+    # a long line carries its marker every few points, so the legend can still match it
+    markevery = 1 if len(xs) <= 16 else max(1, len(xs) // 12)
     for ax, panel in zip(axes, panels, strict=True):
+        markers = _markers(panel["lines"])
         for label, ys in panel["lines"].items():
             ys = _numbers(label, ys)
             if len(ys) != len(xs):
                 raise ValueError(f"{label}: expected {len(xs)} values to match x, got {len(ys)}")
-            ax.plot(xs, ys, "o-" if len(xs) <= 16 else "-", ms=4, label=label)
+            style = {"marker": markers[label], "markevery": markevery, "color": colour(label)}
+            ax.plot(xs, ys, "-", ms=4, label=label, **style)
         # grey reference lines, each with its own dash pattern so the legend tells them apart
         dashed = panel.get("dashed", {})
         if len(dashed) > len(REFERENCE_STYLES):
@@ -210,7 +294,9 @@ def draw_head_map(ax, weights, labels=None, *, x_labels: bool = True, y_labels: 
     return image
 
 
-def head_grid(weights, labels, *, titles=None, ncols: int = 4, cell: float = 2.5, title=None):
+def head_grid(
+    weights, labels, *, titles=None, ncols: int = 4, cell: float = 2.5, title=None
+) -> Figure:
     """Figure: one attention map per head from (n, T, T) weights, ncols to a row (lesson 03).
 
     Token labels sit on the outer axes only: keys under the last row, queries left of the
@@ -241,7 +327,7 @@ def head_grid(weights, labels, *, titles=None, ncols: int = 4, cell: float = 2.5
     return fig
 
 
-def detector_heatmap(scores: dict, *, title=None):
+def detector_heatmap(scores: dict, *, title=None) -> Figure:
     """Figure: each detector's score per (layer, head), one annotated panel each (lesson 03).
 
     scores: {detector name: (layers, H) tensor or nested list}, e.g. a card's "detectors".
@@ -355,7 +441,7 @@ def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
     return ax
 
 
-def block_diagram(*, prenorm: bool = True, residual: bool = True, title=None):
+def block_diagram(*, prenorm: bool = True, residual: bool = True, title=None) -> Figure:
     """Figure of one transformer block as boxes and arrows (lesson 05)."""
     fig, ax = new_figure(10.5, 2.6)
     draw_block_diagram(ax, prenorm=prenorm, residual=residual)
@@ -399,22 +485,30 @@ def setup_depth_axes(ax_grad, ax_scale, max_depth: int):
     ax_scale.set_title("forward: activation scale after each layer")
 
 
-def depth_profile_figure(curves: dict):
+def depth_profile_figure(curves: dict) -> Figure:
     """Per-layer gradient norms and activation scales of several stacks, side by side (lesson 05).
 
     curves: {label: (grad_norms, act_scales)}, each a 1-D tensor or list over layers.
-    Values beyond the fixed axes are pinned to the edge and drawn as triangles.
+    Values beyond the fixed axes are pinned to the edge and drawn as triangles. As in the
+    explorer, a label that names a norm first ("layer norm, residual off") takes its colour
+    and marker, and one that says "residual off" is drawn dashed.
     """
     if not curves:
         raise ValueError("curves: expected at least one (grad_norms, act_scales) pair, got none")
     depth = max(len(_numbers(label, pair[0])) for label, pair in curves.items())
     fig, (ax_grad, ax_scale) = new_figure(11.0, 3.8, ncols=2)
     setup_depth_axes(ax_grad, ax_scale, depth)
+    others = _markers([label for label in curves if meaning(label) not in MARKERS])
     for label, (grads, scales) in curves.items():
+        style = {
+            "color": colour(label),
+            "marker": MARKERS.get(meaning(label)) or others[label],
+            "linestyle": "--" if "residual off" in label else "-",
+        }
         for ax, values, limits in ((ax_grad, grads, GRAD_LIMITS), (ax_scale, scales, SCALE_LIMITS)):
             ys, below, above = pin_to_limits(values, limits)
             layers = list(range(1, len(ys) + 1))
-            (line,) = ax.plot(layers, ys, "o-", ms=3, label=label)
+            (line,) = ax.plot(layers, ys, ms=3, label=label, **style)
             ax.plot(*pinned_points(layers, ys, below), "v", ms=7, color=line.get_color())
             ax.plot(*pinned_points(layers, ys, above), "^", ms=7, color=line.get_color())
     ax_grad.legend(fontsize=9, loc="lower right")
@@ -424,7 +518,7 @@ def depth_profile_figure(curves: dict):
 # ---------------------------------------------------------------- lesson 06
 
 
-def plot_history(history, *, smooth: int = 25):
+def plot_history(history, *, smooth: int = 25) -> Figure:
     """Loss curves and per-block gradient norms of a training run (lesson 06).
 
     history: what course_lib.train.train returns (step, train_loss, val_step, val_loss,
@@ -438,13 +532,11 @@ def plot_history(history, *, smooth: int = 25):
     window = max(1, min(int(smooth), len(loss)))
     running = loss.unfold(0, window, 1).mean(dim=1)  # (steps - window + 1,)
     fig, (ax_loss, ax_grad) = new_figure(11.0, 3.8, ncols=2)
-    ax_loss.plot(steps, loss, color="tab:blue", alpha=0.25, lw=0.8)
-    ax_loss.plot(
-        steps[window - 1 :], running, color="tab:blue", label=f"training (mean of {window})"
-    )
-    ax_loss.plot(
-        history.val_step, history.val_loss, "o-", color="tab:orange", ms=4, label="validation"
-    )
+    ax_loss.plot(steps, loss, color=COLOURS["training"], alpha=0.25, lw=0.8)
+    training = {"color": COLOURS["training"], "label": f"training (mean of {window})"}
+    ax_loss.plot(steps[window - 1 :], running, **training)
+    validation = {"color": COLOURS["validation"], "label": "validation"}
+    ax_loss.plot(history.val_step, history.val_loss, "o-", ms=4, **validation)
     ax_loss.set_xlabel("step")
     ax_loss.set_ylabel("cross-entropy loss (nats)")
     ax_loss.set_title("loss")
@@ -452,7 +544,8 @@ def plot_history(history, *, smooth: int = 25):
     ax_loss.grid(True, alpha=0.3)
     norms = torch.tensor(history.grad_norm)  # (steps, blocks)
     for block in range(norms.shape[1]):
-        ax_grad.plot(steps, norms[:, block], lw=0.8, label=f"block {block}")
+        style = LINE_STYLES[block % len(LINE_STYLES)]  # blocks told apart without colour too
+        ax_grad.plot(steps, norms[:, block], style, lw=0.8, label=f"block {block}")
     ax_grad.set_yscale("log")
     ax_grad.set_xlabel("step")
     ax_grad.set_ylabel("gradient norm (before clipping)")
@@ -465,7 +558,7 @@ def plot_history(history, *, smooth: int = 25):
 # ---------------------------------------------------------------- lesson 04
 
 
-def encoding_heatmap(pe, *, title="sinusoidal encoding"):
+def encoding_heatmap(pe, *, title="sinusoidal encoding") -> Figure:
     """Heatmap of a (T, D) positional encoding: rows positions, columns dimensions (lesson 04)."""
     data = pe.detach().cpu().numpy() if isinstance(pe, torch.Tensor) else pe
     if data.ndim != 2:
@@ -479,19 +572,29 @@ def encoding_heatmap(pe, *, title="sinusoidal encoding"):
     return fig
 
 
-def similarity_figure(sim, rows=(0, 16, 40)):
+def cosine_scale(values) -> dict:
+    """How to colour cosines: viridis on 0..1 when none is negative, else a diverging map
+    centred on 0 (RdBu_r, -1..1), so that white means 0 (lesson 04)."""
+    if float(torch.as_tensor(values).min()) >= 0:
+        return {"cmap": "viridis", "vmin": 0.0, "vmax": 1.0}
+    return {"cmap": "RdBu_r", "vmin": -1.0, "vmax": 1.0}
+
+
+def similarity_figure(sim, rows=(0, 16, 40)) -> Figure:
     """The (T, T) position similarity as a heatmap, and a few of its rows as curves (lesson 04)."""
     data = sim.detach().cpu() if isinstance(sim, torch.Tensor) else torch.as_tensor(sim)
     fig, (ax_map, ax_rows) = new_figure(11.0, 4.0, ncols=2, width_ratios=[1, 1.3])
-    image = ax_map.imshow(data.numpy(), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    scale = cosine_scale(data)
+    image = ax_map.imshow(data.numpy(), interpolation="nearest", **scale)
     fig.colorbar(image, ax=ax_map, shrink=0.85, label="cosine similarity")
     ax_map.set_xlabel("position")
     ax_map.set_ylabel("position")
     ax_map.set_title("every pair of positions")
-    for row in rows:
-        ax_rows.plot(data[row].numpy(), label=f"position {row}")
+    for i, row in enumerate(rows):  # each row its own colour and dash pattern
+        style = LINE_STYLES[i % len(LINE_STYLES)]
+        ax_rows.plot(data[row].numpy(), style, label=f"position {row}")
         ax_rows.axvline(row, color=ax_rows.lines[-1].get_color(), lw=0.8, ls=":")
-    ax_rows.set_ylim(-1.05, 1.05)
+    ax_rows.set_ylim(scale["vmin"] - 0.05, scale["vmax"] + 0.05)
     ax_rows.set_xlabel("other position")
     ax_rows.set_ylabel("cosine similarity")
     ax_rows.set_title("one row each: the peak is the position itself")
@@ -513,13 +616,15 @@ def setup_pair_axes(ax, limit: float, title="pair 0 of q and k"):
 
 
 def pair_arrow(ax, xy, **kw):
-    """A line from the origin to xy with a dot at its tip: a cheap, movable arrow (lesson 04)."""
+    """A line from the origin to xy with a dot (or another marker) at its tip: a cheap,
+    movable arrow (lesson 04)."""
     kw.setdefault("linestyle", "-")
-    (line,) = ax.plot([0, float(xy[0])], [0, float(xy[1])], marker="o", markevery=[1], **kw)
+    kw.setdefault("marker", "o")
+    (line,) = ax.plot([0, float(xy[0])], [0, float(xy[1])], markevery=[1], **kw)
     return line
 
 
-def rotated_pair_figure(pair, positions, theta: float = 1.0):
+def rotated_pair_figure(pair, positions, theta: float = 1.0) -> Figure:
     """One 2-D pair rotated by position * theta for a few positions, arrows from 0 (lesson 04)."""
     from course_lib.positional import rotate_pair
 
@@ -527,7 +632,8 @@ def rotated_pair_figure(pair, positions, theta: float = 1.0):
     positions = list(positions)
     fig, ax = new_figure(4.6, 4.4)
     setup_pair_axes(ax, 1.25 * float(pair.norm()), title=f"one pair rotated by p x {theta:g} rad")
-    colors = sns.color_palette("viridis", len(positions))
+    # viridis without its palest end: every arrow stands out on white
+    colors = sns.color_palette("viridis", len(positions) + 1)[: len(positions)]
     for p, color in zip(positions, colors, strict=True):
         xy = rotate_pair(pair, p * theta)
         pair_arrow(ax, xy, color=color, lw=2)
@@ -535,7 +641,7 @@ def rotated_pair_figure(pair, positions, theta: float = 1.0):
     return fig
 
 
-def length_generalisation_figure(curves: dict, train_len: int, *, smooth: int = 4):
+def length_generalisation_figure(curves: dict, train_len: int, *, smooth: int = 4) -> Figure:
     """Loss by position for several models, trained length shaded (lesson 04).
 
     curves: label -> (T-1,) mean loss of the prediction made at each position. Each curve
@@ -543,11 +649,13 @@ def length_generalisation_figure(curves: dict, train_len: int, *, smooth: int = 
     """
     fig, ax = new_figure(8.5, 3.8)
     ax.axvspan(-0.5, train_len - 0.5, color="0.92", label=f"trained length (t < {train_len})")
-    for label, values in curves.items():
+    for i, (label, values) in enumerate(curves.items()):
+        style = LINE_STYLES[i % len(LINE_STYLES)]  # told apart by dash pattern and colour
         values = torch.as_tensor(values, dtype=torch.float32)
         window = max(1, min(int(smooth), len(values)))
         running = values.unfold(0, window, 1).mean(dim=1)  # (T - window,)
-        ax.plot(torch.arange(window - 1, len(values)).numpy(), running.numpy(), label=label)
+        at = torch.arange(window - 1, len(values))  # (T - window + 1,)
+        ax.plot(at.numpy(), running.numpy(), style, color=colour(label), label=label)
     ax.set_xlabel("position t of the prediction")
     ax.set_ylabel(f"loss (nats, mean of {smooth} positions)")
     ax.set_title("loss by position on sequences 4x longer than in training")
@@ -560,15 +668,15 @@ def length_generalisation_figure(curves: dict, train_len: int, *, smooth: int = 
 
 # one look per head detector (names as in course_lib.heads.DETECTORS) in every picture: the
 # mark on an attention map's (query, key) cell, its colour there, a colour for bars, and how
-# the mark reads in words
+# the mark reads in words (the marks' edges must show on viridis, the bars' colours on white)
 DETECTOR_STYLES = {
-    "previous": {"marker": "o", "edge": "white", "color": "tab:blue", "mark": "white circles"},
-    "bracket": {"marker": "s", "edge": "red", "color": "tab:red", "mark": "red squares"},
-    "subject": {"marker": "D", "edge": "orange", "color": "tab:orange", "mark": "orange diamonds"},
+    "previous": {"marker": "o", "edge": "white", "color": BLUE, "mark": "white circles"},
+    "bracket": {"marker": "s", "edge": "red", "color": VERMILLION, "mark": "red squares"},
+    "subject": {"marker": "D", "edge": "orange", "color": ORANGE, "mark": "orange diamonds"},
 }
 
 
-def detector_timeline(steps, records, detectors=tuple(DETECTOR_STYLES)):
+def detector_timeline(steps, records, detectors=tuple(DETECTOR_STYLES)) -> Figure:
     """Best head's score per detector over training steps (lesson 06).
 
     records: one dict per step, detector name -> (layers, H) scores.
@@ -577,7 +685,8 @@ def detector_timeline(steps, records, detectors=tuple(DETECTOR_STYLES)):
         raise ValueError(f"records: expected one per step ({len(steps)}), got {len(records)}")
     fig, ax = new_figure(6.4, 3.4)
     for name in detectors:
-        ax.plot(steps, [float(r[name].max()) for r in records], "o-", ms=4, label=name)
+        style, best = DETECTOR_STYLES[name], [float(r[name].max()) for r in records]
+        ax.plot(steps, best, marker=style["marker"], ms=4, color=style["color"], label=name)
     ax.set_ylim(0, 1)
     ax.set_xlabel("training step")
     ax.set_ylabel("best head's detector score")
@@ -587,7 +696,7 @@ def detector_timeline(steps, records, detectors=tuple(DETECTOR_STYLES)):
     return fig
 
 
-def detector_heatmaps(tables: dict, detectors=tuple(DETECTOR_STYLES)):
+def detector_heatmaps(tables: dict, detectors=tuple(DETECTOR_STYLES)) -> Figure:
     """Rows of (layer x head) detector heatmaps: one row per model, one column per detector.
 
     tables: model label -> {detector: (layers, H) scores} (lesson 06).
@@ -616,7 +725,7 @@ def detector_heatmaps(tables: dict, detectors=tuple(DETECTOR_STYLES)):
     return fig
 
 
-def attention_grid(weights, tokens, pairs=None):
+def attention_grid(weights, tokens, pairs=None) -> Figure:
     """Every (layer, head) attention map of one sequence, labelled with its tokens (lesson 06).
 
     weights: one (H, T, T) tensor per layer; pairs: optional detector -> [(query, key)],
@@ -648,7 +757,10 @@ def attention_grid(weights, tokens, pairs=None):
             ax.set_title(f"layer {layer}, head {head}", fontsize=10)
     if pairs:
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=9)
+        # on the maps' darkest colour, where the marks were made to show (white ones too)
+        where = {"loc": "outside lower center", "ncols": len(labels), "fontsize": 9}
+        look = {"facecolor": VIRIDIS_DARK, "labelcolor": "white", "framealpha": 1}
+        fig.legend(handles, labels, **where, **look)
     return fig
 
 

@@ -39,9 +39,8 @@ class ScalingExplorer(Explorer):
         self.ax_hist.set_ylabel("share of scores")
         self.lines = {}
         for scale, label in ((True, "scaled"), (False, "unscaled")):
-            (self.lines[scale],) = self.ax_grad.plot(
-                self.D_KS, self.curves[scale], "o-", ms=3, label=label
-            )
+            style = {"marker": viz.MARKERS[label], "color": viz.COLOURS[label], "label": label}
+            (self.lines[scale],) = self.ax_grad.plot(self.D_KS, self.curves[scale], ms=3, **style)
         self.ax_grad.set_xscale("log", base=2)
         self.ax_grad.set_yscale("log")
         (self.marker,) = self.ax_grad.plot([1], [1], "o", ms=12, mfc="none", mec="red", mew=2.5)

@@ -123,11 +123,15 @@ class RopeExplorer(Explorer):
         )
         limit = self._pair_limit()
         viz.setup_pair_axes(self.ax_pair, limit)
-        for vector, color in ((self.q, "tab:blue"), (self.k, "tab:orange")):  # before positions
-            viz.pair_arrow(self.ax_pair, vector[:2], color=color, alpha=0.3, lw=1.5, linestyle="--")
-        self.q_arrow = viz.pair_arrow(self.ax_pair, self.q[:2], color="tab:blue", lw=2.5, label="q")
+        q_colour, k_colour = viz.COLOURS["q"], viz.COLOURS["k"]
+        # faint dashed: before positions; q ends in a dot, k in a square (not colour alone)
+        for vector, color, tip in ((self.q, q_colour, "o"), (self.k, k_colour, "s")):
+            viz.pair_arrow(
+                self.ax_pair, vector[:2], color=color, alpha=0.3, lw=1.5, linestyle="--", marker=tip
+            )
+        self.q_arrow = viz.pair_arrow(self.ax_pair, self.q[:2], color=q_colour, lw=2.5, label="q")
         self.k_arrow = viz.pair_arrow(
-            self.ax_pair, self.k[:2], color="tab:orange", lw=2.5, label="k"
+            self.ax_pair, self.k[:2], color=k_colour, lw=2.5, label="k", marker="s"
         )
         self.ax_pair.legend(fontsize=9, loc="upper right")
         offsets = self.OFFSETS.numpy()
@@ -135,7 +139,7 @@ class RopeExplorer(Explorer):
             offsets, offsets * 0.0, "--", color="0.5", lw=1.5, label="shift s = 0"
         )
         (self.curve,) = self.ax_score.plot(
-            offsets, offsets * 0.0, color="tab:purple", lw=2, label="shift s now"
+            offsets, offsets * 0.0, color="black", lw=2, label="shift s now"
         )
         (self.marker,) = self.ax_score.plot([0], [0], "o", ms=10, mfc="none", mec="red", mew=2.5)
         high = self._score_limit()

@@ -32,9 +32,10 @@ class BlockExplorer(Explorer):
 
     MAX_DEPTH = 48
     NORMS = (("layer norm", "layer"), ("batch norm", "batch"), ("no norm", "none"))
-    # every setting looks different even where the numbers barely move (depth 1):
-    # colour = norm, solid / dashed = residual on / off, circles / squares = pre / post-norm
-    COLORS = {"layer": "tab:blue", "batch": "tab:green", "none": "tab:purple"}
+    # every setting looks different even where the numbers barely move (depth 1): colour and
+    # marker = norm (as in viz.depth_profile_figure), solid / dashed = residual on / off,
+    # filled / hollow markers = pre / post-norm
+    STYLES = {norm: (viz.COLOURS[label], viz.MARKERS[label]) for label, norm in NORMS}
 
     def __init__(self, D: int = 16, heads: int = 2, B: int = 2, T: int = 8, seed: int = 0):
         g = torch.Generator().manual_seed(seed)
@@ -98,9 +99,11 @@ class BlockExplorer(Explorer):
             line, below, above = self.artists[name]
             ys, low, high = viz.pin_to_limits(values, limits)
             line.set_data(layers, ys)
-            line.set_color(self.COLORS[v["norm"]])
+            color, marker = self.STYLES[v["norm"]]
+            line.set_color(color)
             line.set_linestyle("-" if v["residual"] else "--")
-            line.set_marker("o" if v["prenorm"] else "s")
+            line.set_marker(marker)
+            line.set_markerfacecolor(color if v["prenorm"] else "white")
             below.set_data(*viz.pinned_points(layers, ys, low))
             above.set_data(*viz.pinned_points(layers, ys, high))
         names = {norm: label for label, norm in self.NORMS}
@@ -127,7 +130,7 @@ class BlockExplorer(Explorer):
             "act_scales": self.profile.act_scales.numpy().copy(),
             "style": {
                 "color": line.get_color(), "linestyle": line.get_linestyle(),
-                "marker": line.get_marker(),
+                "marker": line.get_marker(), "filled": line.get_markerfacecolor() != "white",
             },
         }  # fmt: skip
 

@@ -307,9 +307,9 @@ class AblationExplorer(Explorer):
         losses = [r["val_loss"] for r in self.results.values()]
         (self.loss_bar,) = self.ax_loss.bar([0], [0.0], color="tab:gray")
         ref_line = self.ax_loss.axhline(
-            ref["val_loss"], color="black", ls="--", label="RoPE, 4 heads"
+            ref["val_loss"], color="black", ls="--", label="reference:\nRoPE, 4 heads"
         )
-        self.ax_loss.set_ylim(1.0, max(losses) * 1.15)  # room for the legend above every bar
+        self.ax_loss.set_ylim(1.0, max(losses) * 1.2)  # room for the legend above every bar
         self.ax_loss.set_xticks([])
         self.ax_loss.set_ylabel("validation loss (nats)")
         self.ax_loss.legend(fontsize=8, loc="upper left")

@@ -1,0 +1,314 @@
+"""Colour that everyone can read (every figure the course draws: the explorers' and viz's).
+
+Maps of data that is never negative use viridis or cividis; signed data a diverging map
+centred on 0. A line or bar whose label names a meaning has that meaning's colour
+(viz.COLOURS) in every lesson, and legend entries never differ by colour alone.
+"""
+
+import inspect
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.cm import ScalarMappable
+from matplotlib.collections import PathCollection
+from matplotlib.colors import same_color, to_rgb
+from matplotlib.container import BarContainer
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from course_lib import heads, positional, viz
+from course_lib.train import History
+from course_lib.widgets import EXPLORERS
+
+SEQUENTIAL = {"viridis", "cividis"}
+DIVERGING = {"RdBu_r", "RdBu", "PuOr", "PuOr_r", "BrBG", "BrBG_r", "coolwarm"}
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def scores(layers=2, heads_=4, scale=1.0):
+    g = torch.Generator().manual_seed(0)
+    return {name: scale * torch.rand(layers, heads_, generator=g) for name in heads.DETECTORS}
+
+
+def attention(*shape):
+    return torch.softmax(torch.randn(*shape, generator=torch.Generator().manual_seed(1)), dim=-1)
+
+
+LABELS = ["the", "cat", "sat", "on", "a", "mat"]
+NORMS = {
+    f"{norm}, residual {on}": ([2.0**-i for i in range(6)], [1.0 + i for i in range(6)])
+    for norm in ("layer norm", "batch norm", "no norm")
+    for on in ("on", "off")
+}
+HISTORY = History(
+    step=list(range(1, 41)),
+    train_loss=[3.0 - i / 20 for i in range(40)],
+    grad_norm=[[1.0 + i / 40, 2.0 - i / 40] for i in range(40)],
+    val_step=[10, 20, 30, 40],
+    val_loss=[2.8, 2.2, 1.9, 1.8],
+)
+
+# every public figure-making function of course_lib.viz, called with small valid inputs the
+# way the lessons call it (the lessons' own labels, so their meanings are checked)
+VIZ_FIGURES = {
+    "attention_heatmap": lambda: viz.attention_heatmap(attention(6, 6), LABELS, LABELS),
+    "influence_figure": lambda: viz.influence_figure([1e-3, 1e-2, 1.0], [0.5, 0.7, 1.0]),
+    "curve_panels": lambda: viz.curve_panels(
+        [1, 2, 4, 8],
+        [
+            {
+                "title": "variance",
+                "ylabel": "v",
+                "lines": {"q . k": [1, 2, 4, 8], "q . k / sqrt(d_k)": [1, 1, 1, 1]},
+                "dashed": {"d_k (the derivation)": [1, 2, 4, 8]},
+            },
+            {"title": "t", "ylabel": "y", "lines": {"unscaled": [1, 2, 3, 4], "scaled": [4] * 4}},
+        ],
+        xlabel="d_k",
+    ),
+    "head_grid": lambda: viz.head_grid(attention(4, 6, 6), LABELS),
+    "detector_heatmap": lambda: viz.detector_heatmap(scores(), title="t"),
+    "block_diagram": lambda: viz.block_diagram(prenorm=False),
+    "depth_profile_figure": lambda: viz.depth_profile_figure(NORMS),
+    "plot_history": lambda: viz.plot_history(HISTORY, smooth=5),
+    "encoding_heatmap": lambda: viz.encoding_heatmap(positional.sinusoidal_encoding(16, 8)),
+    "similarity_figure": lambda: viz.similarity_figure(
+        positional.position_similarity(64, 32), rows=(0, 16, 40)
+    ),
+    "rotated_pair_figure": lambda: viz.rotated_pair_figure(torch.tensor([1.0, 0.4]), range(6)),
+    "length_generalisation_figure": lambda: viz.length_generalisation_figure(
+        {
+            "RoPE": torch.linspace(2, 3, 31),
+            "sinusoidal added": torch.linspace(2, 6, 31),
+            "no positions": torch.linspace(2.2, 3.5, 31),
+        },
+        8,
+    ),
+    "detector_timeline": lambda: viz.detector_timeline(
+        [0, 50, 100], [scores(scale=s) for s in (0.3, 0.6, 1.0)]
+    ),
+    "detector_heatmaps": lambda: viz.detector_heatmaps({"trained": scores(), "shipped": scores()}),
+    "attention_grid": lambda: viz.attention_grid(
+        [attention(2, 6, 6), attention(2, 6, 6)],
+        LABELS,
+        {"previous": [(1, 0), (2, 1)], "bracket": [(4, 2)], "subject": [(5, 3)]},
+    ),
+}
+
+
+def figure_making_functions() -> set[str]:
+    """Public functions of viz that return a Figure: annotated so, or ending `return fig`."""
+    found = set()
+    for name, fn in inspect.getmembers(viz, inspect.isfunction):
+        if name.startswith("_") or fn.__module__ != viz.__name__:
+            continue
+        returns_fig = re.search(r"^\s+return fig\s*$", inspect.getsource(fn), re.MULTILINE)
+        if inspect.signature(fn).return_annotation is Figure or returns_fig:
+            found.add(name)
+    return found
+
+
+def test_every_figure_function_of_viz_is_checked():
+    # a new figure function fails here until VIZ_FIGURES builds it
+    assert figure_making_functions() == set(VIZ_FIGURES)
+
+
+# ---------------------------------------------------------------- the checks
+
+
+def mappables(fig):
+    """Every artist that colours data through a colormap (images, meshes, scatter with
+    values), colour bars included, with its data."""
+    for ax in fig.axes:
+        for artist in ax.get_children():
+            if isinstance(artist, ScalarMappable) and artist.get_array() is not None:
+                data = np.ma.masked_invalid(np.asarray(artist.get_array(), dtype=float))
+                if data.count():
+                    yield artist, data
+
+
+def colormap_problems(fig) -> list[str]:
+    problems = []
+    for artist, data in mappables(fig):
+        name, norm = artist.get_cmap().name, artist.norm
+        where = f"{type(artist).__name__} in '{artist.axes.get_title()}'"
+        if data.min() >= 0:
+            if name not in SEQUENTIAL:
+                problems.append(f"{where}: data >= 0 drawn with {name}, not viridis or cividis")
+        elif name not in DIVERGING:
+            problems.append(f"{where}: signed data drawn with {name}, not a diverging map")
+        elif norm.vmin != -norm.vmax:
+            problems.append(f"{where}: diverging map not centred on 0 ({norm.vmin}..{norm.vmax})")
+    return problems
+
+
+def greyish(color) -> bool:
+    r, g, b = to_rgb(color)
+    return max(r, g, b) - min(r, g, b) < 0.02
+
+
+def labelled(ax):
+    """(label, artist) of every line, patch and bar the axes will list in a legend."""
+    for artist in [*ax.lines, *ax.patches, *ax.containers]:
+        label = artist.get_label()
+        if label and not label.startswith("_"):
+            for part in artist.patches if isinstance(artist, BarContainer) else [artist]:
+                yield label, part
+
+
+def meaning_problems(fig) -> list[str]:
+    problems = []
+    for ax in fig.axes:
+        for label, artist in labelled(ax):
+            color = artist.get_color() if isinstance(artist, Line2D) else artist.get_facecolor()
+            meaning = viz.meaning(label)
+            if meaning is not None and not same_color(color, viz.COLOURS[meaning]):
+                problems.append(f"'{label}' is {color}, not the colour of {meaning}")
+            # no colour of matplotlib's default cycle (red beside green) in a legend
+            if isinstance(artist, Line2D) and not (
+                greyish(color) or any(same_color(color, c) for c in viz.PALETTE)
+            ):
+                problems.append(f"line '{label}' is {color}: not in viz.PALETTE, not grey")
+    return problems
+
+
+def look(handle):
+    """What tells a legend entry apart from the others, besides its colour."""
+    if isinstance(handle, Line2D):
+        return ("line", handle.get_marker(), handle.get_linestyle())
+    if isinstance(handle, PathCollection):
+        return ("marks", handle.get_paths()[0].vertices.round(3).tobytes())
+    if isinstance(handle, Patch):
+        return ("patch", handle.get_hatch())
+    return (type(handle).__name__,)
+
+
+def legend_problems(fig) -> list[str]:
+    legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
+    problems = []
+    for legend in filter(None, legends):
+        looks = [look(handle) for handle in legend.legend_handles]
+        for text, this in zip(legend.texts, looks, strict=True):
+            if looks.count(this) > 1:
+                problems.append(
+                    f"legend entry '{text.get_text()}' differs from another only by colour"
+                )
+    return problems
+
+
+def all_problems(fig) -> list[str]:
+    return colormap_problems(fig) + meaning_problems(fig) + legend_problems(fig)
+
+
+@pytest.mark.parametrize("name", sorted(VIZ_FIGURES))
+def test_viz_figure_reads_in_every_colour_vision(name):
+    fig = VIZ_FIGURES[name]()
+    assert isinstance(fig, Figure)
+    assert all_problems(fig) == []
+
+
+@pytest.fixture(scope="module", params=EXPLORERS, ids=lambda cls: cls.__name__)
+def explorer(request):
+    return request.param()
+
+
+def test_explorer_figure_reads_in_every_colour_vision(explorer):
+    assert all_problems(explorer.fig) == []
+
+
+def test_every_figure_cycles_through_the_palette():
+    _, ax = viz.new_figure()
+    lines = [ax.plot([0, 1])[0] for _ in viz.PALETTE]
+    assert [line.get_color() for line in lines] == list(viz.PALETTE)
+
+
+def test_cosines_are_coloured_by_their_sign():
+    # lesson 04's similarities lie in 0.35..1: sequential; a narrow encoding's go below 0
+    assert positional.position_similarity(64, 32).min() > 0
+    assert viz.cosine_scale(positional.position_similarity(64, 32))["cmap"] == "viridis"
+    signed = positional.position_similarity(16, 2)
+    assert signed.min() < 0
+    assert colormap_problems(viz.similarity_figure(signed, rows=(0, 8))) == []
+    (image,) = viz.similarity_figure(signed, rows=(0, 8)).axes[0].images
+    assert image.get_cmap().name == "RdBu_r" and image.norm.vmin == -image.norm.vmax == -1
+
+
+def test_lesson05_draws_each_norm_alike_in_the_figure_and_the_explorer():
+    from course_lib.widgets import BlockExplorer
+
+    fig = viz.depth_profile_figure(NORMS)
+    drawn = {line.get_label(): line for line in fig.axes[0].lines}
+    explorer = BlockExplorer()
+    for label, norm in BlockExplorer.NORMS:
+        explorer.controls["norm"].value = norm
+        style = explorer.state()["style"]
+        for residual in ("on", "off"):
+            line = drawn[f"{label}, residual {residual}"]
+            assert same_color(line.get_color(), viz.COLOURS[label]), label
+            assert same_color(style["color"], viz.COLOURS[label]), label
+            assert line.get_marker() == style["marker"] == viz.MARKERS[label], label
+        assert drawn[f"{label}, residual off"].get_linestyle() == "--"
+
+
+# ---------------------------------------------------------------- the checks catch mistakes
+
+
+def test_the_checks_catch_a_wrong_colormap_and_colour_only_legends():
+    fig, (ax_map, ax_lines) = viz.new_figure(ncols=2)
+    ax_map.imshow(np.linspace(0.3, 1.0, 16).reshape(4, 4), cmap="RdBu_r", vmin=-1, vmax=1)
+    ax_lines.plot([0, 1], [0, 1], "o-", label="scaled")
+    ax_lines.plot([0, 1], [1, 0], "o-", label="layer norm")  # right colour, same look
+    ax_lines.legend()
+    problems = "\n".join(all_problems(fig))
+    assert "drawn with RdBu_r, not viridis" in problems
+    assert "'layer norm' is #E69F00, not the colour of layer norm" in problems
+    assert "differs from another only by colour" in problems
+
+    fig, ax = viz.new_figure()
+    ax.imshow(np.linspace(-1.0, 0.5, 16).reshape(4, 4), cmap="jet")
+    ax.imshow(np.linspace(-1.0, 0.5, 16).reshape(4, 4), cmap="RdBu_r", vmin=-1, vmax=0.5)
+    problems = "\n".join(colormap_problems(fig))
+    assert "signed data drawn with jet" in problems and "not centred on 0" in problems
+
+    fig = Figure()  # not made by new_figure: matplotlib's own cycle, tab:blue
+    ax = fig.subplots()
+    ax.plot([0, 1], label="a line")
+    ax.bar([0, 1], [1, 2], color="tab:green", label="validation")
+    problems = "\n".join(meaning_problems(fig))
+    assert "not in viz.PALETTE" in problems and "not the colour of validation" in problems
+
+
+# ---------------------------------------------------------------- tools/cvd.py
+
+
+@pytest.fixture
+def cvd():
+    sys.path.insert(0, str(TOOLS))
+    try:
+        import cvd
+    finally:
+        sys.path.remove(str(TOOLS))
+    return cvd
+
+
+def hue(rgb):
+    """Chromaticity: the colour with its lightness divided out (r, g, b summing to 1)."""
+    rgb = np.asarray(rgb, dtype=float)
+    return rgb / rgb.sum(axis=-1, keepdims=True)
+
+
+def test_deuteranopia_confuses_red_with_green_not_blue_with_yellow(cvd):
+    pure = np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0]]], dtype=np.uint8)
+    seen = cvd.simulate(pure)
+    assert seen.shape == pure.shape and seen.dtype == np.uint8
+    red, green, blue, yellow = hue(seen[0])
+    # red and green become one yellowish hue, told apart by lightness at most
+    assert np.linalg.norm(hue(pure[0, 0]) - hue(pure[0, 1])) > 1.4
+    assert np.linalg.norm(red - green) < 0.2
+    # blue and yellow stay opposite
+    assert np.linalg.norm(blue - yellow) > 0.8
