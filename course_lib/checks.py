@@ -3,6 +3,11 @@
 Each `check_*` prints one line: a pass, "not implemented yet", or a hint that names the
 most likely bug. Hints come from running known wrong versions (softmax over the wrong
 axis, a missing scale, ...) and seeing which one the learner's output matches.
+
+Each also returns its Verdict. A lesson's check cell only prints it, so a learner who skips an
+exercise still runs the lesson to the end; the copy nbgrader grades asserts it
+(`assert check_softmax(softmax).passed`, see tools/nbgrader_metadata.py), so there the cell
+fails until the exercise passes.
 """
 
 import math
@@ -21,6 +26,9 @@ ATOL = 1e-5
 class Verdict:
     passed: bool
     message: str
+
+    def _ipython_display_(self) -> None:
+        """Show nothing more in a notebook: the checker has printed its line already."""
 
 
 def _close(got, expected) -> bool:
@@ -114,8 +122,9 @@ def _gap(got, expected) -> str:
     return f"Largest difference {diff.max().item():.3g} (tolerance {ATOL:g})."
 
 
-def _report(result: Verdict) -> None:
+def _report(result: Verdict) -> Verdict:
     print(("PASS  " if result.passed else "TRY AGAIN  ") + result.message)
+    return result
 
 
 def _randn(*shape, generator):
@@ -140,7 +149,7 @@ def softmax_cases(seed: int = 0) -> list[tuple]:
     return cases
 
 
-def check_softmax(fn: Callable) -> None:
+def check_softmax(fn: Callable) -> Verdict:
     """Check a softmax over the last axis (lesson 00's exercise)."""
     bugs = [
         (
@@ -163,7 +172,7 @@ def check_softmax(fn: Callable) -> None:
             "rows don't sum to 1: check which axis you sum over (keepdim=True helps broadcasting).",
         ),
     ]
-    _report(verdict("softmax", fn, softmax_cases(), softmax_reference, bugs, hints))
+    return _report(verdict("softmax", fn, softmax_cases(), softmax_reference, bugs, hints))
 
 
 # ---------------------------------------------------------------- lesson 01
@@ -201,7 +210,7 @@ def attention_cases(seed: int = 0) -> list[tuple]:
     return cases
 
 
-def check_attention(fn: Callable) -> None:
+def check_attention(fn: Callable) -> Verdict:
     """Check fn(q, k, v, mask=None) -> (output, weights) (lesson 01's first exercise)."""
     bugs = [
         (
@@ -227,10 +236,10 @@ def check_attention(fn: Callable) -> None:
             "before the softmax (mask is True where attending is allowed).",
         ),
     ]
-    _report(verdict("attention", fn, attention_cases(), attention_reference, bugs, hints))
+    return _report(verdict("attention", fn, attention_cases(), attention_reference, bugs, hints))
 
 
-def check_causal_mask(fn: Callable) -> None:
+def check_causal_mask(fn: Callable) -> Verdict:
     """Check fn(T) -> (T, T) bool mask, True where query t may attend to key s (lesson 01)."""
     cases = [(5,), (2,), (9,), (1,)]  # T=1 last: there several bugs look alike
     bugs = [
@@ -246,7 +255,7 @@ def check_causal_mask(fn: Callable) -> None:
         ),
         (lambda T: causal_mask(T).float(), "right pattern, wrong dtype: return a bool tensor."),
     ]
-    _report(verdict("causal_mask", fn, cases, causal_mask, bugs))
+    return _report(verdict("causal_mask", fn, cases, causal_mask, bugs))
 
 
 # ---------------------------------------------------------------- lesson 02
@@ -295,7 +304,7 @@ def score_variance_cases(seed: int = 0) -> list[tuple]:
     return cases
 
 
-def check_score_variance(fn: Callable) -> None:
+def check_score_variance(fn: Callable) -> Verdict:
     """Check fn(q, k, scale) -> variance of the n scores q[i] . k[i] (lesson 02's exercise)."""
     bugs = [
         (
@@ -345,7 +354,7 @@ def check_score_variance(fn: Callable) -> None:
             return got * n / (n - 1)
         return got
 
-    _report(
+    return _report(
         verdict(
             "score_variance",
             either_variance,
@@ -372,7 +381,7 @@ def entropy_cases(seed: int = 0) -> list[tuple]:
     return cases
 
 
-def check_entropy(fn: Callable) -> None:
+def check_entropy(fn: Callable) -> Verdict:
     """Check fn(weights) -> entropy in nats over the last axis (lesson 02's exercise)."""
     bugs = [
         (
@@ -399,7 +408,7 @@ def check_entropy(fn: Callable) -> None:
             "0: 0 * log 0 must count as 0 (torch.special.xlogy(p, p) does that).",
         ),
     ]
-    _report(verdict("entropy", fn, entropy_cases(), entropy_reference, bugs, hints))
+    return _report(verdict("entropy", fn, entropy_cases(), entropy_reference, bugs, hints))
 
 
 # ---------------------------------------------------------------- lesson 03
@@ -441,7 +450,7 @@ def _split_wrong(kind: str):
     return wrong
 
 
-def check_split_heads(fn: Callable) -> None:
+def check_split_heads(fn: Callable) -> Verdict:
     """Check fn(x, num_heads): (B, T, D) -> (B, H, T, d) (lesson 03's first exercise)."""
     bugs = [
         (
@@ -461,7 +470,7 @@ def check_split_heads(fn: Callable) -> None:
             "not (B, T, d, H).",
         ),
     ]
-    _report(verdict("split_heads", fn, split_heads_cases(), split_heads_reference, bugs))
+    return _report(verdict("split_heads", fn, split_heads_cases(), split_heads_reference, bugs))
 
 
 def _merge_wrong(kind: str):
@@ -478,7 +487,7 @@ def _merge_wrong(kind: str):
     return wrong
 
 
-def check_merge_heads(fn: Callable) -> None:
+def check_merge_heads(fn: Callable) -> Verdict:
     """Check fn(y): (B, H, T, d) -> (B, T, D), undoing split_heads (lesson 03's first exercise)."""
     bugs = [
         (
@@ -501,7 +510,7 @@ def check_merge_heads(fn: Callable) -> None:
             "width goes back to D = H * d.",
         ),
     ]
-    _report(verdict("merge_heads", fn, merge_heads_cases(), merge_heads_reference, bugs))
+    return _report(verdict("merge_heads", fn, merge_heads_cases(), merge_heads_reference, bugs))
 
 
 def multihead_cases(seed: int = 0) -> list[tuple]:
@@ -548,7 +557,7 @@ def _multihead_wrong(kind: str):
     return wrong
 
 
-def check_multihead(fn: Callable) -> None:
+def check_multihead(fn: Callable) -> Verdict:
     """Check fn(x, mha) -> mha's output (B, T, D), using its weights (lesson 03's exercise)."""
     bugs = [
         (
@@ -577,7 +586,7 @@ def check_multihead(fn: Callable) -> None:
             "each head's scores are scaled by sqrt(d), its OWN width D / H, not sqrt(D).",
         ),
     ]
-    _report(verdict("multihead", fn, multihead_cases(), multihead_reference, bugs))
+    return _report(verdict("multihead", fn, multihead_cases(), multihead_reference, bugs))
 
 
 # ---------------------------------------------------------------- lesson 05
@@ -633,7 +642,7 @@ def _prenorm_wrong(kind: str):
     return wrong
 
 
-def check_prenorm_block(fn: Callable) -> None:
+def check_prenorm_block(fn: Callable) -> Verdict:
     """Check fn(x, attn, ff, norm1, norm2) -> the pre-norm block's output (lesson 05's exercise)."""
     bugs = [
         (
@@ -665,7 +674,9 @@ def check_prenorm_block(fn: Callable) -> None:
         ),
     ]
     with torch.no_grad():
-        _report(verdict("prenorm_block", fn, prenorm_block_cases(), prenorm_block_reference, bugs))
+        return _report(
+            verdict("prenorm_block", fn, prenorm_block_cases(), prenorm_block_reference, bugs)
+        )
 
 
 def layer_norm_reference(x, weight, bias, eps=1e-5):
@@ -709,7 +720,7 @@ def _layer_norm_wrong(kind: str):
     return wrong
 
 
-def check_layer_norm(fn: Callable) -> None:
+def check_layer_norm(fn: Callable) -> Verdict:
     """Check fn(x, weight, bias, eps) against torch.nn.LayerNorm (lesson 05's exercise)."""
     bugs = [
         (
@@ -741,7 +752,7 @@ def check_layer_norm(fn: Callable) -> None:
             "subtract each token's mean before dividing by the standard deviation.",
         ),
     ]
-    _report(verdict("layer_norm", fn, layer_norm_cases(), layer_norm_reference, bugs))
+    return _report(verdict("layer_norm", fn, layer_norm_cases(), layer_norm_reference, bugs))
 
 
 # ---------------------------------------------------------------- lesson 04
@@ -765,7 +776,7 @@ def _sinusoidal_wrong(kind: str):
     return wrong
 
 
-def check_sinusoidal_encoding(fn: Callable) -> None:
+def check_sinusoidal_encoding(fn: Callable) -> Verdict:
     """Check fn(seq_len, d_model) -> (T, D) sinusoidal encoding, base 10000 (lesson 04)."""
     cases = [(12, 8), (7, 16), (50, 32)]
     bugs = [
@@ -795,7 +806,7 @@ def check_sinusoidal_encoding(fn: Callable) -> None:
             "multiplied, so later columns spin faster instead of slower.",
         ),
     ]
-    _report(verdict("sinusoidal_encoding", fn, cases, sinusoidal_encoding, bugs))
+    return _report(verdict("sinusoidal_encoding", fn, cases, sinusoidal_encoding, bugs))
 
 
 def rotate_pair_cases(seed: int = 0) -> list[tuple]:
@@ -827,7 +838,7 @@ def _rotate_wrong(kind: str):
     return wrong
 
 
-def check_rotate_pair(fn: Callable) -> None:
+def check_rotate_pair(fn: Callable) -> Verdict:
     """Check fn(pair (..., 2), angle (...)) -> pair rotated counter-clockwise (lesson 04)."""
     bugs = [
         (
@@ -852,7 +863,7 @@ def check_rotate_pair(fn: Callable) -> None:
             "(new x, new y) along the last axis.",
         ),
     ]
-    _report(verdict("rotate_pair", fn, rotate_pair_cases(), rotate_pair, bugs))
+    return _report(verdict("rotate_pair", fn, rotate_pair_cases(), rotate_pair, bugs))
 
 
 def rope_score_reference(q, k, m, n, base=10000.0):
@@ -889,7 +900,7 @@ def _rope_score_wrong(kind: str):
     return wrong
 
 
-def check_rope_score(fn: Callable) -> None:
+def check_rope_score(fn: Callable) -> Verdict:
     """Check fn(q (d,), k (d,), m, n) -> q rotated to m dotted with k rotated to n (lesson 04)."""
     bugs = [
         (
@@ -915,6 +926,6 @@ def check_rope_score(fn: Callable) -> None:
         (_rope_score_wrong("only_q"), "only q is rotated: rotate k too, by n * theta_i."),
         (_rope_score_wrong("no_rotation"), "that is the plain q . k: nothing was rotated."),
     ]
-    _report(
+    return _report(
         verdict("rope_score", _as_tensor_result(fn), rope_score_cases(), rope_score_reference, bugs)
     )
