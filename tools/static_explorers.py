@@ -39,10 +39,9 @@ def _label(value) -> str:
 
 
 def _kind(control, values: list) -> str:
-    if isinstance(control, ipywidgets.Checkbox | ipywidgets.ToggleButton) or set(values) <= {
-        True,
-        False,
-    }:
+    # a checkbox only for a switch: named choices that happen to be True/False ("pre-norm",
+    # "post-norm") keep their names, and layers 0 and 1 are numbers, though 0 == False
+    if isinstance(control, ipywidgets.Checkbox | ipywidgets.ToggleButton):
         return "checkbox"
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
         return "range"

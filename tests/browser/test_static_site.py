@@ -168,6 +168,9 @@ def test_page_loads_from_disk_and_every_control_changes_the_picture(path, site, 
                 "el => (el.labels && el.labels[0] ? el.labels[0].textContent : '').trim()"
             )
             assert label, "every control has a visible label"
+            if control.evaluate("el => el.type") == "checkbox":  # only a switch is a checkbox
+                index = int(control.get_attribute("data-control"))
+                assert sorted(data["labels"][index]) == ["off", "on"], (label, data["labels"])
             before, alt_before = shown(figure), picture.get_attribute("alt")
             press_to_change(page, control)
             after = shown(figure)
