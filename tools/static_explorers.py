@@ -18,8 +18,6 @@ import ipywidgets
 
 from course_lib.attention import one_thread
 
-SCRIPT_PATH = "explorers.js"
-
 
 def _labels(control, values: list) -> list[str]:
     """What the learner reads for each value: the control's own option names where it has them."""
