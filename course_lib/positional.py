@@ -3,7 +3,9 @@
 import torch
 from torch import nn
 
-from course_lib._validation import float_tensor, positive_int
+from course_lib._validation import float_tensor, one_of, positive_int
+
+ROPE_LAYOUTS = ("interleaved", "half")
 
 
 def _check_base(base) -> float:
@@ -44,12 +46,8 @@ def rope_angles(
     return positions.to(dtype)[:, None] * inv_freq[None, :]  # (T, 1) * (1, d/2) -> (T, d/2)
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotate each pair (x[..., 2i], x[..., 2i+1]) by angle p * base**(-2i/d) (lesson 04).
-
-    x (..., T, d) with even d; positions (T,) integers. Norms are preserved and the dot
-    product of a rotated query at m with a rotated key at n depends only on m - n.
-    """
+def _rope_cos_sin(x: torch.Tensor, positions: torch.Tensor, base) -> tuple:
+    """Check apply_rope's arguments; return cos and sin of the (T, d/2) angles in x's dtype."""
     float_tensor("x", x, min_dim=2)
     _check_even("x's last dimension d", x.shape[-1])
     base = _check_base(base)
@@ -62,11 +60,21 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
             f"positions: expected shape ({x.shape[-2]},) to match x's length T, "
             f"got {tuple(positions.shape)}"
         )
-    # angles in float64 for float64 inputs: at position 1000 a float32 angle is off by ~1e-4
-    # rad, too coarse to check the relative-position property to 1e-5
+    # angles in float64 for float64 inputs: float32 numbers near 1000 are 6e-5 apart, too
+    # coarse to check the relative-position property to 1e-5 (lesson 04 measures the drift)
     precision = torch.float64 if x.dtype == torch.float64 else torch.float32
     angles = rope_angles(positions, x.shape[-1], base, precision)  # (T, d/2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    return angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+
+
+def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Rotate each pair (x[..., 2i], x[..., 2i+1]) by angle p * base**(-2i/d) (lesson 04).
+
+    x (..., T, d) with even d; positions (T,) integers. Norms are preserved and the dot
+    product of a rotated query at m with a rotated key at n depends only on m - n.
+    This is the interleaved layout of the RoPE paper; apply_rope_half is the other one.
+    """
+    cos, sin = _rope_cos_sin(x, positions, base)  # (T, d/2) each
     even, odd = x[..., 0::2], x[..., 1::2]  # each (..., T, d/2)
     rotated = torch.stack(
         (even * cos - odd * sin, even * sin + odd * cos), dim=-1
@@ -74,13 +82,44 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
     return rotated.flatten(-2)  # (..., T, d)
 
 
-class RotaryEmbedding(nn.Module):
-    """Applies RoPE to queries or keys at positions 0..T-1; no learned parameters (lesson 04)."""
+def apply_rope_half(
+    x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
+) -> torch.Tensor:
+    """RoPE in the "rotate half" layout: pair i is (x[..., i], x[..., i + d/2]) (lesson 04).
 
-    def __init__(self, d_head: int, base: float = 10000.0):
+    Same angles p * base**(-2i/d) as apply_rope; only which two dimensions form pair i
+    differs. apply_rope_half(x[..., half_layout_order(d)]) equals
+    apply_rope(x)[..., half_layout_order(d)].
+    """
+    cos, sin = _rope_cos_sin(x, positions, base)  # (T, d/2) each
+    first, second = x.chunk(2, dim=-1)  # each (..., T, d/2)
+    return torch.cat(
+        (first * cos - second * sin, first * sin + second * cos), dim=-1
+    )  # (..., T, d)
+
+
+def half_layout_order(d: int) -> torch.Tensor:
+    """(d,) indices [0, 2, 4, ..., d-2, 1, 3, ..., d-1]: interleaved dimensions in half order.
+
+    Reindexing a query or key (or the output columns of its projection) by this order turns
+    the interleaved RoPE layout into the rotate-half one (lesson 04).
+    """
+    _check_even("d", d)
+    return torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))  # (d,)
+
+
+class RotaryEmbedding(nn.Module):
+    """Applies RoPE to queries or keys at positions 0..T-1; no learned parameters (lesson 04).
+
+    layout "interleaved" pairs dimensions (2i, 2i+1), as apply_rope; "half" pairs (i, i + d/2),
+    as apply_rope_half.
+    """
+
+    def __init__(self, d_head: int, base: float = 10000.0, layout: str = "interleaved"):
         super().__init__()
         self.d_head = _check_even("d_head", d_head)
         self.base = _check_base(base)
+        self.layout = one_of("layout", layout, ROPE_LAYOUTS)  # which dimensions form a pair
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() >= 1 and x.shape[-1] != self.d_head:
@@ -88,10 +127,11 @@ class RotaryEmbedding(nn.Module):
                 f"x: expected last dimension d_head = {self.d_head}, got shape {tuple(x.shape)}"
             )
         positions = torch.arange(x.shape[-2], device=x.device)  # (T,)
-        return apply_rope(x, positions, self.base)
+        rotate = apply_rope if self.layout == "interleaved" else apply_rope_half
+        return rotate(x, positions, self.base)
 
     def extra_repr(self) -> str:
-        return f"d_head={self.d_head}, base={self.base:g}"
+        return f"d_head={self.d_head}, base={self.base:g}, layout={self.layout!r}"
 
 
 # ---------------------------------------------------------------- lesson 04
@@ -159,8 +199,8 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, m, n, base: float = 10000.0) -
             f"got {tuple(q.shape)}, {tuple(k.shape)}"
         )
     m, n = torch.broadcast_tensors(_int_positions("m", m), _int_positions("n", n))  # (P,) each
-    # float64: in float32, cos and sin of angles near 1000 rad are off by ~1e-4 and the
-    # scores drift by more than the 1e-5 the lesson checks
+    # float64: in float32 a score drifts by up to about 1e-4 between shift 0 and shift 1000
+    # (tests/test_lesson04.py measures it over seeds and kernel paths; lesson 04 explains it)
     q_rot = apply_rope(q.double().expand(len(m), -1), m, base)  # (P, d)
     k_rot = apply_rope(k.double().expand(len(n), -1), n, base)  # (P, d)
     return (q_rot * k_rot).sum(dim=-1).to(q.dtype)  # (P,)

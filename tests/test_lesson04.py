@@ -215,3 +215,119 @@ def test_notebook_table_and_figure_show_the_cards():
     for label, values in curves.items():
         running = torch.tensor(values).unfold(0, 4, 1).mean(1)
         torch.testing.assert_close(torch.as_tensor(lines[label]), running)
+
+
+# ---------------------------------------------------------------- how many pairs
+
+
+def test_more_pairs_widen_the_peak_and_keep_far_positions_apart(measure):
+    # the formula's own numbers (no seeds, no kernel dependence beyond 1e-6): D = 8 offsets
+    # 1/2/4 0.88/0.64/0.57, far max 0.80; D = 128 0.97/0.90/0.76, far max 0.66
+    rows = {D: positional.position_similarity(64, D)[20] for D in (8, 128)}
+    far = {D: torch.cat((row[:10], row[31:])).max() for D, row in rows.items()}
+    # at D = 8 a position 11+ steps away is more alike than the neighbour 2 steps away
+    assert measure("D=8: far max - offset 2", far[8] - rows[8][22]) > 0.1
+    for offset in (1, 2, 4):  # the peak is wider, not narrower, with more pairs
+        assert (
+            measure("D=128 - D=8 near the peak", rows[128][20 + offset] - rows[8][20 + offset])
+            > 0.05
+        )
+    assert measure("far max D=8 - D=128", far[8] - far[128]) > 0.1
+
+
+# ---------------------------------------------------------------- float32 drift
+
+
+def lesson_query_key():
+    """The lesson's query and key (cell "d4971f6c"): contents and projections from seed 1."""
+    g = torch.Generator().manual_seed(1)
+    x_q, x_k = torch.randn(16, generator=g), torch.randn(16, generator=g)
+    w_q, w_k = torch.randn(16, 16, generator=g) / 4, torch.randn(16, 16, generator=g) / 4
+    return x_q @ w_q, x_k @ w_k
+
+
+def drift_at_1000(q, k, dtype):
+    """|score(7 + 1000, 3 + 1000) - score(7, 3)| with RoPE done in dtype, by complex numbers."""
+    d = q.shape[0]
+    theta = 10000 ** (-torch.arange(0, d, 2, dtype=dtype) / d)  # (d/2,)
+    zq = torch.view_as_complex(q.to(dtype).reshape(-1, 2).contiguous())
+    zk = torch.view_as_complex(k.to(dtype).reshape(-1, 2).contiguous())
+
+    def score(m, n):
+        angle_q, angle_k = (torch.tensor(p, dtype=dtype) * theta for p in (m, n))
+        turned_q = zq * torch.polar(torch.ones_like(angle_q), angle_q)
+        turned_k = zk * torch.polar(torch.ones_like(angle_k), angle_k)
+        return (turned_q * turned_k.conj()).real.sum()
+
+    return (score(1007, 1003) - score(7, 3)).abs()
+
+
+def test_float32_drifts_and_float64_does_not_in_the_lessons_numbers(measure):
+    q, k = lesson_query_key()
+    for apply in ("course", "complex"):
+        if apply == "course":
+            where = torch.tensor([0, 1000])
+            drifts = {}
+            for dtype in (torch.float32, torch.float64):
+                q_m = positional.apply_rope(q.to(dtype).expand(2, -1), 7 + where)
+                k_n = positional.apply_rope(k.to(dtype).expand(2, -1), 3 + where)
+                score = (q_m * k_n).sum(-1)
+                drifts[dtype] = (score[1] - score[0]).abs()
+        else:
+            drifts = {dtype: drift_at_1000(q, k, dtype) for dtype in (torch.float32, torch.float64)}
+        # native/generic/AVX2: float32 1.43e-5 .. 1.48e-5 (course and complex form alike), float64
+        # 4.4e-14 .. 4.5e-14; the lesson prints these bounds
+        assert 1e-6 < measure(f"{apply}: float32 drift at 1000", drifts[torch.float32]) < 1e-4
+        assert measure(f"{apply}: float64 drift at 1000", drifts[torch.float64]) < 1e-10
+
+
+def test_float64_removes_the_drift_for_any_query_and_key(measure):
+    drifts32, drifts64 = [], []
+    for seed in range(10):
+        g = torch.Generator().manual_seed(seed)
+        q, k = torch.randn(16, generator=g) * 2, torch.randn(16, generator=g) * 2
+        drifts32.append(drift_at_1000(q, k, torch.float32))
+        drifts64.append(drift_at_1000(q, k, torch.float64))
+    # seeds 0-9, native/generic/AVX2: float64 worst 3.5e-13; float32 0 (seed 9, rounding errors
+    # that happen to cancel) .. 1.3e-4, median 5.0e-5: float32 is what drifts
+    assert measure("float64 drift at 1000, worst seed", max(drifts64)) < 1e-10
+    assert measure("float32 drift at 1000, median seed", torch.stack(drifts32).median()) > 1e-6
+
+
+# ---------------------------------------------------------------- RoPE layouts in a trained model
+
+
+def port_to_half(model):
+    """Reorder each block's query and key output rows, head by head, written without the course."""
+    H, D = model.config.num_heads, model.config.d_model
+    d = D // H
+    evens_then_odds = torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))
+    rows = torch.arange(3 * D)
+    for head in range(2 * H):  # queries, then keys; values keep their rows
+        rows[head * d : (head + 1) * d] = head * d + evens_then_odds
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.qkv.weight.copy_(block.attn.qkv.weight[rows])
+            block.attn.qkv.bias.copy_(block.attn.qkv.bias[rows])
+
+
+@pytest.mark.parametrize("name", ["rope-h1", "rope-h2", "rope-h4", "rope-h8"])
+def test_mixing_rope_layouts_hurts_a_trained_model_and_porting_restores_it(name, measure):
+    from course_lib.train import evaluate
+
+    valid = load_split("valid")[:100]
+    model = load_pretrained(name)
+    d = model.config.d_model // model.config.num_heads
+    trained = evaluate(model, valid)
+    half = positional.RotaryEmbedding(d, layout="half")
+    for block in model.blocks:
+        block.attn.rope = half
+    mixed = evaluate(model, valid)
+    port_to_half(model)
+    ported = evaluate(model, valid)
+    # native/generic/AVX2: ported - trained at most 2.4e-7; mixed - trained 0.82 (h1) .. 1.22
+    # (h8), rope-h4 1.16 (loss 1.306 -> 2.462, ratio 1.88: the lesson's "nearly doubled")
+    assert measure("|ported - trained| loss", abs(ported - trained)) < 1e-4
+    assert measure("mixed - trained loss", mixed - trained) > 0.5
+    if name == "rope-h4":
+        assert measure("rope-h4 mixed / trained loss", mixed / trained) > 1.8

@@ -6,7 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from course_lib.positional import RotaryEmbedding, apply_rope, sinusoidal_encoding
+from course_lib.positional import (
+    RotaryEmbedding,
+    apply_rope,
+    apply_rope_half,
+    half_layout_order,
+    sinusoidal_encoding,
+)
 
 
 def test_sinusoidal_matches_the_formula_entry_by_entry():
@@ -84,6 +90,86 @@ def test_rotary_embedding_uses_positions_0_to_T():
     assert list(rope.parameters()) == []
 
 
+# ---------------------------------------------------------------- the rotate-half layout
+
+
+def rope_half_by_split(x, positions, base=10000.0):
+    """Independent: the rotate-half form x cos + rotate_half(x) sin, angles repeated per half."""
+    d = x.shape[-1]
+    inv_freq = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+    freqs = positions.double()[:, None] * inv_freq[None, :]  # (T, d/2)
+    angles = torch.cat((freqs, freqs), dim=-1)  # (T, d): pair i's angle at i and at i + d/2
+    x64 = x.double()
+    rotate_half = torch.cat((-x64[..., d // 2 :], x64[..., : d // 2]), dim=-1)  # (..., T, d)
+    return (x64 * angles.cos() + rotate_half * angles.sin()).to(x.dtype)
+
+
+@pytest.mark.parametrize("shape", [(5, 2), (3, 6, 8), (2, 4, 7, 16)])
+def test_rope_half_matches_an_independent_half_split(shape):
+    x = torch.randn(*shape)
+    positions = torch.arange(shape[-2]) * 5 + 2
+    assert_close(apply_rope_half(x, positions), rope_half_by_split(x, positions))
+    x64 = x.double()
+    assert_close(apply_rope_half(x64, positions), rope_half_by_split(x64, positions))
+
+
+@pytest.mark.parametrize("d", [2, 4, 16, 64])
+def test_half_layout_order_puts_even_dimensions_first(d):
+    # (d/2, 2) rows are the interleaved pairs; reading it column by column gives evens, then odds
+    expected = torch.arange(d).reshape(d // 2, 2).T.reshape(-1)
+    assert torch.equal(half_layout_order(d), expected)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_permutation_maps_one_layout_onto_the_other(seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(3, 9, 16, generator=g)  # (B, T, d)
+    positions = torch.randint(0, 2000, (9,), generator=g)
+    order = torch.arange(16).reshape(8, 2).T.reshape(-1)  # evens, then odds
+    inverse = torch.argsort(order)
+    # both references independent of the course: complex numbers vs the half split
+    assert_close(
+        rope_half_by_split(x[..., order], positions),
+        rope_by_complex_numbers(x, positions)[..., order],
+    )
+    # and the course's two functions obey the same map, both ways
+    assert_close(apply_rope_half(x[..., order], positions), apply_rope(x, positions)[..., order])
+    assert_close(
+        apply_rope(x[..., inverse], positions), apply_rope_half(x, positions)[..., inverse]
+    )
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_scores_agree_once_the_projection_is_permuted_and_differ_when_mixed(seed, measure):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(12, 32, generator=g)  # (T, D)
+    w_q, w_k = torch.randn(32, 16, generator=g) / 6, torch.randn(32, 16, generator=g) / 6
+    positions = torch.arange(12)
+    order = torch.arange(16).reshape(8, 2).T.reshape(-1)
+
+    def scores(rotate, wq, wk):  # (T, T) q_m . k_n
+        return rotate(x @ wq, positions) @ rotate(x @ wk, positions).T
+
+    trained = scores(rope_by_complex_numbers, w_q, w_k)  # the interleaved layout
+    ported = scores(rope_half_by_split, w_q[:, order], w_k[:, order])  # columns = Linear's rows
+    assert_close(ported, trained, atol=1e-5, rtol=1e-5)
+    mixed = scores(rope_half_by_split, w_q, w_k)  # the porting bug: layout swapped, no permute
+    # offset 0 (the diagonal): no rotation between q and k, so any pairing agrees
+    assert_close(mixed.diagonal(), trained.diagonal(), atol=1e-5, rtol=1e-5)
+    off = ~torch.eye(12, dtype=torch.bool)
+    change = (mixed - trained)[off].abs().mean() / trained[off].abs().mean()
+    # mean |change| over mean |score| off the diagonal, seeds 0-9: 0.58 .. 0.96 (float64
+    # references, same on every kernel path)
+    assert measure("mixed layouts: relative score change", change) > 0.3
+
+
+def test_rotary_embedding_half_layout():
+    x = torch.randn(2, 3, 5, 8)
+    assert_close(RotaryEmbedding(8, layout="half")(x), rope_half_by_split(x, torch.arange(5)))
+    assert RotaryEmbedding(8).layout == "interleaved"
+    assert "layout='half'" in repr(RotaryEmbedding(8, layout="half"))
+
+
 @pytest.mark.parametrize(
     "call,error,message",
     [
@@ -102,6 +188,18 @@ def test_rotary_embedding_uses_positions_0_to_T():
             "positions: expected an integer tensor",
         ),
         (lambda: RotaryEmbedding(7), ValueError, "d_head: expected an even width"),
+        (
+            lambda: RotaryEmbedding(4, layout="halves"),
+            ValueError,
+            r"layout: expected one of \('interleaved', 'half'\), got 'halves'",
+        ),
+        (lambda: half_layout_order(5), ValueError, "d: expected an even width"),
+        (lambda: apply_rope_half(torch.randn(3, 5), torch.arange(3)), ValueError, "even width"),
+        (
+            lambda: apply_rope_half(torch.randn(3, 4), torch.arange(2)),
+            ValueError,
+            r"positions: expected shape \(3,\)",
+        ),
         (
             lambda: RotaryEmbedding(4)(torch.randn(2, 6)),
             ValueError,
