@@ -50,3 +50,64 @@ def test_attention_comparison_runs_at_a_tiny_size():
     result = attention.compare(B=1, T=8, D=16, H=2, min_run_time=0.01)
     assert all(result[k] > 0 for k in ("torch_ms", "fused_ms", "scratch_ms"))
     assert math.isfinite(result["fused_ratio"]) and math.isfinite(result["scratch_ratio"])
+
+
+def test_browser_breakdown_splits_one_move_into_its_steps():
+    """One move's record, as browser_probe.js leaves it, becomes steps that add up: the
+    kernel's dates (UTC, microseconds) are put on the page's clock through its time origin."""
+    from datetime import UTC, datetime, timedelta
+
+    from benchmarks import browser_latency
+
+    origin = 1_800_000_000_000.0  # the page's time origin, ms since the epoch
+    start = datetime.fromtimestamp(origin / 1000, UTC)
+
+    def date(ms: float) -> str:  # as jupyter_client writes a header date
+        return (start + timedelta(milliseconds=ms)).isoformat().replace("+00:00", "Z")
+
+    log = {
+        "input": {"t": 100.0, "type": "keydown"},
+        "sends": [{"t": 101.5, "id": "m1"}],
+        "kernel": [
+            {"kind": "busy", "t": 104.0, "date": date(103.0), "parent": "m1", "bytes": 0},
+            {"kind": "picture", "t": 125.0, "date": date(120.0), "parent": "m1", "bytes": 30720},
+            {"kind": "idle", "t": 126.0, "date": date(121.0), "parent": "m1", "bytes": 0},
+        ],
+        "srcs": [{"t": 127.0}],
+        "paints": [{"index": 0, "t": 140.0}],
+    }
+    steps = browser_latency.breakdown(log, origin)
+    expected = {
+        "input_to_send": 1.5,
+        "send_to_kernel": 1.5,
+        "kernel": 17.0,
+        "kernel_to_browser": 5.0,
+        "event_to_src": 2.0,
+        "src_to_paint": 13.0,
+        "total": 40.0,
+    }
+    assert {k: round(steps[k], 3) for k in expected} == expected
+    assert math.isclose(sum(steps[k] for k in expected if k != "total"), steps["total"])
+    assert steps["png_bytes"] == 30720
+    # a move that only changed the readout: no picture came, so it has no timing
+    readout_only = log | {"kernel": [log["kernel"][0], log["kernel"][2]], "paints": []}
+    assert browser_latency.breakdown(readout_only, origin) is None
+
+
+def test_browser_summary_and_targets():
+    from benchmarks import browser_latency
+
+    fast = {"total": 30.0, "png_bytes": 2048} | {k: 1.0 for k, _ in browser_latency.STEPS[:-1]}
+    slow = fast | {"total": 120.0}
+    rows = [
+        {"explorer": "E", "control": "a", "kind": "slider", "moves": 2, "no_picture": 0,
+         "timings": [fast, fast]},
+        {"explorer": "E", "control": "b", "kind": "slider", "moves": 2, "no_picture": 0,
+         "timings": [fast, slow]},
+        {"explorer": "E", "control": "c", "kind": "checkbox", "moves": 2, "no_picture": 1,
+         "timings": [fast]},
+    ]  # fmt: skip
+    checked = browser_latency.control_rows(rows)
+    assert [r["ok"] for r in checked] == [True, False, False]  # worst > 100 ms; a dead move
+    assert checked[0]["png_kib"] == 2.0 and checked[1]["worst"] == 120.0
+    assert browser_latency.step_table(rows)["moves"] == 5

@@ -424,3 +424,11 @@ def test_jupyterlab_asks_for_no_news_and_no_updates(lab):
         "run the test through `make browser` or `make test`: they install "
         "tools/jupyterlab/overrides.json into .venv/share/jupyter/lab/settings/"
     )
+
+
+def test_lessons_ran_over_websockets_without_nagle(lab):
+    """Every kernel websocket the lessons opened had TCP_NODELAY set (course_server, as in
+    `make lab`); without it a picture can wait 30-40 ms on its way to the browser."""
+    counts = lab.api("/api/course/nodelay")
+    assert counts["kernel_websockets"] >= 1, "the lessons opened no kernel websocket"
+    assert counts["nodelay"] == counts["kernel_websockets"], counts
