@@ -9,7 +9,9 @@ A detector is a list of (query, key) position pairs per sequence, from course_li
 
 A head's score is the attention weight it puts on the key, averaged over every pair in every
 sequence: the mean attention mass on the target position. 1 means the head always looks
-exactly there; a head that spreads evenly over T keys scores about 1 / T.
+exactly there. Under the causal mask query t sees only the t + 1 keys 0..t, so a head that
+spreads evenly over what it may see puts 1 / (t + 1) on each: its score, the detector's chance
+level, is the mean of 1 / (t + 1) over the detector's queries (`chance_score`).
 """
 
 import torch
@@ -45,6 +47,22 @@ def detector_score(weights: list[torch.Tensor], ids: torch.Tensor, detector: str
         raise ValueError(f"ids: no {detector!r} pairs in these sequences to score")
     b, q, k = torch.tensor(pairs).T  # each (P,)
     return torch.stack([w[b, :, q, k].mean(dim=0) for w in weights])  # (P, H) -> (layers, H)
+
+
+def chance_score(ids: torch.Tensor, detector: str) -> float:
+    """The score of a head that spreads evenly over the keys it may see: the mean of
+    1 / (t + 1) over the detector's query positions t in ids (N, T) (lesson 06)."""
+    if detector not in DETECTORS:
+        raise ValueError(f"detector: expected one of {tuple(DETECTORS)}, got {detector!r}")
+    queries = [q for seq in ids for q, _ in DETECTORS[detector](seq)]
+    if not queries:
+        raise ValueError(f"ids: no {detector!r} pairs in these sequences to score")
+    return float((1.0 / (torch.tensor(queries, dtype=torch.float64) + 1)).mean())
+
+
+def chance_scores(ids: torch.Tensor) -> dict[str, float]:
+    """Every detector's chance level on ids (N, T), see chance_score (lesson 06)."""
+    return {name: chance_score(ids, name) for name in DETECTORS}
 
 
 def detector_scores(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -17,6 +17,7 @@ POSITIONAL = ("rope", "sinusoidal", "none")
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "data" / "checkpoints"
 PRETRAINED = (
     "rope-h1", "rope-h2", "rope-h4", "rope-h8", "sinusoidal-h4", "none-h4", "rope-h4-noscale",
+    "places-h1", "places-h2", "places-h4", "places-h8",  # lesson 03's three-places task
 )  # fmt: skip
 
 

@@ -9,7 +9,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 import course_lib
-from course_lib import data, heads
+from course_lib import data, heads, places
 from course_lib.model import CHECKPOINT_DIR, PRETRAINED, ModelConfig, TinyTransformer
 
 
@@ -150,6 +150,14 @@ RECIPES = {  # name -> (model config, training config)
     "none-h4": (ModelConfig(**{**asdict(_BASE), "positional": "none"}), TrainConfig()),
     "rope-h4-noscale": (ModelConfig(**{**asdict(_BASE), "scale": False}), TrainConfig()),
 }
+# lesson 03's three-places task (course_lib.places): one layer, D = 64, 1 to 8 heads, a budget
+# of 400 steps, about 5 s of CPU each; tools/heads_sweep.py repeats them over seeds
+_PLACES = ModelConfig(len(places.VOCAB), d_model=64, d_ff=128, num_layers=1, max_len=places.SEQ_LEN)
+for _h in (1, 2, 4, 8):
+    RECIPES[f"places-h{_h}"] = (
+        replace(_PLACES, num_heads=_h),
+        TrainConfig(steps=400, eval_every=50),
+    )
 assert tuple(RECIPES) == PRETRAINED
 # lesson 06's live run: the rope-h4 recipe cut to 400 steps (same warm-up), which still
 # reaches every detector's bar (previous >= 0.9, bracket >= 0.7, subject >= 0.7) in ~30 s
@@ -161,6 +169,8 @@ def build_checkpoint(name: str, directory=CHECKPOINT_DIR, *, progress=True) -> d
     if name not in RECIPES:
         raise ValueError(f"name: expected one of {', '.join(RECIPES)}; got {name!r}")
     model_config, train_config = RECIPES[name]
+    if name.startswith("places-"):
+        return _save(name, *places_run(model_config, train_config, progress=progress), directory)
     train_ids, valid_ids, long_ids = (data.load_split(s) for s in ("train", "valid", "long"))
     course_lib.set_seed(train_config.seed)
     model = TinyTransformer.from_config(model_config)
@@ -175,10 +185,7 @@ def build_checkpoint(name: str, directory=CHECKPOINT_DIR, *, progress=True) -> d
         "name": name,
         "config": asdict(model_config),
         "train": asdict(train_config),
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "wall_time_s": round(history.wall_time, 1),
-        "cpu_time_s": round(cpu_time, 1),
-        "threads": torch.get_num_threads(),
+        **_run_facts(model, history, cpu_time),
         "load_average": round(os.getloadavg()[0], 2),
         "torch": torch.__version__,
         "val_loss": round(history.val_loss[-1], 4),
@@ -197,11 +204,59 @@ def build_checkpoint(name: str, directory=CHECKPOINT_DIR, *, progress=True) -> d
             },
         },
     }
+    return _save(name, model, card, directory)
+
+
+def _run_facts(model, history: History, cpu_time: float) -> dict:
+    """What every card says about the run itself: size, time and threads."""
+    return {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "wall_time_s": round(history.wall_time, 1),
+        "cpu_time_s": round(cpu_time, 1),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def _save(name: str, model, card: dict, directory) -> dict:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), directory / f"{name}.pt")
     (directory / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
     return card
+
+
+def places_run(model_config: ModelConfig, train_config: TrainConfig, *, progress=False):
+    """Train one model on lesson 03's three-places task; return (model, card) (lesson 03).
+
+    The card records the answers' accuracy every eval_every steps, and each head's attention
+    mass from "?" to the words 1, 2 and 3 back (its detectors) on the task's validation split.
+    """
+    train_ids, valid_ids = places.load_split("train"), places.load_split("valid")
+    course_lib.set_seed(train_config.seed)
+    model = TinyTransformer.from_config(model_config)
+    curve = []
+
+    def record(step, m):
+        curve.append([step, round(places.task_scores(m, valid_ids)["accuracy"], 4)])
+
+    cpu_start = time.process_time()
+    history = train(model, train_ids, valid_ids, train_config, progress=progress, callback=record)
+    cpu_time = time.process_time() - cpu_start
+    scores = places.place_scores(heads.attention_weights(model, valid_ids), valid_ids)
+    card = {
+        "name": f"places-h{model_config.num_heads}",
+        "task": "places",
+        "config": asdict(model_config),
+        "train": asdict(train_config),
+        **_run_facts(model, history, cpu_time),
+        "torch": torch.__version__,
+        "val_loss": round(history.val_loss[-1], 4),
+        **{k: round(v, 4) for k, v in places.task_scores(model, valid_ids).items()},
+        "accuracy_by_step": curve,
+        "detectors": {k: _rounded(v) for k, v in scores.items()},
+        "best_heads": {k: [i, j, round(s, 3)] for k, (i, j, s) in heads.best_heads(scores).items()},
+    }
+    return model, card
 
 
 def _rounded(table: torch.Tensor) -> list[list[float]]:

@@ -12,7 +12,9 @@ import seaborn as sns
 import torch
 from matplotlib import rcParams
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
 from matplotlib.collections import LineCollection
+from matplotlib.colors import Normalize, SymLogNorm
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Circle, FancyBboxPatch
@@ -53,6 +55,8 @@ COLOURS = {
     "layer norm": BLUE,  # lesson 05: the norm in a block
     "batch norm": ORANGE,
     "no norm": PURPLE,
+    "GELU": BLUE,  # lesson 05: the feed-forward layer's activation
+    "ReLU": VERMILLION,
     "training": BLUE,  # lesson 06: loss curves
     "validation": ORANGE,
 }
@@ -66,6 +70,8 @@ MARKERS = {
     "layer norm": "o",
     "batch norm": "s",
     "no norm": "D",
+    "GELU": "o",
+    "ReLU": "s",
 }
 LINE_STYLES = ("-", "--", "-.", ":")  # for lines told apart by dash pattern
 LINE_MARKERS = ("o", "s", "^", "D", "v", "P")  # for lines told apart by marker
@@ -104,11 +110,19 @@ def to_png(fig: Figure) -> bytes:
 
 def canvas_png(canvas, height: int | None = None) -> bytes:
     """PNG bytes of what an Agg canvas holds now, at fast compression (explorers, lesson 00);
-    only its top `height` pixel rows where given."""
+    only its top `height` pixel rows where given.
+
+    Colour without alpha: every figure is opaque, and three bytes a pixel instead of four
+    make the PNG about 10% smaller and its encoding (and the browser's decoding) faster, with
+    not one pixel changed. A 256-colour palette would halve the size again, but it moves
+    colours: Pillow's fast quantiser turned the white background off-white and merged close
+    heatmap shades (up to 14/255 per channel), and the exact ones took longer than this whole
+    encoding (measured for issue 18)."""
     width, full = canvas.get_width_height()
     picture = Image.frombuffer("RGBA", (width, full), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
     if height is not None and height < full:
         picture = picture.crop((0, 0, width, height))
+    picture = picture.convert("RGB")
     buffer = io.BytesIO()
     picture.save(buffer, format="png", compress_level=1)
     return buffer.getvalue()
@@ -255,8 +269,11 @@ def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4) -> Fig
                 f"dashed: expected at most {len(REFERENCE_STYLES)} reference lines, "
                 f"got {len(dashed)}"
             )
+        # wide and under the curves: one that follows a reference exactly (the variance of
+        # q . k on y = d_k) leaves the grey dashes in sight on both sides of it
+        under = {"color": "grey", "lw": 3.5, "alpha": 0.75, "zorder": 1.8}
         for (label, ys), style in zip(dashed.items(), REFERENCE_STYLES, strict=False):
-            ax.plot(xs, _numbers(label, ys), style, color="grey", label=label)
+            ax.plot(xs, _numbers(label, ys), style, label=label, **under)
         if logx:
             ax.set_xscale("log", base=2)
         if panel.get("logy"):
@@ -268,6 +285,44 @@ def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4) -> Fig
         ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=9)
+    return fig
+
+
+def scale_sweep_figure(widths, entropy, loss, *, flat_entropy: float, steps: int) -> Figure:
+    """Entropy at step 0 and validation loss after training against head width (lesson 02).
+
+    entropy and loss: {"scaled": [[one value per seed] per width], "unscaled": ...}. Each
+    seed is a point; the line joins the means. flat_entropy: evenly spread causal attention.
+    """
+    xs = _numbers("widths", widths)
+    fig, axes = new_figure(8.4, 3.4, ncols=2)
+    panels = (
+        (axes[0], entropy, "attention entropy at step 0", "mean entropy (nats)"),
+        (axes[1], loss, f"validation loss after {steps} steps", "validation loss (nats)"),
+    )
+    for ax, table, title, ylabel in panels:
+        for label in ("scaled", "unscaled"):
+            per_seed = [_numbers(label, values) for values in table[label]]
+            if len(per_seed) != len(xs):
+                raise ValueError(f"{label}: expected {len(xs)} widths, got {len(per_seed)}")
+            style = {"color": COLOURS[label], "marker": MARKERS[label]}
+            means = [sum(values) / len(values) for values in per_seed]
+            ax.plot(xs, means, "-", ms=6, label=f"{label} (mean)", **style)
+            for x, values in zip(xs, per_seed, strict=True):
+                ax.plot([x] * len(values), values, ls="none", ms=4, alpha=0.5, mfc="none", **style)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [str(int(x)) for x in xs])
+        ax.set_xlabel("head width d (same model: 256 wide, 256 / d heads)")
+        ax.set_title(title)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+    axes[0].axhline(flat_entropy, ls="--", color="grey", label="evenly spread (causal)")
+    axes[0].set_ylim(0, flat_entropy * 1.15)
+    for ax in axes:
+        # one legend entry for the per-seed points of both colours
+        hollow = {"marker": "o", "ms": 4, "mfc": "none", "color": "grey"}
+        ax.plot([], [], ls="none", label="hollow: single seeds", **hollow)
+        ax.legend(fontsize=8)
     return fig
 
 
@@ -322,6 +377,8 @@ def head_grid(
         )
         ax.set_title(titles[i] if titles is not None else f"head {i}", fontsize=10)
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    fig.supxlabel("key: the token looked at", fontsize=9)
+    fig.supylabel("query: the token looking", fontsize=9)
     if title:
         fig.suptitle(title)
     return fig
@@ -358,6 +415,49 @@ def detector_heatmap(scores: dict, *, title=None) -> Figure:
         ax.tick_params(axis="y", labelrotation=0)
     if title:
         fig.suptitle(title)
+    return fig
+
+
+HEAD_MARKERS = ("o", "s", "D", "^")  # 1, 2, 4, 8 heads: told apart by marker as well as colour
+
+
+def heads_sweep_figure(runs, *, chance=None) -> Figure:
+    """Figure: answer accuracy by number of heads, one point per seed, and during training
+    (lesson 03). runs: dicts with "heads", "seed", "accuracy" and "accuracy_by_step"
+    ([step, accuracy] pairs), e.g. the "runs" of data/checkpoints/places-sweep.json."""
+    counts = sorted({run["heads"] for run in runs})
+    if not counts or len(counts) > len(HEAD_MARKERS):
+        raise ValueError(f"runs: expected 1 to {len(HEAD_MARKERS)} head counts, got {counts}")
+    fig, (ax_end, ax_steps) = new_figure(10.0, 3.6, ncols=2, width_ratios=(1, 1.5))
+    for i, H in enumerate(counts):
+        mine = [run for run in runs if run["heads"] == H]
+        colour, marker = PALETTE[i], HEAD_MARKERS[i]
+        ends = np.array([run["accuracy"] for run in mine])
+        spread = np.linspace(-0.15, 0.15, len(ends))  # side by side, so equal results show
+        ax_end.scatter(i + spread, ends, s=36, marker=marker, facecolors="none",
+                       edgecolors=colour, linewidths=1.3)  # fmt: skip
+        ax_end.plot([i - 0.25, i + 0.25], [ends.mean()] * 2, color="black", lw=2)
+        curves = np.array([[acc for _, acc in run["accuracy_by_step"]] for run in mine])
+        steps = [step for step, _ in mine[0]["accuracy_by_step"]]
+        for curve in curves:
+            ax_steps.plot(steps, curve, color=colour, lw=0.8, alpha=0.45)
+        ax_steps.plot(steps, curves.mean(axis=0), color=colour, marker=marker, lw=2,
+                      label=f"H = {H}: mean of {len(curves)} seeds")  # fmt: skip
+    ax_end.plot([], [], color="black", lw=2, label="mean over seeds")
+    ax_end.set_xticks(range(len(counts)), [str(H) for H in counts])
+    ax_end.set_xlabel("heads H (same width D, same parameters)")
+    ax_end.set_ylabel("accuracy of the answers")
+    ax_end.set_title("after training: one point per seed", fontsize=10)
+    ax_steps.set_xlabel("training step")
+    ax_steps.set_title("during training: thin lines are single seeds", fontsize=10)
+    for ax in (ax_end, ax_steps):
+        ax.set_ylim(-0.03, 1.03)
+        if chance is not None:
+            ax.axhline(chance, color="grey", ls=":", lw=1.2, label=f"chance ({chance:.2f})")
+        ax.grid(alpha=0.3)
+    ax_end.legend(fontsize=8, loc="center left")
+    # beside the panel, not on it: every corner of it holds a curve
+    ax_steps.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return fig
 
 
@@ -511,8 +611,58 @@ def depth_profile_figure(curves: dict) -> Figure:
             (line,) = ax.plot(layers, ys, ms=3, label=label, **style)
             ax.plot(*pinned_points(layers, ys, below), "v", ms=7, color=line.get_color())
             ax.plot(*pinned_points(layers, ys, above), "^", ms=7, color=line.get_color())
-    ax_grad.legend(fontsize=9, loc="lower right")
+    # two rows along the top: the lines of lesson 05 stay below 1e2, and the pinned triangles
+    # lie on the floor, so a legend at the bottom would hide some of them
+    ax_grad.legend(fontsize=9, loc="upper center", ncols=2)
     return fig
+
+
+def ffn_width_figure(curves: dict, losses: dict, d_model: int) -> Figure:
+    """The feed-forward width sweep (lesson 05). Left, validation loss during training, the
+    mean over seeds, one line per width; right, the final loss of each seed and their mean
+    against the width. curves: {d_ff: (steps, mean losses)}; losses: {d_ff: [final loss of
+    each seed]}; d_ff = 0 means no feed-forward sub-layer at all."""
+    if not losses or set(curves) != set(losses):
+        raise ValueError(
+            f"curves, losses: expected the same widths, at least one, got {sorted(curves)} "
+            f"and {sorted(losses)}"
+        )
+    widths = sorted(losses)
+    fig, (ax_curve, ax_final) = new_figure(11.0, 3.9, ncols=2)
+    for i, width in enumerate(widths):
+        steps, mean = curves[width]
+        ax_curve.plot(
+            steps, _numbers(f"curves[{width}]", mean), marker=LINE_MARKERS[i % len(LINE_MARKERS)],
+            linestyle=LINE_STYLES[i // len(LINE_MARKERS)], ms=5,
+            label=_width_label(width, d_model).replace("\n", " "),
+        )  # fmt: skip
+    ax_curve.set_xlabel("training step")
+    ax_curve.set_ylabel("validation loss (mean of seeds)")
+    ax_curve.set_title("during training: same steps, batches and schedule")
+    ax_curve.grid(True, alpha=0.3)
+    ax_curve.legend(title="d_ff", fontsize=9, ncols=2)
+    where = range(len(widths))
+    for i, width in zip(where, widths, strict=True):
+        ys = _numbers(f"losses[{width}]", losses[width])
+        label = "one seed" if i == 0 else None
+        ax_final.plot([i] * len(ys), ys, "o", ms=6, color=ORANGE, alpha=0.8, label=label)
+    means = [float(np.mean(losses[w])) for w in widths]
+    seeds = len(losses[widths[0]])
+    ax_final.plot(where, means, "D-", color=BLUE, lw=1.5, ms=6, label=f"mean of {seeds} seeds")
+    ax_final.set_xticks(list(where), [_width_label(w, d_model) for w in widths], fontsize=10)
+    ax_final.set_xlabel("feed-forward hidden width d_ff")
+    ax_final.set_ylabel("validation loss at the end")
+    ax_final.set_title("after the last step (note the scale)")
+    ax_final.grid(True, axis="y", alpha=0.3)
+    ax_final.legend(fontsize=10)
+    return fig
+
+
+def _width_label(width: int, d_model: int) -> str:
+    if width == 0:
+        return "0\n(none)"
+    ratio = width / d_model
+    return f"{width}\n({'D' if ratio == 1 else f'{ratio:g}D' if ratio > 1 else f'D/{1 / ratio:g}'})"
 
 
 # ---------------------------------------------------------------- lesson 06
@@ -676,34 +826,49 @@ DETECTOR_STYLES = {
 }
 
 
-def detector_timeline(steps, records, detectors=tuple(DETECTOR_STYLES)) -> Figure:
+def detector_timeline(steps, records, detectors=tuple(DETECTOR_STYLES), chance=None) -> Figure:
     """Best head's score per detector over training steps (lesson 06).
 
-    records: one dict per step, detector name -> (layers, H) scores.
+    records: one dict per step, detector name -> (layers, H) scores; chance: optional
+    detector name -> the score of a head spreading evenly (heads.chance_scores), drawn dashed.
     """
     if len(steps) != len(records) or not records:
         raise ValueError(f"records: expected one per step ({len(steps)}), got {len(records)}")
-    fig, ax = new_figure(6.4, 3.4)
+    fig, ax = new_figure(7.6, 3.4)
     for name in detectors:
         style, best = DETECTOR_STYLES[name], [float(r[name].max()) for r in records]
         ax.plot(steps, best, marker=style["marker"], ms=4, color=style["color"], label=name)
+    # chance levels can lie close together: each gets its own dash pattern and legend entry
+    dashes = dict(zip(detectors, LINE_STYLES[1:] * len(detectors), strict=False))
+    for name in detectors if chance is not None else ():
+        ax.axhline(chance[name], color=DETECTOR_STYLES[name]["color"], ls=dashes[name], lw=1.2,
+                   label=f"{name} chance")  # fmt: skip
     ax.set_ylim(0, 1)
     ax.set_xlabel("training step")
     ax.set_ylabel("best head's detector score")
     ax.set_title("how early each job finds a head")
-    ax.legend(fontsize=9, loc="lower right")
+    fig.legend(fontsize=8, loc="outside right center")
     ax.grid(True, alpha=0.3)
     return fig
 
 
-def detector_heatmaps(tables: dict, detectors=tuple(DETECTOR_STYLES)) -> Figure:
+def detector_heatmaps(tables: dict, detectors=tuple(DETECTOR_STYLES), chance=None) -> Figure:
     """Rows of (layer x head) detector heatmaps: one row per model, one column per detector.
 
-    tables: model label -> {detector: (layers, H) scores} (lesson 06).
+    tables: model label -> {detector: (layers, H) scores} (lesson 06). chance: optional
+    detector name -> the score of a head spreading evenly, marked on the column's colour bar.
     """
     fig, axes = new_figure(
         11.0, 2.1 * len(tables) + 0.6, ncols=len(detectors), nrows=len(tables), squeeze=False
     )
+    scale = ScalarMappable(Normalize(0, 1), cmap="viridis")
+    for col, name in enumerate(detectors):
+        label = f"{name} score" + (
+            "" if chance is None else f"\n(white line: chance {chance[name]:.2f})"
+        )
+        bar = fig.colorbar(scale, ax=axes[:, col], label=label, pad=0.02, aspect=30)
+        if chance is not None:
+            bar.ax.axhline(chance[name], color="white", lw=2)
     for row, (label, scores) in enumerate(tables.items()):
         for col, name in enumerate(detectors):
             table = scores[name]
@@ -732,12 +897,11 @@ def attention_grid(weights, tokens, pairs=None) -> Figure:
     marked on every map so you can see which head looks where the job needs.
     """
     layers, H = len(weights), weights[0].shape[0]
-    T = len(tokens)
-    fig, axes = new_figure(3.1 * H + 0.4, 3.2 * layers + 0.4, ncols=H, nrows=layers, squeeze=False)
+    fig, axes = new_figure(3.1 * H + 1.2, 3.4 * layers + 0.6, ncols=H, nrows=layers, squeeze=False)
     for layer in range(layers):
         for head in range(H):
             ax = axes[layer][head]
-            ax.imshow(weights[layer][head].numpy(), vmin=0, vmax=1, cmap="viridis")
+            image = ax.imshow(weights[layer][head].numpy(), vmin=0, vmax=1, cmap="viridis")
             for name, found in (pairs or {}).items():
                 if found:
                     q, k = zip(*found, strict=True)
@@ -752,15 +916,61 @@ def attention_grid(weights, tokens, pairs=None) -> Figure:
                         linewidths=1.2,
                         label=name,
                     )
-            ax.set_xticks(range(T), tokens, rotation=90, fontsize=6)
-            ax.set_yticks(range(T), tokens, fontsize=6)
+            # token names on the outer maps only, at a readable size
+            set_token_ticks(ax, tokens, x=layer == layers - 1, y=head == 0)
             ax.set_title(f"layer {layer}, head {head}", fontsize=10)
+        axes[layer][0].set_ylabel("query (predicts the next token)")
+    for ax in axes[-1]:
+        ax.set_xlabel("key")
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     if pairs:
         handles, labels = axes[0][0].get_legend_handles_labels()
         # on the maps' darkest colour, where the marks were made to show (white ones too)
         where = {"loc": "outside lower center", "ncols": len(labels), "fontsize": 9}
         look = {"facecolor": VIRIDIS_DARK, "labelcolor": "white", "framealpha": 1}
         fig.legend(handles, labels, **where, **look)
+    return fig
+
+
+SQUEEZE_ABOVE = 0.25  # ablation_heatmap: colours linear below this rise, logarithmic above
+
+
+def ablation_heatmap(labels, table, skills, *, limit: float = 1.0, title=None) -> Figure:
+    """Figure: loss increase per skill (columns) when each head (rows) is knocked out (lesson 06).
+
+    labels, table: what ablation.ablation_table returns (labels[0] None, the baseline row);
+    skills: the column names. Increases are signed (a knock-out can help a little), so RdBu_r
+    centred on 0, reaching +-limit or the largest increase, whichever is further. Past
+    SQUEEZE_ABOVE the colours are spaced logarithmically, so a rise five times another still
+    looks darker while small rises keep some colour; every cell carries its number.
+    """
+    table = torch.as_tensor(table, dtype=torch.float32)
+    if labels[0] is not None or table.shape != (len(labels), len(skills)):
+        raise ValueError(
+            f"table: expected ablation_table's rows (baseline first) x {len(skills)} skills, "
+            f"got labels {labels[:2]}... and shape {tuple(table.shape)}"
+        )
+    rise = (table[1:] - table[0]).numpy()  # (heads, skills)
+    rows = [f"layer {layer}, head {head}" for layer, head in labels[1:]]
+    reach = max(float(limit), float(np.abs(rise).max()))
+    norm = SymLogNorm(SQUEEZE_ABOVE, linscale=1.0, vmin=-reach, vmax=reach, base=10)
+    fig, ax = new_figure(1.6 + 1.25 * len(skills), 0.9 + 0.36 * len(rows))
+    image = ax.imshow(rise, cmap="RdBu_r", norm=norm, aspect="auto")
+    for (i, j), value in np.ndenumerate(rise):
+        ink = "white" if abs(norm(value) - 0.5) > 0.3 else "black"
+        ax.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=9, color=ink)
+    columns = [f"{skill}\n(base {float(table[0, j]):.2f})" for j, skill in enumerate(skills)]
+    ax.set_xticks(range(len(skills)), columns, fontsize=9)
+    ax.set_yticks(range(len(rows)), rows, fontsize=9)
+    ax.set_xlabel("skill: loss on its positions (nats)")
+    ax.set_ylabel("head knocked out")
+    ax.tick_params(length=0)
+    label = f"loss increase (nats)\nscale squeezed past {SQUEEZE_ABOVE:g}"
+    bar = fig.colorbar(image, ax=ax, label=label)
+    ticks = [t for t in (-5, -1, -SQUEEZE_ABOVE, 0, SQUEEZE_ABOVE, 1, 5) if abs(t) <= reach]
+    bar.set_ticks(ticks, labels=[f"{t:g}" for t in ticks])
+    bar.minorticks_off()
+    ax.set_title(title or "loss increase when one head is knocked out", fontsize=10)
     return fig
 
 

@@ -90,8 +90,12 @@ def test_browser_breakdown_splits_one_move_into_its_steps():
     assert math.isclose(sum(steps[k] for k in expected if k != "total"), steps["total"])
     assert steps["png_bytes"] == 30720
     # a move that only changed the readout: no picture came, so it has no timing
-    readout_only = log | {"kernel": [log["kernel"][0], log["kernel"][2]], "paints": []}
+    update = {"kind": "update", "t": 110.0, "date": date(109.0), "parent": "m1", "bytes": 0}
+    readout_only = log | {"kernel": [log["kernel"][0], update, log["kernel"][2]], "paints": []}
     assert browser_latency.breakdown(readout_only, origin) is None
+    assert browser_latency.changed_readout(readout_only) and not browser_latency.changed_readout(
+        log
+    )
 
 
 def test_browser_summary_and_targets():
@@ -100,14 +104,17 @@ def test_browser_summary_and_targets():
     fast = {"total": 30.0, "png_bytes": 2048} | {k: 1.0 for k, _ in browser_latency.STEPS[:-1]}
     slow = fast | {"total": 120.0}
     rows = [
-        {"explorer": "E", "control": "a", "kind": "slider", "moves": 2, "no_picture": 0,
-         "timings": [fast, fast]},
-        {"explorer": "E", "control": "b", "kind": "slider", "moves": 2, "no_picture": 0,
-         "timings": [fast, slow]},
-        {"explorer": "E", "control": "c", "kind": "checkbox", "moves": 2, "no_picture": 1,
-         "timings": [fast]},
+        {"explorer": "E", "control": "a", "kind": "slider", "moves": 2, "readout_only": 0,
+         "no_change": 0, "timings": [fast, fast]},
+        {"explorer": "E", "control": "b", "kind": "slider", "moves": 2, "readout_only": 0,
+         "no_change": 0, "timings": [fast, slow]},
+        {"explorer": "E", "control": "c", "kind": "checkbox", "moves": 2, "readout_only": 0,
+         "no_change": 1, "timings": [fast]},
+        {"explorer": "E", "control": "d", "kind": "text", "moves": 2, "readout_only": 1,
+         "no_change": 0, "timings": [fast]},
     ]  # fmt: skip
     checked = browser_latency.control_rows(rows)
-    assert [r["ok"] for r in checked] == [True, False, False]  # worst > 100 ms; a dead move
+    # worst > 100 ms fails; so does a move that changed nothing, not one that changed a readout
+    assert [r["ok"] for r in checked] == [True, False, False, True]
     assert checked[0]["png_kib"] == 2.0 and checked[1]["worst"] == 120.0
-    assert browser_latency.step_table(rows)["moves"] == 5
+    assert browser_latency.step_table(rows)["moves"] == 6

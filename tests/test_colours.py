@@ -55,6 +55,7 @@ HISTORY = History(
 
 # every public figure-making function of course_lib.viz, called with small valid inputs the
 # way the lessons call it (the lessons' own labels, so their meanings are checked)
+CHANCE = {"previous": 0.07, "bracket": 0.06, "subject": 0.12}  # heads.chance_scores' kind
 VIZ_FIGURES = {
     "attention_heatmap": lambda: viz.attention_heatmap(attention(6, 6), LABELS, LABELS),
     "influence_figure": lambda: viz.influence_figure([1e-3, 1e-2, 1.0], [0.5, 0.7, 1.0]),
@@ -71,10 +72,20 @@ VIZ_FIGURES = {
         ],
         xlabel="d_k",
     ),
+    "scale_sweep_figure": lambda: viz.scale_sweep_figure(
+        [16, 64, 256],
+        {"scaled": [[2.5, 2.4]] * 3, "unscaled": [[2.0, 1.9], [1.3, 1.2], [0.6, 0.7]]},
+        {"scaled": [[1.3, 1.4]] * 3, "unscaled": [[1.5, 1.4], [1.7, 1.8], [2.2, 2.1]]},
+        flat_entropy=2.52,
+        steps=300,
+    ),
     "head_grid": lambda: viz.head_grid(attention(4, 6, 6), LABELS),
     "detector_heatmap": lambda: viz.detector_heatmap(scores(), title="t"),
     "block_diagram": lambda: viz.block_diagram(prenorm=False),
     "depth_profile_figure": lambda: viz.depth_profile_figure(NORMS),
+    "ffn_width_figure": lambda: viz.ffn_width_figure(
+        {0: ([1, 2], [2.0, 1.6]), 16: ([1, 2], [1.9, 1.3])}, {0: [1.6, 1.7], 16: [1.3, 1.31]}, 64
+    ),
     "plot_history": lambda: viz.plot_history(HISTORY, smooth=5),
     "encoding_heatmap": lambda: viz.encoding_heatmap(positional.sinusoidal_encoding(16, 8)),
     "similarity_figure": lambda: viz.similarity_figure(
@@ -90,9 +101,24 @@ VIZ_FIGURES = {
         8,
     ),
     "detector_timeline": lambda: viz.detector_timeline(
-        [0, 50, 100], [scores(scale=s) for s in (0.3, 0.6, 1.0)]
+        [0, 50, 100], [scores(scale=s) for s in (0.3, 0.6, 1.0)], chance=CHANCE
     ),
-    "detector_heatmaps": lambda: viz.detector_heatmaps({"trained": scores(), "shipped": scores()}),
+    "detector_heatmaps": lambda: viz.detector_heatmaps(
+        {"trained": scores(), "shipped": scores()}, chance=CHANCE
+    ),
+    "heads_sweep_figure": lambda: viz.heads_sweep_figure(
+        [
+            {"heads": h, "seed": s, "accuracy": 0.5, "accuracy_by_step": [[50, 0.1], [100, 0.5]]}
+            for h in (1, 2, 4, 8)
+            for s in (0, 1)
+        ],
+        chance=1 / 64,
+    ),
+    "ablation_heatmap": lambda: viz.ablation_heatmap(
+        [None, (0, 0), (0, 1)],
+        torch.tensor([[1.3, 0.6], [1.4, 2.0], [1.2, 0.7]]),
+        ("overall", "brackets"),
+    ),
     "attention_grid": lambda: viz.attention_grid(
         [attention(2, 6, 6), attention(2, 6, 6)],
         LABELS,

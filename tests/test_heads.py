@@ -63,3 +63,29 @@ def test_every_card_records_its_best_heads():
         card = load_card(name)
         for detector, (layer, head, score) in card["best_heads"].items():
             assert card["detectors"][detector][layer][head] == pytest.approx(score, abs=1e-3)
+
+
+def test_chance_score_is_what_an_even_head_scores(valid_ids):
+    ids = valid_ids[:50]
+    N, T = ids.shape
+    # a head that spreads evenly over the keys the causal mask lets it see
+    even = torch.ones(T, T).tril()
+    even = (even / even.sum(-1, keepdim=True)).expand(N, 2, T, T)  # (N, H, T, T)
+    for name in heads.DETECTORS:
+        chance = heads.chance_score(ids, name)
+        scored = heads.detector_score([even], ids, name)  # (1, 2)
+        assert torch.allclose(scored, torch.full_like(scored, chance), atol=1e-6), name
+    assert heads.chance_scores(ids) == {n: heads.chance_score(ids, n) for n in heads.DETECTORS}
+
+
+def test_chance_score_by_hand():
+    tokens = 'Dogs near the cat sing bone run bone run ( the bird " the boys " ) .'.split()
+    ids = data.encode(tokens)[None]
+    # previous: queries 6 and 7; bracket: 14 and 15; subject: 3
+    assert heads.chance_score(ids, "previous") == pytest.approx((1 / 7 + 1 / 8) / 2)
+    assert heads.chance_score(ids, "bracket") == pytest.approx((1 / 15 + 1 / 16) / 2)
+    assert heads.chance_score(ids, "subject") == pytest.approx(1 / 4)
+    with pytest.raises(ValueError, match="detector: expected one of"):
+        heads.chance_score(ids, "induction")
+    with pytest.raises(ValueError, match="no 'bracket' pairs"):
+        heads.chance_score(data.encode("Dog runs .")[None], "bracket")

@@ -9,10 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib import data, heads
+from course_lib import ablation, data, heads
 from course_lib.attention import causal_mask, scaled_dot_product_attention
 from course_lib.model import load_card, load_pretrained
 from course_lib.multihead import MultiHeadAttention
+from course_lib.train import evaluate
 
 
 def step_by_step(x, mha, mask=None):
@@ -83,10 +84,12 @@ def test_shown_scores_are_the_shipped_checkpoints(rope_h4):
 def test_heads_specialise_as_the_prose_says(rope_h4, measure):
     scores, everywhere, _ = rope_h4
     best = heads.best_heads(scores)
-    # each job has a head that does it most of the time: 0.974, 0.810, 0.989 on every path
+    # each job has a head that puts most of its attention on the right key, on average:
+    # 0.974, 0.810, 0.989 on every path
     for name, (_, _, score) in best.items():
         assert measure(f"best {name} head score", score) > 0.75
-    # ... and they are different heads: bracket in layer 0, song and subject in layer 1
+    # ... the best heads sit where the prose says: bracket in layer 0, song and subject in
+    # layer 1 (the best of each job is a different head, though one head does two jobs)
     assert len({(layer, head) for layer, head, _ in best.values()}) == 3
     assert best["bracket"][0] == 0 and best["previous"][0] == 1 and best["subject"][0] == 1
     # a specialist is specific: the bracket head does little of the other two jobs
@@ -114,5 +117,97 @@ def test_song_example_has_a_one_back_line_in_layer_1(measure):
     with torch.no_grad():
         _, weights = model(ids[None], return_weights=True)
     q, k = torch.tensor(pairs).T
-    line = weights[1][0, :, q, k].mean(dim=-1).max()
-    assert measure("best layer-1 head: weight one back", line) > 0.8  # 0.988 on every path
+    line = weights[1][0, :, q, k].mean(dim=-1)  # (H,): each layer-1 head's mean weight one back
+    # the prose: heads 3 and 1 draw the line, head 2 more faintly, head 0 not at all. Measured
+    # 0.988, 0.872, 0.752, 0.051 (heads 3, 1, 2, 0) on every path: bars 0.8 (margin 0.07),
+    # head 2 below both (gap 0.12), head 0 under 0.2
+    assert measure("layer 1, head 3: weight one back", line[3]) > 0.8
+    assert measure("layer 1, head 1: weight one back", line[1]) > 0.8
+    assert line[2] < min(line[1], line[3])
+    assert measure("layer 1, head 0: weight one back", line[0]) < 0.2
+
+
+def test_bracket_example_heads_look_back_at_the_subject(measure):
+    from course_lib.widgets import heads_examples
+
+    _, ids = heads_examples()[1]  # Fishes with the girl sleep ( the dogs ) .
+    [(query, subject)] = data.subject_pairs(ids)
+    assert data.to_tokens(ids)[query] == "girl" and data.to_tokens(ids)[subject] == "Fishes"
+    model = load_pretrained("rope-h4")
+    with torch.no_grad():
+        _, weights = model(ids[None], return_weights=True)
+    looks = [weights[layer][0, :, query, subject] for layer in range(2)]  # (H,) per layer
+    # the prose: heads 0, 1 and 2 of layer 1 and layer 0, head 0. Measured 0.999, 1.000, 0.994
+    # and 0.936 on every path; the other heads 0.344 at most: bars 0.9 and 0.5
+    for layer, head in [(1, 0), (1, 1), (1, 2), (0, 0)]:
+        name = f"layer {layer}, head {head}: weight on the subject"
+        assert measure(name, looks[layer][head]) > 0.9
+    others = [looks[layer][head] for layer, head in [(0, 1), (0, 2), (0, 3), (1, 3)]]
+    assert measure("other heads: weight on the subject", max(others)) < 0.5
+
+
+def test_no_query_needs_two_skills_and_one_head_holds_two_jobs(rope_h4):
+    # lesson 03's likely reason why one head gets away with it on the toy language: the
+    # positions that need each skill never overlap, so one head can switch jobs by position
+    valid = data.load_split("valid")
+    queries = {
+        name: {(row, q) for row, seq in enumerate(valid) for q, _ in pairs(seq)}
+        for name, pairs in heads.DETECTORS.items()
+    }
+    assert all(len(found) > 100 for found in queries.values())
+    assert not queries["previous"] & queries["subject"]
+    assert not queries["previous"] & queries["bracket"]
+    assert not queries["subject"] & queries["bracket"]
+    scores, _, _ = rope_h4
+    # measured 0.953 (previous) and 0.989 (subject) for layer 1, head 1; bar 0.9
+    assert scores["previous"][1, 1] > 0.9 and scores["subject"][1, 1] > 0.9
+
+
+def test_rope_h1_does_as_well_as_several_heads_on_the_toy_language():
+    # evaluated now: 1.289 (H=1), 1.290, 1.295, 1.297, as on the cards; the lesson says one
+    # head does as well, so the bar is "within 0.01 of the best", margin 0.01
+    valid = data.load_split("valid")
+    losses = {h: evaluate(load_pretrained(f"rope-h{h}"), valid) for h in (1, 2, 4, 8)}
+    for h, loss in losses.items():
+        assert loss == pytest.approx(load_card(f"rope-h{h}")["val_loss"], abs=1e-3)
+    assert losses[1] <= min(losses.values()) + 0.01
+
+
+def test_knocking_out_the_bracket_head_hurts_brackets_most(measure):
+    # lesson 03's knock-out table for rope-h4. Measured on the native (AVX-512), generic and
+    # AVX2 paths alike: bracket loss +5.51 without layer 0, head 0 (the bracket detector's
+    # best head), +1.00 for the next worst head (gap 4.52): bar 2.0, margin 2.5. Agreement:
+    # +0.94 without layer 0, head 3 and +0.44 without layer 1, head 1 (bars 0.6 and 0.25)
+    model, valid = load_pretrained("rope-h4"), data.load_split("valid")
+    base = ablation.skill_losses(model, valid)
+    rise = {
+        (layer, head): {
+            k: v - base[k]
+            for k, v in ablation.skill_losses(model, valid, knocked_out=[(layer, head)]).items()
+        }
+        for layer in range(2)
+        for head in range(4)
+    }
+    best_bracket = heads.best_heads(heads.detector_scores(model, valid))["bracket"][:2]
+    assert best_bracket == (0, 0)
+    others = max(r["brackets"] for key, r in rise.items() if key != best_bracket)
+    assert measure("bracket rise gap", rise[best_bracket]["brackets"] - others) > 2.0
+    assert measure("agreement rise L0H3", rise[0, 3]["agreement"]) > 0.6
+    assert measure("agreement rise L1H1", rise[1, 1]["agreement"]) > 0.25
+
+
+def test_knock_out_colours_tell_the_bracket_head_from_the_next_worst():
+    # the figure's colours must not saturate below the largest rise (+5.51 once looked like
+    # +1.00): the colour range reaches it, and 5.51 and 1.00 get colours far apart
+    from course_lib import viz
+
+    labels = [None, (0, 0), (0, 3), (1, 1)]
+    table = torch.tensor([[1.30, 1.44, 0.65], [1.65, 1.45, 6.16], [1.49, 2.38, 1.65],
+                          [1.35, 1.88, 0.67]])  # fmt: skip
+    fig = viz.ablation_heatmap(labels, table, ablation.SKILLS)
+    [image] = fig.axes[0].get_images()
+    assert image.norm.vmax >= 5.51 - 1e-4 and image.norm.vmin == -image.norm.vmax
+    big, next_worst, zero = image.norm([5.51, 1.00, 0.0])
+    assert big - next_worst > 0.15 and next_worst - zero > 0.15
+    shown = {text.get_text() for text in fig.axes[0].texts}
+    assert {"+5.51", "+1.00", "+0.94", "+0.44"} <= shown

@@ -166,3 +166,49 @@ def test_the_picture_has_a_text_alternative_in_numbers(explorer):
         values[-1] if values[-1] != explorer.values()[name] else values[0]
     )
     assert explorer.image.tooltip == explorer.state()["alt"]  # it follows every change
+
+
+def test_control_rows_place_each_control_once():
+    from course_lib.widgets.base import control_rows, slider
+
+    controls = {"a": slider("a", 1, 0, 3), "b": slider("b", 1, 0, 3), "c": slider("c", 1, 0, 3)}
+    boxes = control_rows(controls, [["a", "b"], ["c"]])
+    assert [list(box.children) for box in boxes] == [
+        [controls["a"], controls["b"]],
+        [controls["c"]],
+    ]
+    assert [list(box.children) for box in control_rows(controls)] == [list(controls.values())]
+    with pytest.raises(ValueError, match=r"rows: expected each of \['a', 'b', 'c'\] once"):
+        control_rows(controls, [["a"], ["c"]])
+    with pytest.raises(ValueError, match="rows: expected"):
+        control_rows(controls, [["a", "b", "c", "a"]])
+
+
+@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
+def test_picture_fits_a_1000_px_notebook_at_its_own_size(cls):
+    """A notebook 1000 px wide leaves about 930 px beside the prompts: a wider picture is cut
+    off or shrunk (soft) there, and costs pixels nobody sees. 880 px leaves a margin."""
+    import io
+
+    from PIL import Image
+
+    width, _ = Image.open(io.BytesIO(picture(cls()))).size
+    assert width <= 880, f"{cls.__name__}: a {width} px picture"
+
+
+def test_a_kept_static_picture_gives_the_same_picture_as_a_full_redraw():
+    """ScalingExplorer keeps one static picture per histogram range (invalidate(key)): coming
+    back to a range restores it, and the picture must be the one a fresh explorer draws."""
+    from course_lib.widgets import ScalingExplorer
+
+    e = ScalingExplorer()
+    for scale, d_k in ((False, 256), (True, 256), (False, 16), (False, 256), (True, 64)):
+        e.controls["scale"].value = scale
+        e.controls["d_k"].value = d_k
+    assert len(e._backgrounds) >= 3  # each range drawn in full once, then kept
+    fresh = ScalingExplorer()
+    fresh.controls["d_k"].value = 64
+    assert picture(e) == picture(fresh)
+    e.controls["scale"].value = False
+    fresh.controls["scale"].value = False
+    assert picture(e) == picture(fresh)

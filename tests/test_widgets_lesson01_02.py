@@ -114,9 +114,56 @@ def test_scaling_explorer_toggle_changes_picture_and_emphasis():
     state = explorer.state()
     assert state["bold"] == "unscaled"
     assert picture(explorer) != scaled_picture
-    assert not np.allclose(state["histogram"], scaled["histogram"])  # scores spread out
+    # scores spread out 16-fold: the histogram's axis (4 std either side) widens to match
+    assert np.isclose(state["edges"][-1], 16 * scaled["edges"][-1])
     assert state["marker"][1] < 0.1 * scaled["marker"][1]  # gradient marker drops
     # the marker is computed live and lands on the curve computed at build time
     index = state["curves"]["d_k"].index(256)
     assert np.isclose(state["marker"][1], state["curves"]["unscaled"][index])
     assert np.isfinite(state["weights"]).all()
+
+
+@pytest.mark.parametrize("d_k, scale", [(64, True), (1, False), (1024, False)])
+def test_scaling_explorer_histogram_bins_follow_the_spread(d_k, scale):
+    explorer = ScalingExplorer()
+    explorer.controls["d_k"].value = d_k
+    explorer.controls["scale"].value = scale
+    state = explorer.state()
+    edges, hist = state["edges"], state["histogram"]
+    # the axis spans +-4 std (sqrt(d_k) unscaled, 1 scaled), so a real bell shows at every
+    # setting: 1024 scores fill more than a dozen bars, none holding a quarter of them (bins
+    # 3 wide once left two bars at 0.5 each); d_k = 1 is the most peaked, at 0.22
+    spread = 1.0 if scale else d_k**0.5
+    assert np.isclose(edges[-1], 4 * spread) and np.isclose(edges[0], -4 * spread)
+    assert explorer.ax_hist.get_xlim() == (edges[0], edges[-1])
+    assert (hist > 0.01).sum() >= 12 and hist.max() < 0.25
+    # an independent count: numpy's histogram of the same scores, clipped into the end bins
+    scores = explorer_scores(explorer, d_k, scale)
+    counts, _ = np.histogram(np.clip(scores, edges[0], edges[-1]), bins=edges)
+    assert np.allclose(hist, counts / counts.sum(), atol=1e-6)
+
+
+def explorer_scores(explorer, d_k, scale):
+    from course_lib.attention import typical_gradient_norms
+
+    scores = typical_gradient_norms(d_k, scale=scale, T=explorer.T, n=explorer.n, seed=0)[3]
+    return scores.numpy().ravel()
+
+
+def test_scaling_explorer_map_has_a_colour_bar():
+    explorer = ScalingExplorer()
+    bars = [ax for ax in explorer.fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(bars) == 1 and bars[0].get_ylabel() == "attention weight"
+    assert explorer.ax_map.get_xlabel() and explorer.ax_map.get_ylabel()
+
+
+def test_scaling_explorer_colour_bar_label_stands_apart_from_the_histogram_label():
+    """The colour bar's "attention weight" and the histogram's "share of scores" face each
+    other across the gap between the panels: too close, they read as one two-line label.
+    Gap measured: 7 px with constrained layout's default spacing, 24 px with wspace 0.08."""
+    explorer = ScalingExplorer()
+    renderer = explorer.canvas.get_renderer()
+    (bar,) = [ax for ax in explorer.fig.axes if ax.get_label() == "<colorbar>"]
+    right_of_bar_label = bar.yaxis.label.get_window_extent(renderer).x1
+    left_of_hist_label = explorer.ax_hist.yaxis.label.get_window_extent(renderer).x0
+    assert left_of_hist_label - right_of_bar_label >= 16

@@ -47,6 +47,7 @@ def check_position(explorer):
     assert len(state["exponents"]) == D // 2 and np.allclose(state["sin"], pe[p, 0::2].numpy())
     assert np.allclose(state["cos"], pe[p, 1::2].numpy())
     assert f"position {p}, D = {D}" in state["readout"]
+    assert state["title"] == f"encoding of position {p}, D = {D}"  # a static picture says it
 
 
 def test_position_explorer_sweeps(position):
@@ -74,6 +75,11 @@ def check_rope(explorer):
     i = list(state["offsets"]).index(m - n)
     assert state["curve"][i] == pytest.approx(state["score"], abs=1e-5)
     assert f"offset {m - n}: q . k = {state['score']:.4f}" in state["readout"]
+    name = {"rope": "RoPE", "sinusoidal": "sinusoidal added"}[v["mode"]]
+    assert state["titles"] == (
+        f"{name}: pair 0 of q and k",
+        f"circle: m = {m}, n = {n}, shift s = {s}",
+    )
     assert picture(explorer).startswith(PNG)
     return state
 
@@ -133,3 +139,19 @@ def test_every_rope_control_sweeps_without_nan(rope, name):
         check_rope(rope)
         seen.add(picture(rope))
     assert len(seen) > 1 and (before in seen or len(seen) == len(values))
+
+
+def test_rope_mode_round_trip_redraws_the_same_picture():
+    """The pair title is drawn once per mode and kept: each mode's picture is what a full
+    redraw gives, and back in RoPE mode the picture is a fresh explorer's."""
+    explorer, fresh = RopeExplorer(), RopeExplorer()
+    explorer.controls["mode"].value = "sinusoidal"
+    explorer.controls["shift"].value = 40
+    assert picture(explorer) != picture(fresh)
+    shown = picture(explorer)
+    explorer.invalidate()  # a full redraw of the same state draws the same picture
+    explorer.redraw()
+    assert picture(explorer) == shown
+    explorer.controls["mode"].value = "rope"
+    explorer.controls["shift"].value = 0
+    assert picture(explorer) == picture(fresh)

@@ -5,7 +5,9 @@ import base64
 import numpy as np
 import pytest
 import torch
+from matplotlib.colors import same_color
 
+from course_lib import viz
 from course_lib.block import build_stack, stack_profile
 from course_lib.widgets import BlockExplorer
 from helpers import picture
@@ -117,5 +119,42 @@ def test_values_off_the_axis_are_pinned_and_marked(explorer):
     state = explorer.state()
     assert len(state["grad_pinned_below"]) > 10  # the gradient underflows far below 1e-10
     assert state["grad_norms"][0] < 1e-10 and 1 in state["grad_pinned_below"]
+    # the triangles are the line's own colour (as in viz.depth_profile_figure), not a fourth one
+    style = state["style"]
+    assert len(style["pinned_colors"]) == 4
+    assert all(same_color(c, viz.COLOURS["no norm"]) for c in style["pinned_colors"])
+    explorer.controls["norm"].value = "batch"
+    assert all(
+        same_color(c, viz.COLOURS["batch norm"]) for c in explorer.state()["style"]["pinned_colors"]
+    )
+    explorer.controls["norm"].value = "none"
     explorer.controls["residual"].value = True
     assert explorer.state()["grad_pinned_below"] == []
+
+
+# ---------------------------------------------------------------- ActivationExplorer
+
+
+def test_activation_explorer_draws_torchs_gelu_and_relu_and_their_slopes():
+    from course_lib.widgets import ActivationExplorer
+
+    explorer = ActivationExplorer()
+    control = explorer.controls["x"]
+    assert control.continuous_update is False and (control.min, control.max) == (-4.0, 4.0)
+    pictures = set()
+    for x0 in explorer.settings()["x"]:
+        control.value = x0
+        state = explorer.state()
+        x = torch.tensor([x0], dtype=torch.float64, requires_grad=True)
+        for name, fn in (("GELU", torch.nn.functional.gelu), ("ReLU", torch.nn.functional.relu)):
+            (slope,) = torch.autograd.grad(fn(x).sum(), x)
+            expected = (fn(x).item(), slope.item())
+            assert state["numbers"][name] == pytest.approx(expected, abs=1e-6), (name, x0)
+            assert state["drawn"][name] == pytest.approx(expected, abs=1e-6), (name, x0)
+        assert f"x = {x0:g}:" in state["readout"]
+        pictures.add(picture(explorer))
+    assert len(pictures) == len(explorer.settings()["x"])  # every setting its own picture
+    control.value = -0.5
+    # the lesson's point: at a negative input GELU still passes a slope, ReLU passes none
+    numbers = explorer.state()["numbers"]
+    assert numbers["ReLU"][1] == 0 and numbers["GELU"][1] > 0.1

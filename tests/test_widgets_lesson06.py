@@ -94,13 +94,47 @@ def test_trained_heads_explorer_sweeps_every_control():
             assert np.isfinite(state["weights"]).all()
             T = len(state["tokens"])
             assert state["weights"].shape == (T, T) and len(state["bars"]) == T
-            assert state["query"] == min(state["values"]["query"], T - 1)
+            assert state["query"] == state["values"]["query"] <= T - 1
             np.testing.assert_allclose(state["bars"], state["weights"][state["query"]], rtol=1e-6)
             if name in ("layer", "head", "example"):
                 assert not np.array_equal(state["weights"], weights) or (
                     state["weights"].shape != weights.shape
                 )
     assert "looks most at" in e.state()["readout"]
+
+
+def test_query_slider_spans_the_sentence_shown():
+    """Every position the slider offers is a token of the sentence shown: its range follows
+    each example and each typed sentence, and a shorter one pulls the value back in."""
+    e = TrainedHeadsExplorer()
+    query = e.controls["query"]
+    lengths = {}
+    for example in e.controls["example"].options:
+        e.controls["example"].value = example
+        lengths[example] = len(e.state()["tokens"])
+        assert (query.min, query.max) == (0, lengths[example] - 1)
+        query.value = query.max
+        state = e.state()
+        assert state["query"] == lengths[example] - 1
+        assert f"query {query.max} '{state['tokens'][-1]}'" in state["readout"]
+    assert len(set(lengths.values())) > 1  # the examples differ in length
+    longest = max(lengths, key=lengths.get)
+    e.controls["example"].value = longest
+    query.value = query.max
+    e.controls["sentence"].value = "Cat sleeps ."  # shorter than where the slider stood
+    state = e.state()
+    assert query.max == 2 and query.value == 2 and state["query"] == 2
+    assert "query 2 '.'" in state["readout"]
+
+
+def test_controls_sit_in_tidy_rows():
+    """Examples on one row, the text box on the next, the model's choices on a third."""
+    e = TrainedHeadsExplorer()
+    rows = [
+        [next(n for n, c in e.controls.items() if c is child) for child in box.children]
+        for box in e.widget.children[:3]
+    ]
+    assert rows == [["example"], ["sentence"], ["layer", "head", "query"]]
 
 
 def test_detector_marks_are_the_sentences_pairs():
@@ -154,7 +188,7 @@ def test_new_sentence_pictures_do_not_depend_on_what_came_before():
 
 def test_the_widest_words_fit_inside_the_picture():
     e = TrainedHeadsExplorer()
-    longest = e.controls["query"].max + 1  # the most tokens a sentence can show
+    longest = e.MAX_T  # the most tokens a sentence can show
     stamp = viz.TickStamp(viz.new_figure()[0], fontsize=8)  # the explorer's label font
     widest = {stamp.widest(data.VOCAB, "y"), stamp.widest(data.VOCAB, "x90")}
     words = (sorted(widest) * longest)[:longest]

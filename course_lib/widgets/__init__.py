@@ -11,11 +11,12 @@ from course_lib.widgets.lesson01 import TOY_SENTENCE, AttentionExplorer
 from course_lib.widgets.lesson02 import ScalingExplorer
 from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_examples
 from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
-from course_lib.widgets.lesson05 import BlockExplorer
+from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson06 import (
     TRAINED_EXAMPLES,
     TYPED_SAMPLES,
     AblationExplorer,
+    KnockoutExplorer,
     TrainedHeadsExplorer,
     fresh_sentences,
 )
@@ -29,8 +30,10 @@ EXPLORERS = (
     PositionExplorer,
     RopeExplorer,
     BlockExplorer,
+    ActivationExplorer,
     TrainedHeadsExplorer,
     AblationExplorer,
+    KnockoutExplorer,
 )
 
 __all__ = [
@@ -39,11 +42,13 @@ __all__ = [
     "TRAINED_EXAMPLES",
     "TYPED_SAMPLES",
     "AblationExplorer",
+    "ActivationExplorer",
     "AttentionExplorer",
     "BlockExplorer",
     "ConceptCheck",
     "Explorer",
     "HeadsExplorer",
+    "KnockoutExplorer",
     "PositionExplorer",
     "RopeExplorer",
     "ScalingExplorer",

@@ -55,8 +55,9 @@ class Explorer:
     """
 
     PICTURE = "Explorer picture"  # each explorer says what its picture is
+    KEPT_BACKGROUNDS = 16  # static pictures kept per explorer (about 1 MB each)
 
-    def __init__(self, controls: dict, fig, dynamic=(), above_readout=()):
+    def __init__(self, controls: dict, fig, dynamic=(), above_readout=(), rows=None):
         self.controls = controls
         self.fig = fig
         self.canvas = FigureCanvasAgg(fig)
@@ -64,13 +65,14 @@ class Explorer:
         for artist in self.dynamic:
             artist.set_animated(True)
         self._background = None
+        self._backgrounds = {}  # key -> static picture, see invalidate(key)
         self._start = self.values()  # settings() grids always hold the starting state
         self._readout = ""  # the readout as plain text, for state()
         self.readout = widgets.HTML()
         # natural size, never stretched to the cell's width (a stretched PNG looks blurry)
         self.image = Picture(format="png", layout={"align_self": "flex-start"})
-        row = widgets.HBox(list(controls.values()), layout={"flex_flow": "row wrap"})
-        self.widget = widgets.VBox([row, *above_readout, self.readout, self.image])
+        self.widget = widgets.VBox([*control_rows(controls, rows), *above_readout, self.readout,
+                                    self.image])  # fmt: skip
         self.update()
         self.redraw()
         # the first full draw placed everything; freeze it so later changes never shift
@@ -120,15 +122,23 @@ class Explorer:
         control = self.controls[name]
         return sorted({*range(control.min, control.max + 1, step), control.max, self._start[name]})
 
-    def invalidate(self) -> None:
-        """Ask for a full redraw next time: call after changing limits, ticks or labels."""
-        self._background = None
+    def invalidate(self, key=None) -> None:
+        """Ask for a full redraw next time: call after changing limits, ticks or labels.
+
+        With a `key` that names the static parts drawn now (say the axis limits), each key's
+        full redraw happens once: its picture is kept, and the next time the explorer comes
+        back to that key, the picture is restored instead of drawn (a few ms, not ~100)."""
+        self._background_key = key
+        self._background = None if key is None else self._backgrounds.get(key)
 
     def redraw(self) -> None:
         """Draw what changed, encode the picture as PNG once, and hand it to the image widget."""
         if self._background is None:
             self.canvas.draw()  # everything but the dynamic artists
             self._background = self.canvas.copy_from_bbox(self.fig.bbox)
+            key = getattr(self, "_background_key", None)
+            if key is not None and len(self._backgrounds) < self.KEPT_BACKGROUNDS:
+                self._backgrounds[key] = self._background
         else:
             self.canvas.restore_region(self._background)
         for artist in self.dynamic:
@@ -136,9 +146,10 @@ class Explorer:
         self.show_picture(viz.canvas_png(self.canvas))
 
     def show_picture(self, png: bytes) -> None:
-        """Hand a new picture to the image widget, with its text alternative."""
-        self.image.value = png
-        self.image.tooltip = self.describe()
+        """Hand a new picture to the image widget, with its text alternative (one message)."""
+        with self.image.hold_sync():
+            self.image.value = png
+            self.image.tooltip = self.describe()
 
     def _on_change(self, change) -> None:
         self.update()
@@ -153,6 +164,27 @@ class Explorer:
         bundle["text/plain"] = repr(self)
         bundle["image/png"] = base64.b64encode(self.image.value).decode("ascii")
         return bundle
+
+
+def control_rows(controls: dict, rows=None) -> list:
+    """The controls laid out in rows: `rows` lists the names on each row (default: all on
+    one). A row wraps only where the notebook is too narrow for it: between controls, or
+    between the buttons of a long row of buttons, never between a label and its control."""
+    rows = [list(controls)] if rows is None else [list(row) for row in rows]
+    placed = [name for row in rows for name in row]
+    if sorted(placed) != sorted(controls):
+        raise ValueError(f"rows: expected each of {list(controls)} once, got {placed}")
+    for control in controls.values():
+        # a row of buttons may wrap its buttons (beside its label); nothing else is squeezed
+        squeeze = isinstance(control, widgets.ToggleButtons)
+        control.layout.flex = "0 1 auto" if squeeze else "0 0 auto"
+    return [
+        widgets.HBox(
+            [controls[name] for name in row],
+            layout={"flex_flow": "row wrap", "align_items": "center", "grid_gap": "4px 16px"},
+        )
+        for row in rows
+    ]
 
 
 def control_settings(control, start) -> list:
@@ -208,7 +240,12 @@ def choice_slider(description: str, options, value):
 def toggle_buttons(description: str, options, value, button_width: str | None = None):
     """A row of buttons, one pressed: a few named choices side by side (lessons 03-06)."""
     style = STYLE if button_width is None else {**STYLE, "button_width": button_width}
-    return widgets.ToggleButtons(options=options, value=value, description=description, style=style)
+    # ipywidgets lays its ToggleButtons out as a block, so the label sits above the buttons;
+    # as a flex row the label stays beside them, like every other control's
+    return widgets.ToggleButtons(
+        options=options, value=value, description=description, style=style,
+        layout={"display": "flex", "align_items": "center"},
+    )  # fmt: skip
 
 
 def checkbox(description: str, value: bool):

@@ -17,7 +17,7 @@ class ScalingExplorer(Explorer):
     )
 
     D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
-    EDGES = torch.linspace(-48, 48, 33)  # histogram bins 3 wide; scores beyond sit in the end bins
+    BINS = 32  # histogram bars across +-4 standard deviations of the scores the softmax sees
 
     def __init__(self, T: int = 8, n: int = 16, seed: int = 0):
         self.T, self.n, self.seed = T, n, seed
@@ -28,14 +28,21 @@ class ScalingExplorer(Explorer):
             ]
             for scale in (True, False)
         }
-        fig, (self.ax_map, self.ax_hist, self.ax_grad) = viz.new_figure(13.0, 4.0, ncols=3)
+        fig, (self.ax_map, self.ax_hist, self.ax_grad) = viz.new_figure(11.0, 4.0, ncols=3)
+        # a wider gap between panels, so the colour bar's label and the histogram's y label
+        # read as two labels, not one
+        fig.get_layout_engine().set(wspace=0.08)
         labels = [f"{i}" for i in range(T)]
-        viz.draw_attention(self.ax_map, torch.zeros(T, T), labels, labels, cbar=False)
+        viz.draw_attention(self.ax_map, torch.zeros(T, T), labels, labels)
         self.mesh = self.ax_map.collections[0]
-        self.steps = self.ax_hist.stairs(torch.zeros(32).tolist(), self.EDGES.tolist(), fill=True)
-        self.ax_hist.set_xlim(-48, 48)
-        self.ax_hist.set_ylim(0, 1)
-        self.ax_hist.set_xlabel("score fed to the softmax")
+        # where unit-variance scores (the scaled ones) fall: narrow once the axis is wide
+        self.ax_hist.axvspan(-2, 2, color="0.85", label="±2: most unit-variance scores")
+        self.steps = self.ax_hist.stairs(
+            [0.0] * self.BINS, self.edges(64, True).tolist(), fill=True, color=viz.PALETTE[0]
+        )
+        self.ax_hist.set_ylim(0, 0.16)
+        self.ax_hist.legend(loc="upper right", fontsize=8)
+        self.ax_hist.set_xlabel("score fed to the softmax (axis: ±4 std)")
         self.ax_hist.set_ylabel("share of scores")
         self.lines = {}
         for scale, label in ((True, "scaled"), (False, "unscaled")):
@@ -48,9 +55,9 @@ class ScalingExplorer(Explorer):
         self.ax_grad.set_ylabel("typical gradient norm\nw.r.t. the scores")
         self.ax_grad.legend(loc="lower left")
         self.ax_grad.grid(True, alpha=0.3)
-        self.ax_map.set_title("weights of one sample (yellow = 1)")
+        self.ax_map.set_title("weights of one sample")
         self.ax_hist.set_title("every score the softmax sees")
-        self.ax_grad.set_title("typical gradient vs d_k (circle: now)")
+        self.ax_grad.set_title("typical gradient (circle: now)")
         controls = {
             "d_k": choice_slider("d_k", self.D_KS, 64),
             "scale": checkbox("scale by 1/sqrt(d_k)", True),
@@ -68,9 +75,14 @@ class ScalingExplorer(Explorer):
         )
         self.grad_norm, self.weights = grad, weights
         self.mesh.set_array(weights[0].numpy())
-        low, high = self.EDGES[0].item(), self.EDGES[-1].item()
-        counts = torch.histc(scores.clamp(low, high), bins=len(self.EDGES) - 1, min=low, max=high)
-        self.steps.set_data(values=(counts / counts.sum()).tolist())
+        edges = self.edges(d_k, scale)
+        low, high = edges[0].item(), edges[-1].item()
+        # scores beyond 4 std (a few in a thousand) are counted in the end bars
+        counts = torch.histc(scores.clamp(low, high), bins=self.BINS, min=low, max=high)
+        self.steps.set_data(values=(counts / counts.sum()).tolist(), edges=edges.tolist())
+        if self.ax_hist.get_xlim() != (low, high):
+            self.ax_hist.set_xlim(low, high)
+            self.invalidate(key=(low, high))  # the tick labels move; each range drawn once
         for key, line in self.lines.items():
             line.set_linewidth(3.0 if key == scale else 1.0)
             line.set_alpha(1.0 if key == scale else 0.35)
@@ -83,15 +95,21 @@ class ScalingExplorer(Explorer):
             f"score std {scores.std():.1f}, typical gradient {grad:.2g}",
         )
 
+    def edges(self, d_k: int, scale: bool) -> torch.Tensor:
+        """Bin edges over +-4 standard deviations of the scores: sqrt(d_k) unscaled, 1 scaled."""
+        spread = 4.0 if scale else 4.0 * d_k**0.5
+        return torch.linspace(-spread, spread, self.BINS + 1)
+
     def state(self) -> dict:
-        """Adds one sample's map ("weights", (T, T)), the histogram's bar heights, the marker
-        (d_k, gradient), both curves over d_k, which one is drawn bold, and the largest weight
-        per query averaged over every sample."""
+        """Adds one sample's map ("weights", (T, T)), the histogram's bar heights and edges,
+        the marker (d_k, gradient), both curves over d_k, which one is drawn bold, and the
+        largest weight per query averaged over every sample."""
         T = self.T
         thick = max(self.lines, key=lambda key: self.lines[key].get_linewidth())
         return super().state() | {
             "weights": np.asarray(self.mesh.get_array(), dtype=float).reshape(T, T).copy(),
             "histogram": np.asarray(self.steps.get_data().values, dtype=float).copy(),
+            "edges": np.asarray(self.steps.get_data().edges, dtype=float).copy(),
             "marker": tuple(float(x) for x in self.marker.get_xydata()[0]),
             "curves": {
                 "d_k": list(self.D_KS),

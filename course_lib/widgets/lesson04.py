@@ -36,7 +36,6 @@ class PositionExplorer(Explorer):
         self.ax_vec.set_ylim(-1.15, 1.15)
         self.ax_vec.set_xlabel("2i / D  (pair i; left: fast waves, right: slow)")
         self.ax_vec.set_ylabel("value")
-        self.ax_vec.set_title("this position's encoding, pair by pair")
         self.ax_vec.legend(fontsize=9, loc="lower right")
         self.ax_vec.grid(True, alpha=0.3)
         (self.sim_line,) = self.ax_sim.plot(range(T), [0.0] * T, color="tab:green")
@@ -51,9 +50,9 @@ class PositionExplorer(Explorer):
             "position": slider("position p", 10, 0, T - 1),
             "width": choice_slider("model width D", self.WIDTHS, 32),
         }
-        super().__init__(
-            controls, fig, dynamic=[self.sin_dots, self.cos_dots, self.sim_line, self.sim_mark]
-        )
+        # the title states the setting, so a static picture says what it shows
+        dynamic = [self.sin_dots, self.cos_dots, self.sim_line, self.sim_mark, self.ax_vec.title]
+        super().__init__(controls, fig, dynamic=dynamic)
 
     def update(self) -> None:
         p, D = self.controls["position"].value, self.controls["width"].value
@@ -65,6 +64,7 @@ class PositionExplorer(Explorer):
         self.cos_dots.set_data(exponents.numpy(), self.vector[1::2].numpy())
         self.sim_line.set_ydata(self.similarity.numpy())
         self.sim_mark.set_data([p], [self.similarity[p].item()])
+        self.ax_vec.set_title(f"encoding of position {p}, D = {D}")
         others = self.similarity.clone()
         others[p] = float("-inf")
         nearest = int(others.argmax())
@@ -76,7 +76,8 @@ class PositionExplorer(Explorer):
 
     def state(self) -> dict:
         """Adds the position's encoding ("encoding", (D,)), its sin and cos dots by 2i / D
-        ("exponents", "sin", "cos"), the similarity curve and the circle (position, cosine)."""
+        ("exponents", "sin", "cos"), the similarity curve, the circle (position, cosine) and the
+        left panel's title, which states the setting."""
         exponents, sin = (np.asarray(a, dtype=float) for a in self.sin_dots.get_data())
         return super().state() | {
             "encoding": self.vector.numpy().copy(),
@@ -85,6 +86,7 @@ class PositionExplorer(Explorer):
             "cos": np.asarray(self.cos_dots.get_ydata(), dtype=float).copy(),
             "similarity": np.asarray(self.sim_line.get_ydata(), dtype=float).copy(),
             "marker": tuple(float(x) for x in self.sim_mark.get_xydata()[0]),
+            "title": self.ax_vec.get_title(),
         }
 
     def settings(self) -> dict[str, list]:
@@ -147,7 +149,6 @@ class RopeExplorer(Explorer):
         self.ax_score.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
         self.ax_score.set_xlabel("offset m - n (query minus key position)")
         self.ax_score.set_ylabel("score q . k")
-        self.ax_score.set_title("score by offset (circle: m, n now)")
         self.ax_score.legend(fontsize=9, loc="lower left")
         self.ax_score.grid(True, alpha=0.3)
         controls = {
@@ -159,7 +160,13 @@ class RopeExplorer(Explorer):
         super().__init__(
             controls,
             fig,
-            dynamic=[self.q_arrow, self.k_arrow, self.curve, self.reference, self.marker],
+            # the titles state the setting, so a static picture says what it shows: the
+            # score title changes with every move, the pair title only with the mode (kept
+            # background per mode, see update), so only one text is drawn per move
+            dynamic=[
+                *(self.q_arrow, self.k_arrow, self.curve, self.reference, self.marker),
+                self.ax_score.title,
+            ],
         )
 
     def pairs(self, mode: str, query_at: int, key_at: int):
@@ -215,6 +222,9 @@ class RopeExplorer(Explorer):
         self.score_unshifted = float(self.scores(mode, m, n)[0])
         self.marker.set_data([m - n], [self.score])
         name = dict((value, label) for label, value in self.MODES)[mode]
+        self.ax_pair.set_title(f"{name}: pair 0 of q and k")
+        self.invalidate(key=mode)  # drawn once per mode, then restored
+        self.ax_score.set_title(f"circle: m = {m}, n = {n}, shift s = {s}")
         self.show_readout(
             name,
             f": query at m + s = {m + s}, key at n + s = {n + s}, offset {m - n}: "
@@ -224,8 +234,8 @@ class RopeExplorer(Explorer):
 
     def state(self) -> dict:
         """Adds pair 0 of q and of k as drawn ("q_pair", "k_pair"), the score curves over the
-        offsets ("curve": shift s now, "reference": s = 0), the score now and unshifted, and
-        the circle (offset, score)."""
+        offsets ("curve": shift s now, "reference": s = 0), the score now and unshifted, the
+        circle (offset, score) and the two panel titles, which state the setting."""
         return super().state() | {
             "q_pair": np.asarray(self.q_arrow.get_xydata(), dtype=float)[1].copy(),
             "k_pair": np.asarray(self.k_arrow.get_xydata(), dtype=float)[1].copy(),
@@ -235,6 +245,7 @@ class RopeExplorer(Explorer):
             "score": self.score,
             "score_unshifted": self.score_unshifted,
             "marker": tuple(float(x) for x in self.marker.get_xydata()[0]),
+            "titles": (self.ax_pair.get_title(), self.ax_score.get_title()),
         }
 
     def settings(self) -> dict[str, list]:

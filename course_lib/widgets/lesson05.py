@@ -1,4 +1,5 @@
-"""Lesson 05's explorer: stack 1 to 48 blocks and watch the gradient reaching each layer."""
+"""Lesson 05's explorers: stack 1 to 48 blocks and watch the gradient reaching each layer;
+GELU against ReLU, value and slope."""
 
 import numpy as np
 import torch
@@ -12,6 +13,7 @@ from course_lib.block import (
     gradient_reaching,
     run_stack,
 )
+from course_lib.feedforward import activation
 from course_lib.widgets.base import Explorer, checkbox, choice_buttons, slider, toggle_buttons
 
 
@@ -63,16 +65,16 @@ class BlockExplorer(Explorer):
         self.artists = {}
         for name, ax in (("grad", self.ax_grad), ("scale", self.ax_scale)):
             (line,) = ax.plot([], [], "o-", ms=4)
-            (below,) = ax.plot([], [], "v", ms=8, color="tab:red")
-            (above,) = ax.plot([], [], "^", ms=8, color="tab:red")
+            # triangles take the line's colour in update(), as in viz.depth_profile_figure
+            (below,) = ax.plot([], [], "v", ms=8)
+            (above,) = ax.plot([], [], "^", ms=8)
             self.artists[name] = (line, below, above)
         self.ax_grad.text(
             0.02,
             0.93,
-            "red triangles: beyond the axis, pinned to its edge",
+            "triangles: beyond the axis, pinned to its edge",
             transform=self.ax_grad.transAxes,
             fontsize=9,
-            color="tab:red",
         )
         controls = {
             "depth": slider("depth (blocks)", 24, 1, self.MAX_DEPTH),
@@ -104,8 +106,9 @@ class BlockExplorer(Explorer):
             line.set_linestyle("-" if v["residual"] else "--")
             line.set_marker(marker)
             line.set_markerfacecolor(color if v["prenorm"] else "white")
-            below.set_data(*viz.pinned_points(layers, ys, low))
-            above.set_data(*viz.pinned_points(layers, ys, high))
+            for pinned, mask in ((below, low), (above, high)):
+                pinned.set_data(*viz.pinned_points(layers, ys, mask))
+                pinned.set_color(color)
         names = {norm: label for label, norm in self.NORMS}
         self.show_readout(
             f"{v['depth']} block(s), {'pre' if v['prenorm'] else 'post'}-norm, "
@@ -117,7 +120,8 @@ class BlockExplorer(Explorer):
     def state(self) -> dict:
         """Adds, per layer 1..depth, the gradient norms and activation scales computed
         ("grad_norms", "act_scales") and as drawn, pinned to the axes' limits ("grad_line",
-        "scale_line"), the layers pinned below and above each axis, and the line's style."""
+        "scale_line"), the layers pinned below and above each axis, and the line's style (with
+        the colours of the pinned triangles)."""
         drawn = {}
         for name, (line, below, above) in self.artists.items():
             drawn[f"{name}_line"] = np.asarray(line.get_ydata(), dtype=float).copy()
@@ -131,8 +135,90 @@ class BlockExplorer(Explorer):
             "style": {
                 "color": line.get_color(), "linestyle": line.get_linestyle(),
                 "marker": line.get_marker(), "filled": line.get_markerfacecolor() != "white",
+                "pinned_colors": [
+                    pinned.get_color() for _, *both in self.artists.values() for pinned in both
+                ],
             },
         }  # fmt: skip
 
     def settings(self) -> dict[str, list]:
         return super().settings(depth=[1, 2, 4, 8, 16, 24, 32, 48])
+
+
+class ActivationExplorer(Explorer):
+    """Lesson 05: GELU against ReLU, the feed-forward layer's bend: value and slope at an input.
+
+    Left, both curves with the point at the chosen input and the tangent line through it;
+    right, both slopes (derivatives), which are what backpropagation multiplies by.
+    """
+
+    PICTURE = (
+        "Two plots against the input x: GELU and ReLU with their tangent lines at the chosen x, "
+        "and their slopes"
+    )
+
+    LIMIT = 4.0  # inputs from -LIMIT to LIMIT
+    STYLES = {"GELU": "-", "ReLU": "--"}  # told apart by dash as well as colour
+
+    def __init__(self):
+        xs = torch.linspace(-self.LIMIT, self.LIMIT, 401)
+        fig, (self.ax_value, self.ax_slope) = viz.new_figure(10.0, 3.6, ncols=2)
+        self.points, self.tangents, self.slope_points = {}, {}, {}
+        for name, dash in self.STYLES.items():
+            value, slope = activation(name, xs)
+            style = {"color": viz.COLOURS[name], "linestyle": dash, "lw": 2}
+            self.ax_value.plot(xs, value, label=name, **style)
+            self.ax_slope.plot(xs, slope, label=f"{name} (slope)", **style)
+            marker = {"color": viz.COLOURS[name], "marker": viz.MARKERS[name], "ms": 8}
+            (self.points[name],) = self.ax_value.plot([], [], linestyle="none", **marker)
+            (self.tangents[name],) = self.ax_value.plot(
+                [], [], color=viz.COLOURS[name], lw=1.5, linestyle=":"
+            )
+            (self.slope_points[name],) = self.ax_slope.plot([], [], linestyle="none", **marker)
+        self.where = self.ax_slope.axvline(0.0, color="grey", lw=1)
+        self.ax_value.set_ylim(-0.5, self.LIMIT)
+        self.ax_slope.set_ylim(-0.2, 1.2)
+        for ax, title, ylabel in (
+            (self.ax_value, "the activation (dotted: its tangent at x)", "output"),
+            (self.ax_slope, "its slope: what the gradient is multiplied by", "slope d out / dx"),
+        ):
+            ax.set_xlim(-self.LIMIT, self.LIMIT)
+            ax.set_xlabel("input x")
+            ax.set_ylabel(ylabel)
+            ax.set_title(title)
+            ax.axhline(0.0, color="grey", lw=0.5)
+            ax.grid(True, alpha=0.3)
+            ax.legend(loc="upper left", fontsize=10)
+        controls = {"x": slider("input x", -0.5, -self.LIMIT, self.LIMIT, 0.25)}
+        dynamic = [*self.points.values(), *self.tangents.values(), *self.slope_points.values()]
+        super().__init__(controls, fig, dynamic=[*dynamic, self.where])
+
+    def update(self) -> None:
+        x0 = float(self.controls["x"].value)
+        self.numbers = {}
+        for name in self.STYLES:
+            value, slope = (float(t) for t in activation(name, torch.tensor([x0])))
+            self.numbers[name] = (value, slope)
+            self.points[name].set_data([x0], [value])
+            self.slope_points[name].set_data([x0], [slope])
+            span = torch.tensor([x0 - 1.5, x0 + 1.5])
+            self.tangents[name].set_data(span, value + slope * (span - x0))
+        self.where.set_xdata([x0, x0])
+        (gelu, gelu_slope), (relu, relu_slope) = self.numbers["GELU"], self.numbers["ReLU"]
+        self.show_readout(
+            f"x = {x0:g}",
+            f": GELU {gelu:.3g} (slope {gelu_slope:.3g}), ReLU {relu:.3g} (slope {relu_slope:g})",
+        )
+
+    def state(self) -> dict:
+        """Adds, per activation, (value, slope) at x as computed ("numbers") and as drawn
+        (the marked points' heights, "drawn")."""
+        drawn = {
+            name: (float(self.points[name].get_ydata()[0]),
+                   float(self.slope_points[name].get_ydata()[0]))
+            for name in self.STYLES
+        }  # fmt: skip
+        return super().state() | {"numbers": dict(self.numbers), "drawn": drawn}
+
+    def settings(self) -> dict[str, list]:
+        return super().settings(x=[i / 2 for i in range(-8, 9)])

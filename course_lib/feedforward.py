@@ -1,0 +1,127 @@
+"""The feed-forward sub-layer: Linear, GELU, Linear, one token at a time (lesson 05).
+
+GELU and ReLU are written out here by hand because lesson 05 compares them, curve and slope;
+the blocks themselves use torch's `nn.GELU`, and the tests check that the two agree.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from course_lib._validation import float_tensor, one_of
+
+ACTIVATIONS = ("GELU", "ReLU")
+
+
+def _tensor(name: str, x) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        got = f"dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"{name}: expected a floating-point tensor, got {got}")
+    return x
+
+
+def gelu(x: torch.Tensor) -> torch.Tensor:
+    """GELU(x) = x * Phi(x), Phi the standard normal's CDF: x, let through as often as a
+    standard normal falls below it (lesson 05)."""
+    x = _tensor("x", x)
+    return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def gelu_slope(x: torch.Tensor) -> torch.Tensor:
+    """d GELU / dx = Phi(x) + x * phi(x), phi the standard normal's density (lesson 05)."""
+    x = _tensor("x", x)
+    cdf = 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+    density = torch.exp(-0.5 * x**2) / math.sqrt(2.0 * math.pi)
+    return cdf + x * density
+
+
+def relu(x: torch.Tensor) -> torch.Tensor:
+    """ReLU(x) = max(x, 0) (lesson 05)."""
+    return _tensor("x", x).clamp(min=0.0)
+
+
+def relu_slope(x: torch.Tensor) -> torch.Tensor:
+    """d ReLU / dx: 1 where x > 0, else 0 (at 0 itself torch also uses 0) (lesson 05)."""
+    return (_tensor("x", x) > 0).to(x.dtype)
+
+
+def activation(name: str, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(value, slope) of "GELU" or "ReLU" at x (lesson 05)."""
+    one_of("name", name, ACTIVATIONS)
+    if name == "GELU":
+        return gelu(x), gelu_slope(x)
+    return relu(x), relu_slope(x)
+
+
+def _check_inputs(x: torch.Tensor, changed: torch.Tensor) -> None:
+    float_tensor("x", x, min_dim=3)
+    float_tensor("changed", changed, min_dim=3)
+    if changed.shape != x.shape:
+        raise ValueError(
+            f"changed: expected the shape of x {tuple(x.shape)}, got {tuple(changed.shape)}"
+        )
+
+
+@torch.no_grad()
+def sublayer_changes(block, x: torch.Tensor, changed: torch.Tensor, mask=None) -> dict:
+    """How much each sub-layer's output moves, position by position, when its input goes from
+    x to `changed` (both (B, T, D)) (lesson 05).
+
+    Returns {"attention": (B, T), "feed-forward": (B, T)}: the largest absolute change of
+    attn(norm1(.)) and of ff(norm2(.)) at each position. The feed-forward sub-layer reads one
+    token at a time, so it moves only where that token's own vector moved; attention mixes
+    tokens, so it also moves where other tokens changed.
+    """
+    _check_inputs(x, changed)
+    moved = {}
+    for name, run in (
+        ("attention", lambda h: block.attn(block.norm1(h), mask)),
+        ("feed-forward", lambda h: block.ff(block.norm2(h))),
+    ):
+        moved[name] = (run(changed) - run(x)).abs().amax(dim=-1)  # (B, T)
+    return moved
+
+
+@torch.no_grad()
+def token_by_token(ff, x: torch.Tensor) -> torch.Tensor:
+    """ff run on each token of x (B, T, D) separately, as a batch of one-token sequences, and
+    put back in place (lesson 05): equal to ff(x) because ff never looks across tokens."""
+    float_tensor("x", x, min_dim=3)
+    B, T, D = x.shape
+    return ff(x.reshape(B * T, 1, D)).reshape(B, T, -1)  # (B*T, 1, D) -> (B, T, D)
+
+
+def feedforward_parameters(d_model: int, d_ff: int) -> int:
+    """Weights and biases of Linear(D, d_ff), GELU, Linear(d_ff, D): 2 D d_ff + d_ff + D."""
+    return 2 * d_model * d_ff + d_ff + d_model
+
+
+@torch.no_grad()
+def hidden_inputs(model, ids: torch.Tensor) -> list[torch.Tensor]:
+    """Per block, the inputs of its GELU, W_1 norm2(h) + b_1, over ids (N, T): one (N, T, d_ff)
+    tensor per block, from one forward pass of the model in eval mode (lesson 05)."""
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
+        got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise ValueError(f"ids: expected a (N, T) tensor of int64 token ids, got {got}")
+    seen = []
+    handles = [
+        block.ff[0].register_forward_hook(lambda _m, _args, out: seen.append(out))
+        for block in model.blocks
+    ]
+    was_training = model.training
+    try:
+        model.eval()(ids)
+    finally:
+        model.train(was_training)
+        for handle in handles:
+            handle.remove()
+    return seen
+
+
+class NoFeedForward(nn.Module):
+    """Stands in for a block's feed-forward sub-layer and adds nothing: attention-only blocks
+    for lesson 05's width sweep (d_ff = 0)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)

@@ -1,0 +1,60 @@
+"""KnockoutExplorer (lesson 06): every setting shows the knock-out it names."""
+
+import pytest
+
+from course_lib import ablation, data
+from course_lib.model import load_pretrained
+from course_lib.widgets import KnockoutExplorer
+from helpers import picture
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return KnockoutExplorer()
+
+
+def test_every_setting_shows_its_own_knock_out(explorer):
+    e = explorer
+    seen = set()
+    for mode in ("zero", "mean"):
+        e.controls["mode"].value = mode
+        for head in ["none", *e.heads]:
+            e.controls["head"].value = head
+            state = e.state()
+            seen.add(picture(e))
+            rise = [state["rise"][s] for s in e.skills]
+            if head == "none":
+                assert state["boxed_rows"] == [] and rise == [0.0] * len(e.skills)
+            else:
+                row = e.heads.index(head)
+                assert state["boxed_rows"] == [row]
+                assert list(state["table"][row]) == pytest.approx(rise, abs=1e-6)
+                assert f"layer {head[0]}, head {head[1]}" in state["readout"]
+            for skill, loss in state["losses"].items():
+                assert loss == pytest.approx(state["baseline"][skill] + state["rise"][skill])
+            for skill, text in state["samples"].items():
+                assert text.startswith(e.PROMPTS[skill])  # the prompt, then 8 sampled tokens
+                assert len(text.split()) == len(e.PROMPTS[skill].split()) + e.NUM_TOKENS
+    assert len(seen) == 2 * (1 + len(e.heads))  # every picture differs
+    e.controls["head"].value = "none"
+    e.controls["mode"].value = "zero"
+
+
+def test_the_numbers_are_the_ablation_modules(explorer):
+    ids = data.load_split("valid")[:200]
+    model = load_pretrained("rope-h4")
+    explorer.controls["head"].value = (0, 0)
+    expected = ablation.skill_losses(model, ids, knocked_out=[(0, 0)], skills=ablation.ALL_SKILLS)
+    assert explorer.state()["losses"] == pytest.approx(expected, abs=1e-6)
+    # what the lesson points at: without layer 0, head 0 the closers are lost
+    assert explorer.state()["rise"]["brackets"] > 3.0
+    explorer.controls["head"].value = "none"
+
+
+def test_a_revisited_setting_shows_the_same_picture(explorer):
+    explorer.controls["head"].value = (1, 3)
+    first = picture(explorer)
+    explorer.controls["head"].value = "none"
+    explorer.controls["head"].value = (1, 3)
+    assert picture(explorer) == first
+    explorer.controls["head"].value = "none"
