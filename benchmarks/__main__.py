@@ -43,6 +43,64 @@ def table(header: list[str], rows: list[list]) -> list[str]:
     return lines
 
 
+def browser_section(moves: int, before_after: bool) -> list[str]:
+    """Input to picture painted in JupyterLab under Chromium, per control and step by step."""
+    from benchmarks import browser_latency as b
+
+    if not b.CHROMIUM.is_file():
+        return [
+            "## Explorer latency in the browser",
+            "",
+            f"Not measured: no Chromium at {b.CHROMIUM}.",
+        ]
+    rows = b.measure(moves)
+    controls = b.control_rows(rows)
+    steps = b.step_table(rows)
+    before = b.step_table(b.measure(moves, nodelay=False)) if before_after else None
+    missed = [f"{r['explorer']} `{r['control']}`" for r in controls if not r["ok"]]
+    out = [
+        "## Explorer latency in the browser (input event -> new picture painted)",
+        "",
+        f"JupyterLab as `make lab` runs it, headless Chromium, a {b.VIEWPORT['width']} x "
+        f"{b.VIEWPORT['height']} window with the file browser open (a notebook about 1000 px "
+        f"wide); every control of every explorer moved {moves} times as a learner moves it "
+        "(arrow keys on a slider, a click on a button, a sentence typed then Enter). Times "
+        "come from the page's clock and the kernel's message dates "
+        "(benchmarks/browser_latency.py). Target per control: median <= "
+        f"{b.TARGET_MEDIAN_MS:.0f} ms, p95 <= {b.TARGET_P95_MS:.0f} ms, worst <= "
+        f"{b.TARGET_WORST_MS:.0f} ms, and every move changes the picture or the readout (a "
+        "sentence with an unknown word changes only the message under the text box).",
+        "",
+    ]
+    out += table(
+        ["explorer", "control", "moves", "median ms", "p95 ms", "worst ms", "PNG KiB",
+         "moves changing only the readout", "moves changing nothing", "status"],
+        [
+            [r["explorer"], r["control"], r["moves"], f"{r['median']:.1f}", f"{r['p95']:.1f}",
+             f"{r['worst']:.1f}", f"{r['png_kib']:.1f}", r["readout_only"], r["no_change"],
+             mark(r["ok"])]
+            for r in controls
+        ],
+    )  # fmt: skip
+    header = ["step", "median ms", "p95 ms", "worst ms"]
+    if before is not None:
+        header += ["without TCP_NODELAY: median ms", "p95 ms", "worst ms"]
+    lines = []
+    for key, label in b.STEPS:
+        line = [label] + [f"{steps[key][q]:.1f}" for q in ("median", "p95", "worst")]
+        if before is not None:
+            line += [f"{before[key][q]:.1f}" for q in ("median", "p95", "worst")]
+        lines.append(line)
+    out += ["", f"Step by step over all {steps['moves']} moves with a new picture:", ""]
+    out += table(header, lines)
+    out += [
+        "",
+        f"Every control met its target: {mark(not missed)}"
+        + (f" (missed: {', '.join(missed)})." if missed else "."),
+    ]
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, skip make test")
@@ -82,6 +140,9 @@ def main(argv=None) -> int:
         "`sentence` row is the slow case, a sentence the explorer has never seen (one forward "
         "pass and new tick labels each time).",
     ]
+
+    print("explorer latency in the browser ...", flush=True)
+    out += ["", *browser_section(moves=2 if args.quick else 5, before_after=not args.quick)]
 
     print("notebook run times ...", flush=True)
     rows = notebooks.measure()

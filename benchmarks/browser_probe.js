@@ -5,8 +5,9 @@
 // window.__probe.arm() before an input; after it, __probe.record() holds:
 //   input:   the first keydown / mousedown after arm() (the event's own timeStamp)
 //   sends:   comm messages the page sent to the kernel (time, msg_id)
-//   kernel:  messages from the kernel in reply to those: status busy/idle and pictures
-//            (comm updates that carry an Image's `value` buffer), each with the kernel's
+//   kernel:  messages from the kernel in reply to those: status busy/idle, pictures (comm
+//            updates that carry an Image's `value` buffer) and other widget updates (a
+//            readout; the moved control's own echo is not one), each with the kernel's
 //            date and the time the page's websocket received it, and the picture's size
 //   srcs:    each time an explorer picture's <img src> was set
 //   paints:  for each src set, when the new picture was decoded and the next frame painted
@@ -92,8 +93,10 @@
           const msg = parse(event.data, this.protocol);
           const ids = new Set(log.sends.map(s => s.id));
           if (!msg.parent || !ids.has(msg.parent.msg_id)) return;
+          const method = msg.content && msg.content.data && msg.content.data.method;
           const kind = msg.header.msg_type === 'status' ? msg.content.execution_state
-            : isPicture(msg) ? 'picture' : null;
+            : isPicture(msg) ? 'picture'
+            : msg.header.msg_type === 'comm_msg' && method === 'update' ? 'update' : null;
           if (kind !== null) {
             log.kernel.push({kind, t, date: msg.header.date, parent: msg.parent.msg_id,
                              bytes: msg.bufferBytes});
