@@ -243,7 +243,8 @@ def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4) -> Fig
     """Side-by-side line plots sharing one x (lesson 02).
 
     panels: list of dicts with "title", "ylabel", "lines" ({label: y values}) and
-    optionally "logy" (bool), "ylim" ((low, high)) and "dashed" ({label: y values}, up to
+    optionally "logy" (bool), "ylim" ((low, high)), "legend" (where it goes, as matplotlib's
+    `loc`: a place the data leaves free) and "dashed" ({label: y values}, up to
     three grey reference lines: dashed, dotted, dash-dotted). A line whose label names a
     meaning (COLOURS, MARKERS) takes its colour and marker; the others take the next ones.
     """
@@ -284,7 +285,7 @@ def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4) -> Fig
         ax.set_ylabel(panel["ylabel"])
         ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=9)
+        ax.legend(fontsize=9, loc=panel.get("legend", "best"))
     return fig
 
 
