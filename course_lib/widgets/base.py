@@ -66,6 +66,7 @@ class Explorer:
             artist.set_animated(True)
         self._background = None
         self._backgrounds = {}  # key -> static picture, see invalidate(key)
+        self._background_key = None  # the key of the static parts drawn now
         self._start = self.values()  # settings() grids always hold the starting state
         self._readout = ""  # the readout as plain text, for state()
         self.readout = widgets.HTML()
@@ -136,7 +137,7 @@ class Explorer:
         if self._background is None:
             self.canvas.draw()  # everything but the dynamic artists
             self._background = self.canvas.copy_from_bbox(self.fig.bbox)
-            key = getattr(self, "_background_key", None)
+            key = self._background_key
             if key is not None and len(self._backgrounds) < self.KEPT_BACKGROUNDS:
                 self._backgrounds[key] = self._background
         else:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from course_server.launch import CHROMIUM, CHROMIUM_FLAGS
 from deploy.localhub import Accounts, CourseRepo, Learner, LocalHub, port_open, processes_of
 
 # `make test`, `make quick` and `make unit` collect tests/ in the course's .venv: this folder
@@ -26,17 +27,6 @@ if importlib.util.find_spec("jupyterhub") is None:
     collect_ignore_glob = ["test_*.py"]
 
 LEARNERS = 5
-CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",  # CI runs as root, where Chromium's sandbox cannot start
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTEFACTS = Path(__file__).resolve().parents[2] / "artefacts" / "class"
 
 
