@@ -18,6 +18,7 @@ import base64
 import html
 
 import ipywidgets as widgets
+import torch
 import traitlets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -165,6 +166,44 @@ class Explorer:
         bundle["text/plain"] = repr(self)
         bundle["image/png"] = base64.b64encode(self.image.value).decode("ascii")
         return bundle
+
+
+def compare_learner(fn, args: tuple, course_value, what: str, setting: str, atol: float = 1e-4):
+    """Run the learner's fn(*args) beside the course's result; return (value to draw, note).
+
+    The picture shows the learner's numbers when their function runs and returns the right
+    shape; the note says, in words, whether and how far they differ from the course's at this
+    control setting (lessons 01-05, `AttentionExplorer(attention=my_attention)` and friends).
+    With fn None there is nothing to compare: the course's value and an empty note.
+    """
+    if fn is None:
+        return course_value, ""
+    course = course_value[0] if isinstance(course_value, tuple) else course_value
+    try:
+        got = fn(*args)
+    except NotImplementedError:
+        return course_value, f"Your {what} is not written yet: the picture shows the course's."
+    except Exception as err:  # the learner's code may fail in any way: say how, show the course's
+        return course_value, (
+            f"Your {what} raised {type(err).__name__} at {setting}: {err}. "
+            "The picture shows the course's."
+        )
+    mine = got[0] if isinstance(got, tuple | list) and isinstance(course_value, tuple) else got
+    if not isinstance(mine, torch.Tensor) or mine.shape != course.shape:
+        shape = tuple(mine.shape) if isinstance(mine, torch.Tensor) else type(mine).__name__
+        return course_value, (
+            f"DIFFERS: your {what} returned {shape} at {setting}, the course's "
+            f"{tuple(course.shape)}. The picture shows the course's."
+        )
+    gap = (mine.detach().double() - course.detach().double()).abs()
+    worst = float(gap.nan_to_num(float("inf")).max()) if gap.numel() else 0.0
+    shown = got if isinstance(course_value, tuple) else mine
+    if worst > atol:
+        return shown, (
+            f"DIFFERS from the course's {what} at {setting}: largest difference {worst:.3g}. "
+            "The picture shows yours."
+        )
+    return shown, f"Your {what} agrees with the course's at {setting} (within {atol:g})."
 
 
 def control_rows(controls: dict, rows=None) -> list:

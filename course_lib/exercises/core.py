@@ -1,0 +1,326 @@
+"""The checkers' shared core: an exercise is data, and one function checks any of them.
+
+An `Exercise` names the course's `reference`, the `cases` it is tried on, and the `bugs` a
+learner is likely to make, each a wrong version of the function with what it looks like
+(`symptom`) and what causes it (`cause`). `run(exercise, fn)` tries the learner's fn on every
+case and returns a `Verdict`; it never prints (the notebook's checker does, see checks.py).
+
+What a check compares, for every case:
+- the learner's function must not change its arguments (it gets copies; the copies are
+  compared with the originals afterwards);
+- the result must have the reference's type, shape and dtype: a float64 tensor where float32
+  is expected fails, it is not cast first;
+- the numbers must match to `atol`/`rtol`.
+
+A failure comes with hints in steps: `Verdict.steps[0]` is the symptom; each later step is
+more specific (the cause, then the lesson's cell that holds the idea). None gives code.
+"""
+
+import copy
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+PASSED, NOT_IMPLEMENTED, FAILED = "passed", "not implemented", "failed"
+DTYPE_HINT = (
+    "The numbers are right; the dtype is part of the result too. A result should keep its "
+    "input's dtype: a float64 tensor usually comes from mixing in one built in float64 "
+    "(torch.tensor of Python floats with dtype=float64, numpy), an int64 one from torch.arange "
+    "without a dtype."
+)
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One likely mistake: a wrong version of the function, how it shows, what causes it."""
+
+    name: str  # a short identifier, unique within its exercise
+    wrong: Callable  # takes the reference's arguments, returns what the mistake returns
+    symptom: str  # what the learner would see in their own output (the first hint)
+    cause: str  # the mistake, named without giving the solution's code (the second hint)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of the function: positional arguments, keyword arguments, and a label."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    label: str = ""  # what is special about this case, said in the hints ("a 4-D q")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise as data: the reference, the cases, the bugs with their hints."""
+
+    name: str  # the function the learner writes, as the lesson names it
+    lesson: str  # "01"
+    reference: Callable
+    cases: Callable[[], list]  # () -> [Case or tuple of positional arguments]
+    idea: str  # where the lesson teaches what this needs: the last hint points there
+    bugs: tuple[Bug, ...] = ()
+    hints: tuple[str, ...] = ()  # general hints when no known bug matches, in order
+    atol: float = 1e-5
+    rtol: float = 1e-4
+    # (got, expected, args, kwargs) -> a got to compare instead, e.g. to accept an equally
+    # right variant; None compares got itself
+    accept: Callable | None = None
+
+    def case_list(self) -> list[Case]:
+        return [c if isinstance(c, Case) else Case(tuple(c)) for c in self.cases()]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one check found: passed or not, the first line to show, and the hints in steps."""
+
+    passed: bool
+    message: str  # "name: what happened": the first thing a learner reads
+    steps: tuple[str, ...] = ()  # the hints after the message, most general first
+    status: str = FAILED  # PASSED, NOT_IMPLEMENTED or FAILED
+    bug: str | None = None  # the name of the known bug that matched, if one did
+
+    def _ipython_display_(self) -> None:
+        """Show nothing more in a notebook: the lesson's checker has printed its line already."""
+
+
+# ---------------------------------------------------------------- comparing results
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        dtype = (
+            "" if value.dtype == torch.float32 else f" {str(value.dtype).removeprefix('torch.')}"
+        )
+        return f"shape {tuple(value.shape)}{dtype}"
+    if isinstance(value, torch.nn.Module):
+        return f"a {type(value).__name__}"
+    if value is None or isinstance(value, bool | int | float | str):
+        return repr(value)
+    if isinstance(value, tuple | list):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
+
+
+def case_label(reference: Callable, case: Case) -> str:
+    """The case in words, naming each argument: 'q shape (2, 3, 5, 8), mask None'."""
+    try:
+        bound = inspect.signature(reference).bind(*case.args, **case.kwargs)
+        parts = [f"{k} {_describe(v)}" for k, v in bound.arguments.items()]
+    except TypeError:
+        parts = [_describe(v) for v in case.args]
+    said = ", ".join(parts)
+    return f"{case.label}; {said}" if case.label else said
+
+
+def _as_tensor(value):
+    return value.detach() if isinstance(value, torch.Tensor) else value
+
+
+def close(got, expected, atol: float, rtol: float) -> bool:
+    """Same type, shape, dtype and numbers (to atol/rtol); tuples item by item."""
+    if isinstance(expected, tuple | list):
+        return (
+            isinstance(got, tuple | list)
+            and len(got) == len(expected)
+            and all(close(g, e, atol, rtol) for g, e in zip(got, expected, strict=True))
+        )
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+            return False
+        if got.dtype != expected.dtype:
+            return False
+        got, expected = _as_tensor(got), _as_tensor(expected)
+        if expected.dtype == torch.bool or not expected.is_floating_point():
+            return bool(torch.equal(got, expected))
+        return bool(torch.allclose(got, expected, atol=atol, rtol=rtol, equal_nan=False))
+    if isinstance(expected, float):
+        return isinstance(got, int | float) and math.isclose(got, expected, rel_tol=rtol,
+                                                             abs_tol=atol)  # fmt: skip
+    return got == expected
+
+
+def values_close(got, expected, atol: float, rtol: float) -> bool:
+    """Like close, but a dtype difference alone does not count (used to recognise bugs)."""
+    if isinstance(expected, tuple | list):
+        return (
+            isinstance(got, tuple | list)
+            and len(got) == len(expected)
+            and all(values_close(g, e, atol, rtol) for g, e in zip(got, expected, strict=True))
+        )
+    if isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor):
+        if got.shape != expected.shape:
+            return False
+        if expected.dtype == torch.bool or got.dtype == torch.bool:
+            return got.dtype == expected.dtype and bool(torch.equal(got, expected))
+        got, expected = _as_tensor(got).double(), _as_tensor(expected).double()
+        return bool(torch.allclose(got, expected, atol=atol, rtol=rtol, equal_nan=True))
+    return close(got, expected, atol, rtol)
+
+
+def form_problem(got, expected) -> str | None:
+    """What is wrong with got's type, shape or dtype, or None when they match expected's."""
+    if isinstance(expected, tuple | list):
+        if not isinstance(got, tuple | list) or len(got) != len(expected):
+            return f"expected a tuple of {len(expected)} results, got {_describe(got)}"
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            problem = form_problem(g, e)
+            if problem:
+                return f"item {i} of the result: {problem}"
+        return None
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"expected a torch.Tensor, got {_describe(got)}"
+        if got.shape != expected.shape:
+            return f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+        if got.dtype != expected.dtype:
+            return f"expected dtype {expected.dtype}, got {got.dtype}"
+        return None
+    if isinstance(expected, float) and not isinstance(got, int | float):
+        return f"expected a number, got {_describe(got)}"
+    return None
+
+
+def largest_gap(got, expected) -> str:
+    """'largest difference 0.31 at index (0, 2, 1)' for the first item that differs."""
+    if isinstance(expected, tuple | list):
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            if not values_close(g, e, 0.0, 0.0):
+                return f"item {i}: {largest_gap(g, e)}"
+        return "no difference"
+    if isinstance(expected, torch.Tensor):
+        diff = (_as_tensor(got).double() - _as_tensor(expected).double()).abs()
+        if diff.dim() == 0:
+            return f"got {float(got):.4g}, expected {float(expected):.4g}"
+        if torch.isnan(diff).any():
+            where = tuple(torch.nonzero(torch.isnan(diff))[0].tolist())
+            return f"NaN at index {where}"
+        flat = int(diff.argmax())
+        where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+        return f"largest difference {diff.max().item():.3g} at index {where}"
+    return f"got {got!r}, expected {expected!r}"
+
+
+# ---------------------------------------------------------------- running a check
+
+
+def _copy_args(values):
+    """Copies to hand the learner: tensors cloned (requires_grad kept), modules deep-copied."""
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            c = v.detach().clone()
+            out.append(c.requires_grad_(v.requires_grad) if v.is_leaf else c)
+        elif isinstance(v, torch.nn.Module | list | dict):
+            out.append(copy.deepcopy(v))
+        else:
+            out.append(v)
+    return out
+
+
+def _changed(before, after) -> bool:
+    if isinstance(before, torch.Tensor):
+        return before.shape != after.shape or not torch.equal(before.detach(), after.detach())
+    if isinstance(before, torch.nn.Module):
+        old, new = before.state_dict(), after.state_dict()
+        return any(not torch.equal(old[k], new[k]) for k in old)
+    return False
+
+
+def _names(reference: Callable, case: Case) -> list[str]:
+    try:
+        return list(inspect.signature(reference).bind(*case.args, **case.kwargs).arguments)
+    except TypeError:
+        return [f"argument {i}" for i in range(len(case.args))]
+
+
+def _fail(exercise: Exercise, message: str, steps, bug: str | None = None) -> Verdict:
+    see = f"See {exercise.idea}."
+    steps = tuple(s for s in steps if s) + (see,)
+    return Verdict(False, f"{exercise.name}: {message}", steps, FAILED, bug)
+
+
+def run(exercise: Exercise, fn) -> Verdict:
+    """Check the learner's fn against exercise on every case; return the Verdict."""
+    name = exercise.name
+    if not callable(fn):
+        return _fail(exercise, f"expected a function, got {_describe(fn)}", ())
+    cases = exercise.case_list()
+    for case in cases:
+        label = case_label(exercise.reference, case)
+        mine = _copy_args(case.args)
+        mine_kw = dict(zip(case.kwargs, _copy_args(case.kwargs.values()), strict=True))
+        try:
+            got = fn(*mine, **mine_kw)
+        except NotImplementedError:
+            return Verdict(
+                False,
+                f"{name}: not implemented yet. Replace the `raise NotImplementedError` line "
+                "with your code, run that cell, then run this check again.",
+                (),
+                NOT_IMPLEMENTED,
+            )
+        except Exception as err:  # the learner's code may fail in any way; report it
+            return _fail(
+                exercise,
+                f"your function raised {type(err).__name__}: {err} (case: {label})",
+                ("The exercise's text promises this case works: read its contract again "
+                 "for the shapes and types it allows.", *exercise.hints),
+            )  # fmt: skip
+        names = _names(exercise.reference, case)
+        originals = [*case.args, *case.kwargs.values()]
+        for arg_name, before, after in zip(names, originals, [*mine, *mine_kw.values()],
+                                           strict=False):  # fmt: skip
+            if _changed(before, after):
+                return _fail(
+                    exercise,
+                    f"your function changed its argument `{arg_name}` in place (case: {label}).",
+                    (
+                        "The caller still needs its input afterwards: an operation ending in "
+                        "an underscore (masked_fill_, add_, ...), `+=` on a tensor, or "
+                        "assigning into a slice of an argument changes it for everyone. Work "
+                        "on a new tensor instead.",
+                    ),
+                    "in place",
+                )
+        expected = exercise.reference(*case.args, **case.kwargs)
+        if exercise.accept is not None:
+            got = exercise.accept(got, expected, case.args, case.kwargs)
+        if close(got, expected, exercise.atol, exercise.rtol):
+            continue
+        tol = exercise.atol, exercise.rtol
+        for bug in () if values_close(got, expected, *tol) else exercise.bugs:
+            wrong = bug.wrong(*_copy_args(case.args), **case.kwargs)
+            if values_close(got, wrong, *tol) and not values_close(wrong, expected, *tol):
+                return _fail(exercise, f"{bug.symptom} (case: {label})", (bug.cause,), bug.name)
+        problem = form_problem(got, expected)
+        if problem and values_close(got, expected, *tol):  # right numbers, wrong dtype
+            return _fail(exercise, f"{problem} (case: {label})", (DTYPE_HINT,))
+        if problem:
+            return _fail(exercise, f"{problem} (case: {label})", exercise.hints)
+        return _fail(
+            exercise,
+            f"the numbers differ from the course's: {largest_gap(got, expected)}, tolerance "
+            f"{exercise.atol:g} (case: {label})",
+            exercise.hints,
+        )
+    return Verdict(True, f"{name}: passed all {len(cases)} cases. Well done!", (), PASSED)
+
+
+def dead_bugs(exercise: Exercise) -> list[str]:
+    """Bugs whose wrong version agrees with the reference on every case (their hint can never
+    be given), or that another bug listed before them always catches first."""
+    cases = exercise.case_list()
+    dead = []
+    for bug in exercise.bugs:
+        verdict = run(exercise, bug.wrong)
+        if verdict.passed or verdict.bug != bug.name:
+            dead.append(bug.name)
+    return dead if cases else [b.name for b in exercise.bugs]
+
+
+def bug_names(exercises: Sequence[Exercise]) -> dict[str, list[str]]:
+    return {e.name: [b.name for b in e.bugs] for e in exercises}

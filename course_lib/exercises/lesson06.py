@@ -1,0 +1,3 @@
+"""Lesson 06's exercises (being rewritten on the declarative core)."""
+
+EXERCISES = ()

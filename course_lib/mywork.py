@@ -1,0 +1,162 @@
+"""Your functions from earlier lessons, read from your own notebooks (lessons 03-06).
+
+The course builds one transformer across the lessons: lesson 01's attention goes into
+lesson 03's multi-head attention, which gets lesson 04's rotary embedding, which goes into
+lesson 05's block, which lesson 06 stacks into a model. `earlier_work("attention", ...)`
+gives a later lesson the functions you wrote, so the model at the end is made of your code.
+
+It reads the lesson notebooks next to the one running (your workspace copies when you work
+in `workspace/`, the course's solved lessons in `notebooks/`), takes each exercise cell
+(the cells nbgrader marks as solutions) and runs only its imports and its `def`/`class`
+statements, in lesson order, in one namespace: lesson 03's multihead finds lesson 01's
+attention there. Nothing else in those notebooks runs.
+
+An exercise you have not written yet (its cell still raises NotImplementedError) is replaced
+by the course's own version, and `earlier_work` says so: skipping an exercise never blocks a
+later lesson.
+"""
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+
+from course_lib.exercises import all_exercises
+
+COURSE_LESSONS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+@dataclass
+class Work:
+    """The functions found, by name, and for each where it came from."""
+
+    functions: dict = field(default_factory=dict)
+    origin: dict = field(default_factory=dict)  # name -> "yours" or why it is the course's
+
+    def namespace(self) -> SimpleNamespace:
+        return SimpleNamespace(**self.functions)
+
+    def report(self) -> str:
+        width = max(map(len, self.origin), default=0)
+        return "\n".join(f"{name:<{width}}  {why}" for name, why in self.origin.items())
+
+
+def _is_stub(node: ast.AST) -> bool:
+    """A def whose body raises NotImplementedError (a workspace stub the learner has not
+    replaced yet)."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Raise) and child.exc is not None:
+            exc = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
+            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                return True
+    return False
+
+
+def _exercise_cells(path: Path) -> tuple[list[str], list[str]]:
+    """(import sources of the whole notebook, sources of its exercise cells)."""
+    notebook = nbformat.read(path, as_version=4)
+    imports, exercises = [], []
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(
+            line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+        )
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            exercises.append(source)
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        imports += [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    return imports, exercises
+
+
+def _lesson_file(folder: Path, lesson: str) -> Path | None:
+    found = sorted(folder.glob(f"{lesson}_*.ipynb"))
+    return found[0] if found else None
+
+
+def earlier_work(*names: str, folder=None, quiet: bool = False) -> SimpleNamespace:
+    """Your versions of the exercises `names` (say "attention", "split_heads"), as attributes.
+
+    Looks in `folder` (default: the folder this notebook runs in). Prints one line per name:
+    yours, or the course's and why. Returns a namespace: `mine = earlier_work("attention")`,
+    then `mine.attention(q, k, v)`.
+    """
+    work = collect(names, Path.cwd() if folder is None else Path(folder))
+    if not quiet:
+        print(work.report())
+    return work.namespace()
+
+
+def collect(names, folder: Path) -> Work:
+    exercises = {e.name: e for e in all_exercises()}
+    unknown = [n for n in names if n not in exercises]
+    if unknown:
+        raise ValueError(f"names: expected exercise names ({', '.join(exercises)}), got {unknown}")
+    wanted = {exercises[n].lesson for n in names}
+    last = max(wanted, default="00")
+    namespace: dict = {"__name__": "earlier_work"}
+    origin: dict = {}
+    # every exercise up to the last lesson asked for, in order: later ones call earlier ones
+    for lesson in sorted({e.lesson for e in exercises.values() if e.lesson <= last}):
+        path = _lesson_file(folder, lesson)
+        if path is None:
+            path = _lesson_file(COURSE_LESSONS, lesson)
+        imports, cells = _exercise_cells(path)
+        for source in imports:
+            try:
+                exec(compile(source, str(path), "exec"), namespace)
+            except Exception:  # an import the learner's machine lacks: their cells may not need it
+                continue
+        for source in cells:
+            _run_definitions(source, path, namespace, origin)
+    work = Work()
+    for name in names:
+        reason = origin.get(name, "the course's (no definition found in your notebook)")
+        if reason == "yours" and name in namespace:
+            work.functions[name] = namespace[name]
+        else:
+            work.functions[name] = exercises[name].reference
+            namespace[name] = exercises[name].reference
+        work.origin[name] = f"lesson {exercises[name].lesson}: {reason}"
+    return work
+
+
+def _run_definitions(source: str, path: Path, namespace: dict, origin: dict) -> None:
+    """Run the imports and defs of one exercise cell; note each def as yours or a stub."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as err:
+        for name in _defined_names_loosely(source):
+            origin[name] = f"the course's (your cell has a syntax error, line {err.lineno})"
+        return
+    exercises = {e.name: e for e in all_exercises()}
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            module = ast.Module(body=[node], type_ignores=[])
+            exec(compile(module, str(path), "exec"), namespace)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            if _is_stub(node) and node.name in exercises:
+                namespace[node.name] = exercises[node.name].reference
+                origin[node.name] = "the course's (yours is not written yet)"
+                continue
+            module = ast.Module(body=[node], type_ignores=[])
+            try:
+                exec(compile(module, str(path), "exec"), namespace)
+            except Exception as err:  # a decorator or default argument that fails
+                origin[node.name] = f"the course's (yours failed to define: {err})"
+                continue
+            origin[node.name] = "yours"
+
+
+def _defined_names_loosely(source: str) -> list[str]:
+    return [
+        line.split("def ", 1)[1].split("(", 1)[0].strip()
+        for line in source.splitlines()
+        if line.lstrip().startswith("def ")
+    ]
