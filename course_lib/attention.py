@@ -5,7 +5,7 @@ from contextlib import contextmanager
 
 import torch
 
-from course_lib._validation import broadcast_shape, float_tensor, positive_int
+from course_lib._validation import broadcast_shape, float_tensor, one_of, positive_int
 
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
@@ -224,6 +224,29 @@ def typical_gradient_norms(
         weights,
         scores,
     )
+
+
+def vanishing_gradient_width(widths, *, threshold: float = 0.01, wrt: str = "q", seed: int = 0):
+    """The first width in widths where the unscaled head's typical gradient is below threshold
+    times the scaled head's; None if none is (lesson 02).
+
+    Both heads are measured by typical_gradient_norms with the same seed, so they see the same
+    random problems; wrt picks the gradient with respect to "q" or to the "scores".
+    """
+    which = ("scores", "q").index(one_of("wrt", wrt, ("scores", "q")))
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise TypeError(f"threshold: expected a positive number, got {type(threshold).__name__}")
+    if not threshold > 0:
+        raise ValueError(f"threshold: expected a positive number, got {threshold!r}")
+    widths = list(widths)
+    if not widths:
+        raise ValueError("widths: expected at least one width d_k, got none")
+    for d_k in widths:
+        unscaled = typical_gradient_norms(d_k, scale=False, seed=seed)[which]
+        scaled = typical_gradient_norms(d_k, scale=True, seed=seed)[which]
+        if unscaled / scaled < threshold:
+            return d_k
+    return None
 
 
 def marked_average_batch(B: int, T: int, D: int, marked: int = 3, generator=None):

@@ -1,27 +1,171 @@
-"""Lesson 00's checker (softmax), and what every checker does with a crash or a non-function."""
+"""Lesson 00's checker (softmax) with learner-style mistakes, hint() in steps, and what every
+checker does with a stub, a crash or a non-function."""
 
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
 import torch
 
-from course_lib.checks import check_softmax
-from helpers import assert_hints, stub, verdict
+from course_lib.checks import check_softmax, hint
+from course_lib.exercises import lesson00
+from course_lib.exercises.core import DTYPE_HINT, run
+from course_lib.workspace import BEGIN
+from helpers import stub, verdict
+
+LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "00_start_here.ipynb"
 
 
-def test_softmax_checker(capsys):
-    def stable(x):
-        e = (x - x.max(-1, keepdim=True).values).exp()
-        return e / e.sum(-1, keepdim=True)
-
-    assert verdict(check_softmax, stable, capsys).startswith("PASS")
-    assert_hints(
-        check_softmax,
-        {
-            "FIRST axis": lambda x: torch.softmax(x, dim=0),
-            "without dividing": torch.exp,
-            "NaN or inf": lambda x: x.exp() / x.exp().sum(-1, keepdim=True),
-            "forgot the exp": lambda x: x / x.sum(-1, keepdim=True),
-        },
-        capsys,
+def notebook_softmax():
+    """The softmax as the course's lesson 00 solves it, run from the notebook's own cell."""
+    cell = next(
+        c for c in nbformat.read(LESSON, as_version=4).cells if BEGIN in c.get("source", "")
     )
+    namespace = {"torch": torch}
+    exec(cell.source, namespace)
+    return namespace["softmax"]
+
+
+def test_the_notebooks_solution_passes(capsys):
+    assert run(lesson00.SOFTMAX, notebook_softmax()).passed
+    assert verdict(check_softmax, notebook_softmax(), capsys).startswith("PASS")
+
+
+def test_other_right_softmaxes_pass():
+    def by_logsumexp(x):
+        return (x - x.logsumexp(dim=-1, keepdim=True)).exp()
+
+    def amax(x):
+        e = torch.exp(x - torch.amax(x, dim=-1, keepdim=True))
+        return e / torch.sum(e, dim=-1, keepdim=True)
+
+    for fn in (by_logsumexp, amax, lambda x: torch.nn.functional.softmax(x, dim=-1)):
+        assert run(lesson00.SOFTMAX, fn).passed
+
+
+# ---------------------------------------------------------------- as learners get it wrong
+
+
+def stable_along(dim):
+    def softmax(x):
+        shifted = x - x.max(dim=dim, keepdim=True).values
+        e = shifted.exp()
+        return e / e.sum(dim=dim, keepdim=True)
+
+    return softmax
+
+
+def no_max_subtraction(x):
+    e = torch.exp(x)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def sums_without_keepdim(x):
+    e = torch.exp(x - x.max(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1)
+
+
+def whole_tensor_max(x):
+    e = torch.exp(x - x.max())
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def forgot_to_divide(x):
+    return torch.exp(x - x.max(dim=-1, keepdim=True).values) * 1.0
+
+
+@pytest.mark.parametrize(
+    "fn, bug, words",
+    [
+        (no_max_subtraction, "overflow", "near 1000 comes out as NaN"),
+        (stable_along(0), "first_axis", "columns sum to 1"),
+        (stable_along(1), "middle_axis", "on a 3-D x"),
+        (sums_without_keepdim, "totals_lost_their_axis", "a different row's total"),
+        (whole_tensor_max, "global_max", "another row holds scores near 1000"),
+        (lambda x: x / x.sum(dim=-1, keepdim=True), "no_exp", "some weights are negative"),
+    ],
+)
+def test_learner_mistakes_get_their_own_hint(fn, bug, words):
+    result = run(lesson00.SOFTMAX, fn)
+    assert not result.passed and result.bug == bug, result.message
+    assert words in result.message
+    cause = next(b.cause for b in lesson00.SOFTMAX.bugs if b.name == bug)
+    assert result.steps[0] == cause and result.steps[-1].startswith("See the section")
+
+
+def test_forgetting_the_division_is_named_with_or_without_the_shift():
+    assert run(lesson00.SOFTMAX, forgot_to_divide).bug == "no_division_after_shift"
+    assert run(lesson00.SOFTMAX, lambda x: x.exp()).bug == "no_division"
+
+
+def test_changing_the_input_in_place_is_caught():
+    def in_place(x):
+        x -= x.max(dim=-1, keepdim=True).values
+        x.exp_()
+        return x / x.sum(dim=-1, keepdim=True)
+
+    result = run(lesson00.SOFTMAX, in_place)
+    assert result.bug == "in place" and "changed its argument `x` in place" in result.message
+
+
+def test_a_float64_result_from_float32_scores_fails_on_its_dtype():
+    def via_numpy(x):
+        a = x.numpy()
+        e = np.exp(a - a.max(axis=-1, keepdims=True))
+        return torch.from_numpy(e / e.sum(axis=-1, keepdims=True)).double()
+
+    result = run(lesson00.SOFTMAX, via_numpy)
+    assert "expected dtype torch.float32, got torch.float64" in result.message
+    assert result.steps[0] == DTYPE_HINT
+
+
+def test_float64_scores_must_give_a_float64_result():
+    result = run(lesson00.SOFTMAX, lambda x: torch.softmax(x.float(), dim=-1))
+    assert "expected dtype torch.float64, got torch.float32" in result.message
+    assert "float64 x" in result.message
+
+
+def test_max_without_values_crashes_with_a_hint_about_it():
+    def max_tuple(x):
+        e = (x - x.max(dim=-1, keepdim=True)).exp()
+        return e / e.sum(dim=-1, keepdim=True)
+
+    result = run(lesson00.SOFTMAX, max_tuple)
+    assert "raised TypeError" in result.message
+    assert any("max returns two things" in step for step in result.steps)
+
+
+# ---------------------------------------------------------------- what a learner reads
+
+
+def test_the_check_prints_the_symptom_and_hint_gives_the_steps(capsys):
+    out = verdict(check_softmax, no_max_subtraction, capsys)
+    assert out.startswith("TRY AGAIN  softmax: a row of scores near 1000 comes out as NaN")
+    assert "(run hint() for a more specific hint: 2 more)" in out
+    assert "overflows" not in out  # the symptom first; the cause waits for hint()
+    hint()
+    first = capsys.readouterr().out
+    assert first.startswith("HINT 1/2  softmax: exp(1000) overflows") and "run hint()" in first
+    hint()
+    last = capsys.readouterr().out
+    assert last.startswith("HINT 2/2  softmax: See the section 'A first taste")
+    hint()  # asking past the last step repeats it
+    assert capsys.readouterr().out == last
+
+
+def test_hint_after_a_pass_or_a_stub_says_there_is_no_failed_check(capsys):
+    for fn in (notebook_softmax(), stub):
+        check_softmax(fn)
+        capsys.readouterr()
+        hint()
+        assert capsys.readouterr().out.startswith("No failed check")
+
+
+def test_no_hint_holds_code():
+    texts = [b.symptom + b.cause for b in lesson00.SOFTMAX.bugs] + list(lesson00.SOFTMAX.hints)
+    for text in texts:
+        assert "keepdim" not in text and "dim=" not in text and ".max(" not in text
 
 
 def test_stub_is_reported_as_not_implemented(capsys):
@@ -31,4 +175,4 @@ def test_stub_is_reported_as_not_implemented(capsys):
 
 def test_checker_reports_a_crash_and_a_non_function(capsys):
     assert "raised AttributeError" in verdict(check_softmax, lambda x: x.nonexistent(), capsys)
-    assert "expected a function, got str" in verdict(check_softmax, "softmax", capsys)
+    assert "expected a function, got 'softmax'" in verdict(check_softmax, "softmax", capsys)

@@ -1,5 +1,7 @@
 """Lesson 01's claims, each checked against torch or against a hand-derived answer."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -140,3 +142,36 @@ def test_the_untrained_rnn_is_contractive_and_an_open_forget_gate_stops_the_fadi
     # forget gate held open 0.87 .. 1.38 (lesson 1.25)
     assert measure("LSTM as initialised old / new", as_initialised) < 0.1
     assert measure("LSTM forget gate open old / new", held_open) > 0.5
+
+
+def test_one_query_worked_through_is_row_6_of_the_whole_map():
+    q, k, v = toy_qkv()
+    it = 6
+    it_weights = torch.softmax(k @ q[it] / 8**0.5, dim=-1)  # (T,)
+    it_out = sum(it_weights[s] * v[s] for s in range(9))  # (d,)
+    out, weights = scaled_dot_product_attention(q, k, v)
+    assert_close(weights[it], it_weights)
+    assert_close(out[it], it_out)
+    assert_close(it_out, F.scaled_dot_product_attention(q, k, v)[it])
+
+
+def test_a_masked_row_is_the_softmax_of_its_allowed_scores_alone():
+    q, k, v = toy_qkv()
+    _, weights = scaled_dot_product_attention(q, k, v, causal_mask(9))
+    for t in range(9):
+        allowed = torch.softmax(k[: t + 1] @ q[t] / 8**0.5, dim=-1)  # keys 0..t alone
+        assert_close(weights[t, : t + 1], allowed)
+        assert torch.all(weights[t, t + 1 :] == 0)
+
+
+def test_the_exercises_worked_example_matches_the_arithmetic_by_hand():
+    q = torch.ones(1, 4)  # (T_q, d_k)
+    k = torch.tensor([[1.0] * 4, [0.0] * 4, [-1.0] * 4])  # scores 4, 0, -4; scaled 2, 0, -2
+    v = torch.tensor([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]])
+    out, weights = scaled_dot_product_attention(q, k, v, torch.tensor([[True, True, False]]))
+    e2 = math.exp(2.0)
+    assert_close(weights, torch.tensor([[e2 / (e2 + 1), 1 / (e2 + 1), 0.0]]))
+    assert_close(out, torch.tensor([[10 * e2 / (e2 + 1), 10 / (e2 + 1)]]))
+    # the lesson's prose quotes these, rounded
+    assert [round(x, 3) for x in weights[0].tolist()] == [0.881, 0.119, 0.0]
+    assert [round(x, 2) for x in out[0].tolist()] == [8.81, 1.19]

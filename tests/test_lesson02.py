@@ -16,6 +16,7 @@ from course_lib.attention import (
     softmax_entropy,
     train_single_head,
     typical_gradient_norms,
+    vanishing_gradient_width,
 )
 
 D_KS = [1, 4, 16, 64, 256, 1024]
@@ -108,6 +109,39 @@ def test_unscaled_gradient_wrt_q_is_larger_at_d_k_16_and_smaller_from_64_on(meas
         assert measure("grad q unscaled / scaled, d_k = 16", ratio[16]) > 1.5  # margin 0.2
         assert measure("grad q unscaled / scaled, d_k = 64", ratio[64]) < 1  # margin 0.07
         assert measure("grad q unscaled / scaled, d_k = 256", ratio[256]) < 0.2
+
+
+def test_the_gradient_to_q_outlasts_the_one_to_the_scores_by_about_twice_the_width(measure):
+    """The lesson's reading of its exercise: on widths 16 to 1024 in steps of 16, the unscaled
+    head's gradient w.r.t. the scores drops below 1% of the scaled head's at about half the
+    width where the one w.r.t. q does, and the width moves with the seed."""
+    fine = list(range(16, 1025, 16))
+    q_widths = [vanishing_gradient_width(fine, wrt="q", seed=seed) for seed in range(5)]
+    scores_widths = [vanishing_gradient_width(fine, wrt="scores", seed=seed) for seed in range(5)]
+    for q_width, scores_width in zip(q_widths, scores_widths, strict=True):
+        # seeds 0-4, the same on the native, generic and one-thread paths: 0.43 .. 0.57
+        assert 0.35 < measure("scores width / q width", scores_width / q_width) < 0.65
+    assert len(set(q_widths)) > 1
+
+
+def test_vanishing_gradient_width_returns_a_listed_width_or_none_and_checks_its_arguments():
+    widths = [1, 4, 16, 64, 256, 1024]
+    # the lesson's worked example, from the table's numbers: 0.58 / 1.25 at d_k = 16
+    assert vanishing_gradient_width(widths, threshold=0.5, wrt="scores") == 16
+    assert vanishing_gradient_width([1, 4, 16], threshold=0.01) is None
+    assert vanishing_gradient_width(range(64, 1025, 64)) in range(64, 1025, 64)
+    assert vanishing_gradient_width(widths, seed=2) == vanishing_gradient_width(widths, seed=2)
+    for bad, error, words in [
+        ({"wrt": "k"}, ValueError, "wrt: expected one of"),
+        ({"threshold": 0.0}, ValueError, "threshold: expected a positive number, got 0.0"),
+        ({"threshold": "1%"}, TypeError, "threshold: expected a positive number, got str"),
+    ]:
+        with pytest.raises(error, match=words):
+            vanishing_gradient_width(widths, **bad)
+    with pytest.raises(ValueError, match="widths: expected at least one width"):
+        vanishing_gradient_width([])
+    with pytest.raises(ValueError, match="d_k: expected a positive int, got 0"):
+        vanishing_gradient_width([0, 4])
 
 
 def test_marked_average_batch_targets_the_mean_of_flagged_content():

@@ -1,4 +1,5 @@
-"""HeadsExplorer (lesson 03): every control swept; the maps are the checkpoints' own attention."""
+"""HeadsExplorer (lesson 03): every control swept; the maps are the checkpoints' own attention,
+or read through the learner's multihead, whose disagreement the readout names."""
 
 import base64
 import io
@@ -9,7 +10,7 @@ import torch
 
 from course_lib.model import load_card, load_pretrained
 from course_lib.widgets import HeadsExplorer, best_detector, heads_examples
-from helpers import picture
+from helpers import picture, stub
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -120,3 +121,95 @@ def test_one_row_of_heads_is_not_followed_by_an_empty_row(explorer):
         assert rows[-int(0.2 * len(rows)) :].any() and not rows[-4:].any()
     # one row of up to four heads: the same short picture, well under the two-row one
     assert heights[1] == heights[4] < 0.7 * heights[8]
+
+
+# ---------------------------------------------------------------- the learner's multihead
+
+
+def learner_multihead(x, qkv, out, num_heads, mask=None, rope=None, *, width=None):
+    """A learner's multihead; width, when given, is the (wrong) width the scores are scaled by."""
+    B, T, D = x.shape
+    d = D // num_heads
+    q, k, v = (t.view(B, T, num_heads, d).transpose(1, 2) for t in qkv(x).split(D, dim=-1))
+    if rope is not None:
+        q, k = rope(q), rope(k)
+    scores = q @ k.transpose(-2, -1) / (width or d) ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    y = scores.softmax(dim=-1) @ v  # (B, H, T, d)
+    return out(y.transpose(1, 2).reshape(B, T, D))
+
+
+def scaled_by_model_width(x, qkv, out, num_heads, mask=None, rope=None):
+    return learner_multihead(x, qkv, out, num_heads, mask, rope, width=x.shape[-1])
+
+
+def note_of(explorer) -> str:
+    return explorer.state()["readout"].split("\n", 1)[1]
+
+
+def test_the_learners_right_multihead_draws_the_models_maps_and_agrees():
+    e = HeadsExplorer(multihead=learner_multihead)
+    for H in (1, 8):  # d = 64 (one read of the values), d = 8 (two reads for T up to 14)
+        e.controls["heads"].value = H
+        for example in range(len(EXAMPLES)):
+            e.controls["example"].value = example
+            e.controls["layer"].value = 1
+            model = load_pretrained(f"rope-h{H}")
+            with torch.no_grad():
+                _, weights = model(EXAMPLES[example][1][None], return_weights=True)
+            np.testing.assert_allclose(e.state()["maps"], weights[1][0].numpy(), atol=1e-6)
+            note = note_of(e)
+            assert note.startswith("Your multihead agrees with the course's at ")
+            assert f"heads {H}, layer 1, sentence '{EXAMPLES[example][0]}'" in note
+            assert "each head's weights, read through your multihead" in note
+            check_state(e)
+
+
+def test_a_wrong_multihead_is_flagged_where_it_differs():
+    e = HeadsExplorer(multihead=scaled_by_model_width)
+    e.controls["heads"].value = 4
+    e.controls["layer"].value = 0
+    note = note_of(e)
+    assert note.startswith("DIFFERS from the course's multihead at heads 4, layer 0, sentence")
+    assert "largest difference" in note and "The picture shows yours" in note
+    gap = float(note.split("largest difference ")[1].split(". ")[0])
+    shown, course = e.state()["maps"], e.maps[4, e.values()["example"]][0].numpy()
+    assert np.abs(shown - course).max() == pytest.approx(gap, rel=1e-2)
+    # one head is as wide as the model: dividing by sqrt(D) is right there, and the note says so
+    e.controls["heads"].value = 1
+    assert note_of(e).startswith("Your multihead agrees with the course's at heads 1, layer 0")
+
+
+def test_a_multihead_that_ignores_the_mask_draws_the_future():
+    def no_mask(x, qkv, out, num_heads, mask=None, rope=None):
+        return learner_multihead(x, qkv, out, num_heads, None, rope)
+
+    e = HeadsExplorer(multihead=no_mask)
+    maps = e.state()["maps"]
+    assert np.triu(maps, k=1).max() > 0.01  # weight above the diagonal: later tokens
+    assert note_of(e).startswith("DIFFERS")
+
+
+def test_a_stub_shows_the_courses_maps_and_says_not_written_yet():
+    e = HeadsExplorer(multihead=stub)
+    assert note_of(e) == "Your multihead is not written yet: the picture shows the course's."
+    v = e.values()
+    np.testing.assert_array_equal(
+        e.state()["maps"], e.maps[v["heads"], v["example"]][v["layer"]].numpy()
+    )
+    check_state(e)
+
+
+def test_a_multihead_that_returns_a_pair_is_reported_and_the_courses_maps_shown():
+    def returns_pair(x, qkv, out, num_heads, mask=None, rope=None):
+        y = learner_multihead(x, qkv, out, num_heads, mask, rope)
+        return y, None
+
+    note = note_of(HeadsExplorer(multihead=returns_pair))
+    assert "raised ValueError at heads 4, layer 0" in note and "returned tuple" in note
+
+
+def test_multihead_must_be_a_function():
+    with pytest.raises(TypeError, match="multihead: expected your multihead function"):
+        HeadsExplorer(multihead="multihead")

@@ -1,6 +1,7 @@
 """PositionExplorer and RopeExplorer (lesson 04): every control swept, the live numbers real."""
 
 import base64
+import re
 
 import numpy as np
 import pytest
@@ -155,3 +156,90 @@ def test_rope_mode_round_trip_redraws_the_same_picture():
     explorer.controls["mode"].value = "rope"
     explorer.controls["shift"].value = 0
     assert picture(explorer) == picture(fresh)
+
+
+# ---------------------------------------------------------------- the learner's rope_heads
+
+
+def learner_rope_heads(first: int):
+    """A learner's rope_heads whose positions start at `first` (0 is right)."""
+
+    def rope_heads(x):
+        T, d = x.shape[-2:]
+        theta = 10000 ** (-torch.arange(0, d, 2, dtype=x.dtype) / d)  # (d/2,)
+        angles = torch.arange(first, first + T, dtype=x.dtype)[:, None] * theta  # (T, d/2)
+        even, odd = x[..., 0::2], x[..., 1::2]
+        turned = (even * angles.cos() - odd * angles.sin(),
+                  even * angles.sin() + odd * angles.cos())  # fmt: skip
+        return torch.stack(turned, dim=-1).flatten(-2)
+
+    return rope_heads
+
+
+def note(explorer) -> str:
+    readout = explorer.state()["readout"]
+    return readout.split("\n", 1)[1] if "\n" in readout else ""
+
+
+def test_a_right_rope_heads_draws_the_courses_picture_and_says_it_agrees():
+    course, mine = RopeExplorer(), RopeExplorer(rope=learner_rope_heads(0))
+    for setting in ({"m": 7, "n": 3, "shift": 0}, {"m": 0, "n": 31, "shift": 96}):
+        for explorer in (course, mine):
+            for name, value in setting.items():
+                explorer.controls[name].value = value
+        ours, theirs = course.state(), mine.state()
+        for key in ("curve", "reference", "q_pair", "k_pair"):
+            np.testing.assert_allclose(theirs[key], ours[key], atol=1e-6)
+        s = setting
+        assert note(mine) == (
+            f"Your rope_heads agrees with the course's at m = {s['m']}, n = {s['n']}, "
+            f"shift s = {s['shift']} (within 0.0001)."
+        )
+        assert note(course) == ""
+
+
+def test_a_wrong_rope_heads_is_drawn_and_flagged_with_the_setting():
+    course, mine = RopeExplorer(), RopeExplorer(rope=learner_rope_heads(1))
+    assert note(mine).startswith(
+        "DIFFERS from the course's rope_heads at m = 7, n = 3, shift s = 0"
+    )
+    gap = re.search(r"largest difference ([0-9.e+-]+)\. The picture shows yours", note(mine))
+    assert gap and float(gap[1]) > 0.1, note(mine)
+    # the picture is the learner's: the arrows sit one position further on
+    state = mine.state()
+    q_at_8 = positional.apply_rope(mine.q[None].double(), torch.tensor([8]))[0, :2]
+    np.testing.assert_allclose(state["q_pair"], q_at_8.numpy(), atol=1e-6)
+    assert not np.allclose(state["q_pair"], course.state()["q_pair"])
+    assert picture(mine) != picture(course)
+    mine.controls["shift"].value = 40
+    assert note(mine).startswith(
+        "DIFFERS from the course's rope_heads at m = 7, n = 3, shift s = 40"
+    )
+    mine.controls["mode"].value = "sinusoidal"  # the learner's function is not used there
+    assert "RoPE picture" in note(mine) and "DIFFERS" not in note(mine)
+
+
+def test_a_rotate_half_rope_heads_changes_the_score_curve():
+    def half(x):
+        return positional.apply_rope_half(x, torch.arange(x.shape[-2]))
+
+    course, mine = RopeExplorer(), RopeExplorer(rope=half)
+    assert note(mine).startswith("DIFFERS")
+    assert np.abs(mine.state()["curve"] - course.state()["curve"]).max() > 0.05
+
+
+def test_a_stub_shows_the_courses_picture_and_says_it_is_not_written_yet():
+    def stub(x):
+        raise NotImplementedError("Exercise rope_heads: write your code here")
+
+    course, mine = RopeExplorer(), RopeExplorer(rope=stub)
+    assert note(mine) == "Your rope_heads is not written yet: the picture shows the course's."
+    assert picture(mine) == picture(course)
+    np.testing.assert_array_equal(mine.state()["curve"], course.state()["curve"])
+
+
+def test_a_rope_heads_that_crashes_or_changes_the_shape_is_reported():
+    crashed = RopeExplorer(rope=lambda x: x.unknown())
+    assert "raised AttributeError at m = 7, n = 3, shift s = 0" in note(crashed)
+    narrowed = RopeExplorer(rope=lambda x: x[..., :4])
+    assert note(narrowed).startswith("DIFFERS: your rope_heads returned (2, 35, 4)")

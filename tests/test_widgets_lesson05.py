@@ -1,6 +1,8 @@
-"""BlockExplorer (lesson 05): every control swept end to end; the live numbers are the real ones."""
+"""BlockExplorer (lesson 05): every control swept end to end; the live numbers are the real ones;
+a learner's block function drawn when it agrees, flagged (DIFFERS, setting, how far) when not."""
 
 import base64
+import re
 
 import numpy as np
 import pytest
@@ -158,3 +160,83 @@ def test_activation_explorer_draws_torchs_gelu_and_relu_and_their_slopes():
     # the lesson's point: at a negative input GELU still passes a slope, ReLU passes none
     numbers = explorer.state()["numbers"]
     assert numbers["ReLU"][1] == 0 and numbers["GELU"][1] > 0.1
+
+
+# ---------------------------------------------------------------- BlockExplorer(block=...)
+
+
+def course_block(x, attn, ff, norm1, norm2):  # the lesson's prenorm_block, written out
+    h = x + attn(norm1(x))
+    return h + ff(norm2(h))
+
+
+def postnorm_order(x, attn, ff, norm1, norm2):  # a learner's mistake: the 2017 order
+    h = norm1(x + attn(x))
+    return norm2(h + ff(h))
+
+
+def test_a_right_block_function_is_drawn_and_agrees():
+    explorer = BlockExplorer(block=course_block)
+    course = BlockExplorer()
+    for norm in ("layer", "batch", "none"):
+        for ex in (explorer, course):
+            ex.controls["norm"].value = norm
+            ex.controls["depth"].value = 12
+        state = explorer.state()
+        assert state["drawn_from"] == "yours"
+        assert "course_block agrees with the course's at depth 12" in state["readout"]
+        assert "DIFFERS" not in state["readout"]
+        np.testing.assert_allclose(state["grad_norms"], course.state()["grad_norms"], rtol=1e-5)
+
+
+def test_a_wrong_block_function_differs_names_the_setting_and_is_drawn():
+    explorer = BlockExplorer(block=postnorm_order)
+    course = BlockExplorer()
+    explorer.controls["depth"].value = course.controls["depth"].value = 8
+    state = explorer.state()
+    note = state["readout"].splitlines()[-1]
+    assert note.startswith("DIFFERS")
+    assert "depth 8, layer norm, pre-norm, residual on" in note
+    gap = float(re.search(r"largest difference (\S+?)\. ", note).group(1))
+    assert gap > 1  # the post-norm stream is normalised, the pre-norm one grows
+    assert state["drawn_from"] == "yours"
+    # the picture is the learner's stack: post-norm pins every layer's RMS at 1
+    np.testing.assert_allclose(state["act_scales"], 1.0, rtol=1e-4)
+    assert not np.allclose(course.state()["act_scales"], 1.0, rtol=1e-2)
+    # the settings it cannot compute show the course's blocks and say so
+    explorer.controls["residual"].value = False
+    state = explorer.state()
+    assert state["drawn_from"] == "course" and "shows the course's blocks" in state["readout"]
+
+
+def test_a_stub_shows_the_course_picture_and_says_not_written_yet():
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        raise NotImplementedError("Exercise: write your code here")
+
+    explorer = BlockExplorer(block=prenorm_block)
+    course = BlockExplorer()
+    for name, value in (("depth", 5), ("prenorm", False), ("prenorm", True)):
+        explorer.controls[name].value = course.controls[name].value = value
+        state = explorer.state()
+        assert state["drawn_from"] == "course"
+        assert "Your prenorm_block is not written yet" in state["readout"]
+        np.testing.assert_array_equal(state["grad_norms"], course.state()["grad_norms"])
+    assert picture(explorer).startswith(PNG)
+
+
+def test_a_block_function_that_fails_or_detaches_falls_back_to_the_course_picture():
+    def crashes(x, attn, ff, norm1, norm2):
+        return x + attn(norm1(x), "mask")
+
+    def detached(x, attn, ff, norm1, norm2):
+        return course_block(x, attn, ff, norm1, norm2).detach()
+
+    state = BlockExplorer(block=crashes).state()
+    assert state["drawn_from"] == "course" and "raised" in state["readout"]
+    state = BlockExplorer(block=detached).state()
+    assert state["drawn_from"] == "course" and "no gradient" in state["readout"]
+
+
+def test_block_must_be_a_function():
+    with pytest.raises(TypeError, match="block: expected a function"):
+        BlockExplorer(block="prenorm_block")

@@ -30,7 +30,7 @@ from course_lib.workspace import BEGIN, END
 
 SCHEMA_VERSION = 3
 _CHECK = re.compile(r"^(?:assert )?(check_\w+)\((\w+)\)(?:\.passed)?$")
-_DEF = re.compile(r"^\s*def\s+(\w+)\s*\(", re.MULTILINE)
+_DEF = re.compile(r"^(?:def|class)\s+(\w+)\b", re.MULTILINE)  # top-level functions and classes
 
 
 def is_exercise(cell) -> bool:
@@ -91,7 +91,9 @@ def apply(notebook, name: str = "notebook", *, grading: bool = False) -> list[st
             raise ValueError(f"{name}: an exercise cell has {BEGIN} without {END}")
         functions = _DEF.findall(cell.source)
         if not functions:
-            raise ValueError(f"{name}: an exercise cell defines no function: {cell.source[:60]!r}")
+            raise ValueError(
+                f"{name}: an exercise cell defines no function or class: {cell.source[:60]!r}"
+            )
         following = code[index + 1] if index + 1 < len(code) else None
         calls = checker_calls(following) if following is not None else None
         if not calls:

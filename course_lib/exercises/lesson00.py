@@ -12,9 +12,11 @@ def softmax_reference(x: torch.Tensor) -> torch.Tensor:
 def _cases() -> list[Case]:
     g = torch.Generator().manual_seed(0)
     return [
-        Case((torch.randn(5, generator=g),), label="a 1-D x"),
-        Case((torch.randn(3, 4, generator=g) * 3,), label="a 2-D x"),
+        # square, so a mistake that lines the row totals up with the columns gives numbers, not
+        # a shape error, and its own hint
+        Case((torch.randn(4, 4, generator=g) * 3,), label="a 2-D x"),
         Case((torch.randn(2, 3, 6, generator=g),), label="a 3-D x"),
+        Case((torch.randn(5, generator=g),), label="a 1-D x"),
         Case(
             (torch.tensor([[1000.0, 999.0, -1000.0], [0.0, 0.0, 0.0]]),),
             label="scores as large as 1000",
@@ -31,13 +33,29 @@ def _unstable(x):
     return e / e.sum(dim=-1, keepdim=True)
 
 
+def _middle_axis(x):
+    return torch.softmax(x, dim=1 if x.dim() > 1 else 0)
+
+
+def _totals_without_their_axis(x):
+    if x.dim() != 2 or x.shape[0] != x.shape[1]:
+        return torch.softmax(x, dim=-1)  # elsewhere the shapes do not line up: an error
+    e = (x - x.max(dim=-1, keepdim=True).values).exp()  # (n, n)
+    return e / e.sum(dim=-1)  # (n, n) / (n,): total j divides column j
+
+
+def _global_max(x):
+    e = (x - x.max()).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
 SOFTMAX = Exercise(
     name="softmax",
     lesson="00",
     reference=softmax_reference,
     cases=_cases,
-    idea="the cell above the exercise that turns the scores [2, 1, 0.1] into weights, and the "
-    "note on subtracting the largest score",
+    idea="the section 'A first taste: softmax turns scores into weights' (the formula and the "
+    "five words' weights) and the exercise's note on subtracting each row's maximum",
     bugs=(
         Bug(
             "first_axis",
@@ -46,16 +64,39 @@ SOFTMAX = Exercise(
             "you normalised over the first axis; each distribution runs along the last one.",
         ),
         Bug(
+            "middle_axis",
+            _middle_axis,
+            "on a 3-D x your weights sum to 1 along the middle axis, not the last",
+            "you named the axis by counting from the front (axis 1). That is the last axis of a "
+            "2-D x only: counted from the end, the last axis is the same for every number of "
+            "dimensions.",
+        ),
+        Bug(
             "no_division",
             torch.exp,
             "your weights are all positive but do not sum to 1",
             "you return exp(x) without dividing by each row's total.",
         ),
         Bug(
+            "no_division_after_shift",
+            lambda x: (x - x.max(dim=-1, keepdim=True).values).exp(),
+            "your weights are all positive, the largest in each row is 1, and they do not sum to 1",
+            "you subtract each row's maximum and take the exponential, but never divide by "
+            "the row's total.",
+        ),
+        Bug(
             "no_exp",
             lambda x: x / x.sum(dim=-1, keepdim=True),
             "your rows sum to 1 but some weights are negative",
             "you divide x by its sum but never take the exponential.",
+        ),
+        Bug(
+            "totals_lost_their_axis",
+            _totals_without_their_axis,
+            "your rows do not sum to 1: each column is divided by a different row's total",
+            "summing over the last axis drops that axis, so the (rows,) totals line up with the "
+            "columns when they broadcast. Keep the summed axis with length 1, (rows, 1), so "
+            "each row is divided by its own total.",
         ),
         Bug(
             "overflow",
@@ -65,9 +106,20 @@ SOFTMAX = Exercise(
             "when one number is subtracted from every score of a row: which number keeps every "
             "exp at most 1?",
         ),
+        Bug(
+            "global_max",
+            _global_max,
+            "a row of small scores comes out as NaN when another row holds scores near 1000",
+            "you subtract the largest score of the whole tensor, not of each row. A row whose "
+            "scores all sit 1000 below it gets exp(-1000) = 0 everywhere, and 0 / 0 is NaN: "
+            "subtract each row's own largest score.",
+        ),
     ),
     hints=(
         "Softmax takes exp of each score, then divides by the row's total, along the last axis.",
+        "Taken along an axis, max returns two things (the values and where they are); and a "
+        "row's total or maximum keeps its axis (length 1) only if you ask, which it needs to "
+        "broadcast back over the row.",
     ),
 )
 

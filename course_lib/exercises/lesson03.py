@@ -11,11 +11,21 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
   (B, H, T, d), before the scores (lesson 04 passes one). Built from your split_heads,
   merge_heads and lesson 01's attention. Same numbers as torch.nn.MultiheadAttention with
   in_proj_weight = qkv.weight, out_proj = out.
+
+The multihead check compares with torch's own multi-head attention (the function that
+torch.nn.MultiheadAttention.forward runs), handed qkv's and out's weights; torch's layer has
+no rotary embedding, so with a rope the reference is the same projections around torch's
+fused attention, which tests/test_exercises_lesson03.py holds against the course's
+MultiHeadAttention(rope=RotaryEmbedding(d)).
 """
 
-import torch
+import math
 
-from course_lib.exercises.core import Exercise
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_lib.exercises.core import Bug, Case, Exercise
 
 
 def split_heads_reference(x, num_heads):
@@ -28,21 +38,477 @@ def merge_heads_reference(y):
     return y.transpose(1, 2).reshape(B, T, H * d)  # (B, T, H, d) -> (B, T, D)
 
 
-def multihead_reference(x, qkv, out, num_heads, mask=None, rope=None):
+def torch_attn_mask(mask, B: int, num_heads: int, T: int):
+    """Our mask (True = may attend, broadcastable to (B, H, T, T)) in the form torch's
+    multi-head attention takes: True = blocked, (T, T) or (B * H, T, T)."""
+    if mask is None:
+        return None
+    if mask.dim() == 2:
+        return ~mask  # (T, T): the same for every sequence and head
+    return ~mask.expand(B, num_heads, T, T).reshape(B * num_heads, T, T)  # (B * H, T, T)
+
+
+def _torch_multihead(x, qkv: nn.Linear, out: nn.Linear, num_heads: int, mask=None):
+    """torch.nn.MultiheadAttention's own forward (batch_first), with qkv's and out's weights."""
+    B, T, D = x.shape
+    seq_first = x.transpose(0, 1)  # (T, B, D): the layout torch's function works in
+    y, _ = F.multi_head_attention_forward(
+        seq_first, seq_first, seq_first, D, num_heads, qkv.weight, qkv.bias, None, None, False,
+        0.0, out.weight, out.bias, training=False, need_weights=False,
+        attn_mask=torch_attn_mask(mask, B, num_heads, T),
+    )  # fmt: skip
+    return y.transpose(0, 1)  # (B, T, D)
+
+
+def _fused_multihead(x, qkv, out, num_heads, mask=None, rope=None):
+    """The same layer with a rope (torch's has none): torch's fused attention in every head."""
     D = x.shape[-1]
-    q, k, v = qkv(x).split(D, dim=-1)  # each (B, T, D)
-    q, k, v = (split_heads_reference(t, num_heads) for t in (q, k, v))  # each (B, H, T, d)
+    q, k, v = (split_heads_reference(t, num_heads) for t in qkv(x).split(D, dim=-1))
     if rope is not None:
-        q, k = rope(q), rope(k)
-    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5  # (B, H, T, T)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    y = torch.softmax(scores, dim=-1) @ v  # (B, H, T, d)
+        q, k = rope(q), rope(k)  # each (B, H, T, d)
+    y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, d)
     return out(merge_heads_reference(y))  # (B, T, D)
 
 
-# PLACEHOLDER entries (reference only, no cases yet): the lesson's helper replaces them.
-SPLIT_HEADS = Exercise("split_heads", "03", split_heads_reference, list, "lesson 03")
-MERGE_HEADS = Exercise("merge_heads", "03", merge_heads_reference, list, "lesson 03")
-MULTIHEAD = Exercise("multihead", "03", multihead_reference, list, "lesson 03")
+def multihead_reference(x, qkv, out, num_heads, mask=None, rope=None):
+    if rope is None and isinstance(qkv, nn.Linear) and isinstance(out, nn.Linear):
+        return _torch_multihead(x, qkv, out, num_heads, mask)
+    return _fused_multihead(x, qkv, out, num_heads, mask, rope)
+
+
+# ---------------------------------------------------------------- split_heads, merge_heads
+
+
+def _split_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(3)
+    # T, H and d differ in most cases, so axes that trade places change the shape
+    return [
+        Case((torch.randn(3, 3, 16, generator=g), 2), label="two heads of width 8"),
+        Case((torch.randn(2, 5, 12, generator=g), 3), label="three heads of width 4"),
+        Case((torch.randn(1, 7, 16, generator=g), 4), label="four heads of width 4"),
+        Case((torch.randn(2, 4, 6, generator=g), 1), label="one head: d = D"),
+        Case(
+            (torch.randn(2, 3, 10, generator=g, dtype=torch.float64), 5),
+            label="a float64 x: the result keeps x's dtype",
+        ),
+    ]
+
+
+def _split_view_straight(x, num_heads):
+    B, T, D = x.shape
+    return x.reshape(B, num_heads, T, D // num_heads)  # the right shape, read in memory order
+
+
+def _split_no_swap(x, num_heads):
+    B, T, D = x.shape
+    return x.reshape(B, T, num_heads, D // num_heads)  # (B, T, H, d)
+
+
+def _split_interleaved(x, num_heads):
+    B, T, D = x.shape
+    return x.reshape(B, T, D // num_heads, num_heads).permute(0, 3, 1, 2)  # (B, H, T, d)
+
+
+def _split_swap_first(x, num_heads):
+    B, T, D = x.shape
+    return x.transpose(1, 2).reshape(B, num_heads, T, D // num_heads)  # rows run along tokens
+
+
+def _split_pieces_of_width_h(x, num_heads):
+    return torch.stack(x.split(num_heads, dim=-1), dim=1)  # (B, D / H, T, H)
+
+
+SPLIT_HEADS = Exercise(
+    name="split_heads",
+    lesson="03",
+    reference=split_heads_reference,
+    cases=_split_cases,
+    idea="the section 'From one wide attention to H narrow ones': the numbered tensor cut into "
+    "heads, and the worked example that turns a row of readings into a table by time of day",
+    bugs=(
+        Bug(
+            "no_swap",
+            _split_no_swap,
+            "your result has shape (B, T, H, d): the heads are cut out, but the head axis "
+            "still comes after the token axis",
+            "the contract wants (B, H, T, d), so that each head holds a whole (T, d) sequence "
+            "for attention: the head and token axes must trade places after the cut.",
+        ),
+        Bug(
+            "view_straight",
+            _split_view_straight,
+            "right shape, but a head's rows are not its tokens: row 0 of head 1 holds "
+            "features of a later token, not of token 0",
+            "you read (B, T, D) straight into the shape (B, H, T, d). A view reads the numbers "
+            "in memory order, token after token, so that cuts the whole sequence into H runs "
+            "instead of cutting each token. Cut each token's D features into (H, d) first, "
+            "leaving the token axis alone, then move the head axis in front of it.",
+        ),
+        Bug(
+            "swap_first",
+            _split_swap_first,
+            "right shape, but a row of d numbers mixes tokens",
+            "you swapped axes before cutting: after (B, T, D) becomes (B, D, T), d numbers in "
+            "a row run along the tokens of one feature, not along the features of one token. "
+            "Cut D into (H, d) while the features are still the last axis, then swap.",
+        ),
+        Bug(
+            "interleaved",
+            _split_interleaved,
+            "right shape, but each head holds every H-th feature (head 0 gets features 0, H, "
+            "2H, ...) instead of a block of d neighbours",
+            "you cut D into (d, H) instead of (H, d): the axis that comes first in a cut is "
+            "the one that changes slowest in memory, and the contract wants head h to own "
+            "the d consecutive features h*d .. (h+1)*d - 1.",
+        ),
+        Bug(
+            "pieces_of_width_h",
+            _split_pieces_of_width_h,
+            "you made D / H heads of width H: the head and width sizes are swapped",
+            "num_heads is the number of pieces, not their width: there are H heads, each "
+            "d = D / H features wide.",
+        ),
+    ),
+    hints=(
+        "Head h gets features h*d to (h+1)*d - 1 of every token, in order; the result has "
+        "shape (B, H, T, d) and its [b, h, t] row is those d features of token t.",
+        "Nothing is computed, numbers only move: one cut of the last axis into two, then one "
+        "swap of two axes.",
+    ),
+)
+
+
+def _merge_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(4)
+    return [
+        Case((torch.randn(2, 3, 5, 4, generator=g),), label="three heads of width 4"),
+        Case((torch.randn(1, 4, 7, 2, generator=g),), label="four heads of width 2"),
+        Case((torch.randn(3, 2, 3, 8, generator=g),), label="two heads of width 8"),
+        Case((torch.randn(2, 1, 4, 6, generator=g),), label="one head"),
+        Case(
+            (torch.randn(2, 5, 3, 2, generator=g, dtype=torch.float64),),
+            label="a float64 y: the result keeps y's dtype",
+        ),
+    ]
+
+
+def _merge_no_swap(y):
+    B, H, T, d = y.shape
+    return y.reshape(B, T, H * d)  # the right shape, read in memory order
+
+
+def _merge_swap_only(y):
+    return y.transpose(1, 2)  # (B, T, H, d)
+
+
+def _merge_interleaved(y):
+    B, H, T, d = y.shape
+    return y.permute(0, 2, 3, 1).reshape(B, T, H * d)  # (B, T, d, H) -> (B, T, D)
+
+
+def _merge_sum(y):
+    return y.sum(dim=1)  # (B, T, d)
+
+
+def _merge_along_tokens(y):
+    return torch.cat(y.unbind(dim=1), dim=1)  # (B, H * T, d)
+
+
+MERGE_HEADS = Exercise(
+    name="merge_heads",
+    lesson="03",
+    reference=merge_heads_reference,
+    cases=_merge_cases,
+    idea="the section 'From one wide attention to H narrow ones': the numbered tensor cut into "
+    "heads (merging puts every number back where it came from), and the worked example's way "
+    "back from the table to the row",
+    bugs=(
+        Bug(
+            "swap_only",
+            _merge_swap_only,
+            "your result has shape (B, T, H, d): the axes are back in order, but the heads "
+            "are not joined yet",
+            "after the swap, each token still holds H separate pieces of width d; join the "
+            "last two axes into one of width H * d.",
+        ),
+        Bug(
+            "no_swap",
+            _merge_no_swap,
+            "right shape, but token t's row holds numbers of other tokens",
+            "you read (B, H, T, d) straight into (B, T, H * d) without bringing the token "
+            "axis in front of the head axis first: a reshape reads in memory order, where "
+            "all of head 0's tokens come before head 1's.",
+        ),
+        Bug(
+            "interleaved",
+            _merge_interleaved,
+            "right shape, but the heads are interleaved feature by feature",
+            "head h's d numbers must sit side by side, as the block h*d .. (h+1)*d - 1 of the "
+            "token's row; yours alternate between heads, which is what joining the axes in "
+            "the order (d, H) instead of (H, d) gives.",
+        ),
+        Bug(
+            "sum",
+            _merge_sum,
+            "your result is d wide, not D: you added the heads together",
+            "merging puts the heads side by side, so the width goes back to D = H * d; "
+            "nothing is added.",
+        ),
+        Bug(
+            "along_tokens",
+            _merge_along_tokens,
+            "your result has H * T rows: the heads were joined one after another along the tokens",
+            "the heads of one token go side by side along the feature axis: the result keeps "
+            "T tokens, each H * d wide.",
+        ),
+    ),
+    hints=(
+        "merge_heads undoes split_heads: merge_heads(split_heads(x, H)) must be x again, so "
+        "token t's row is head 0's d numbers, then head 1's, and so on.",
+        "A tensor whose axes were swapped is no longer laid out in memory in its new order: "
+        "view cannot join its axes, reshape can (or .contiguous() first).",
+    ),
+)
+
+
+# ---------------------------------------------------------------- multihead
+
+
+def _layer(D: int, H: int, g: torch.Generator, dtype=torch.float32):
+    """qkv and out holding a torch.nn.MultiheadAttention's weights: qkv a Linear(D, 3D) with
+    its in_proj weights, out a Linear(D, D) with its out_proj weights (a plain Linear, so
+    the hints name it as one)."""
+    with torch.random.fork_rng(devices=[]):  # building the layers leaves the seed alone
+        torch_layer = nn.MultiheadAttention(D, H, batch_first=True, dtype=dtype)
+        qkv = nn.Linear(D, 3 * D, dtype=dtype)
+        out = nn.Linear(D, D, dtype=dtype)
+    with torch.no_grad():
+        for p in torch_layer.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=dtype) / math.sqrt(D))
+        qkv.weight.copy_(torch_layer.in_proj_weight)
+        qkv.bias.copy_(torch_layer.in_proj_bias)
+    out.load_state_dict(torch_layer.out_proj.state_dict())
+    return qkv, out
+
+
+def _multihead_cases() -> list[Case]:
+    from course_lib.attention import causal_mask  # here: the lesson-00 checks never need it
+    from course_lib.positional import RotaryEmbedding
+
+    g = torch.Generator().manual_seed(5)
+
+    def case(B, T, D, H, label, mask=None, rope=None, dtype=torch.float32):
+        qkv, out = _layer(D, H, g, dtype)
+        x = torch.randn(B, T, D, generator=g, dtype=dtype)
+        return Case((x, qkv, out, H), {"mask": mask, "rope": rope}, label=label)
+
+    padded = causal_mask(6) & (torch.arange(6) < torch.tensor([[6], [4]]))[:, None, None, :]
+    return [
+        case(2, 5, 12, 3, "three heads, no mask, no rope"),
+        case(1, 7, 16, 4, "a causal (T, T) mask", mask=causal_mask(7)),
+        case(3, 4, 8, 1, "one head: d = D", mask=causal_mask(4)),
+        case(
+            2, 6, 16, 2, "a (B, 1, T, T) mask: the second sequence is 4 tokens long", mask=padded
+        ),  # fmt: skip
+        case(2, 5, 16, 4, "rope given", rope=RotaryEmbedding(4)),
+        case(1, 6, 24, 3, "rope and a causal mask", mask=causal_mask(6), rope=RotaryEmbedding(8)),
+        case(
+            2,
+            5,
+            12,
+            2,
+            "float64 x and layers: the result stays float64",
+            mask=causal_mask(5),
+            dtype=torch.float64,
+        ),  # fmt: skip
+    ]
+
+
+def _heads(x, qkv, num_heads, rope=None, *, rope_v=False, rope_k=True):
+    """q, k, v of every head (B, H, T, d), the right way, with the rope switches a bug needs."""
+    D = x.shape[-1]
+    q, k, v = (split_heads_reference(t, num_heads) for t in qkv(x).split(D, dim=-1))
+    if rope is not None:
+        q = rope(q)
+        k = rope(k) if rope_k else k
+        v = rope(v) if rope_v else v
+    return q, k, v
+
+
+def _attend(q, k, v, mask=None, width=None):
+    """Lesson 01's attention, dividing the scores by sqrt(width) (default: q's own width)."""
+    width = q.shape[-1] if width is None else width
+    scores = q @ k.transpose(-2, -1) / math.sqrt(width)  # (B, H, T, T)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)  # (B, H, T, T)
+    return weights @ v, weights  # (B, H, T, d), (B, H, T, T)
+
+
+def _mh_returns_pair(x, qkv, out, num_heads, mask=None, rope=None):
+    y, weights = _attend(*_heads(x, qkv, num_heads, rope), mask)
+    return out(merge_heads_reference(y)), weights
+
+
+def _mh_no_out(x, qkv, out, num_heads, mask=None, rope=None):
+    y, _ = _attend(*_heads(x, qkv, num_heads, rope), mask)
+    return merge_heads_reference(y)  # (B, T, D), never projected
+
+
+def _mh_mask_ignored(x, qkv, out, num_heads, mask=None, rope=None):
+    y, _ = _attend(*_heads(x, qkv, num_heads, rope))
+    return out(merge_heads_reference(y))
+
+
+def _mh_mask_inverted(x, qkv, out, num_heads, mask=None, rope=None):
+    y, _ = _attend(*_heads(x, qkv, num_heads, rope), None if mask is None else ~mask)
+    return out(merge_heads_reference(y))
+
+
+def _mh_scale_by_width_d_model(x, qkv, out, num_heads, mask=None, rope=None):
+    y, _ = _attend(*_heads(x, qkv, num_heads, rope), mask, width=x.shape[-1])
+    return out(merge_heads_reference(y))
+
+
+def _mh_heads_before_qkv(x, qkv, out, num_heads, mask=None, rope=None):
+    q, k, v = split_heads_reference(qkv(x), num_heads).chunk(3, dim=-1)  # each (B, H, T, d)
+    if rope is not None:
+        q, k = rope(q), rope(k)
+    y, _ = _attend(q, k, v, mask)
+    return out(merge_heads_reference(y))
+
+
+def _mh_split_view_straight(x, qkv, out, num_heads, mask=None, rope=None):
+    D = x.shape[-1]
+    q, k, v = (_split_view_straight(t, num_heads) for t in qkv(x).split(D, dim=-1))
+    if rope is not None:
+        q, k = rope(q), rope(k)
+    y, _ = _attend(q, k, v, mask)
+    return out(merge_heads_reference(y))
+
+
+def _mh_merge_no_swap(x, qkv, out, num_heads, mask=None, rope=None):
+    y, _ = _attend(*_heads(x, qkv, num_heads, rope), mask)
+    return out(_merge_no_swap(y))
+
+
+def _mh_rope_ignored(x, qkv, out, num_heads, mask=None, rope=None):
+    y, _ = _attend(*_heads(x, qkv, num_heads), mask)
+    return out(merge_heads_reference(y))
+
+
+def _mh_rope_on_v(x, qkv, out, num_heads, mask=None, rope=None):
+    y, _ = _attend(*_heads(x, qkv, num_heads, rope, rope_v=True), mask)
+    return out(merge_heads_reference(y))
+
+
+def _mh_rope_on_q_only(x, qkv, out, num_heads, mask=None, rope=None):
+    y, _ = _attend(*_heads(x, qkv, num_heads, rope, rope_k=False), mask)
+    return out(merge_heads_reference(y))
+
+
+MULTIHEAD = Exercise(
+    name="multihead",
+    lesson="03",
+    reference=multihead_reference,
+    cases=_multihead_cases,
+    idea="the section 'The whole layer': the steps of the forward pass in words, and the worked "
+    "example that matches torch's layer with one head",
+    bugs=(
+        Bug(
+            "returns_pair",
+            _mh_returns_pair,
+            "you returned a pair (output, weights); multihead returns one tensor, the "
+            "layer's output (B, T, D)",
+            "lesson 01's attention returns (output, weights): keep its output, merge the "
+            "heads, project, and return only that.",
+        ),
+        Bug(
+            "no_out",
+            _mh_no_out,
+            "the right shape, and the numbers are what the merged heads hold before the "
+            "output projection",
+            "the last step is missing: `out` mixes the merged heads, and multihead returns "
+            "what it gives.",
+        ),
+        Bug(
+            "mask_ignored",
+            _mh_mask_ignored,
+            "with a mask, your queries still look at keys the mask blocks",
+            "the mask never reaches the attention: pass it on to lesson 01's attention, "
+            "which broadcasts a (T, T) or (B, 1, T, T) mask over every head.",
+        ),
+        Bug(
+            "mask_inverted",
+            _mh_mask_inverted,
+            "with a causal mask, the last token's output is NaN and the others look ahead",
+            "in this course's masks True means 'may attend'; yours treats True as 'blocked' "
+            "(the convention of torch.nn.MultiheadAttention's attn_mask), so the last query "
+            "is left no key at all and its softmax is 0/0.",
+        ),
+        Bug(
+            "heads_before_qkv",
+            _mh_heads_before_qkv,
+            "right with one head, wrong with several: each head's queries, keys and values "
+            "come from the wrong features",
+            "qkv(x) is laid out [q | k | v], each D wide. You split the 3D-wide tensor into "
+            "heads before taking q, k and v apart, so head h's q, k and v are three pieces of "
+            "one block. Take q, k and v apart first, then split each into heads.",
+        ),
+        Bug(
+            "scale_by_d_model",
+            _mh_scale_by_width_d_model,
+            "right with one head, wrong with several: as if each head's scores were divided "
+            "by too large a number",
+            "each head's scores are divided by sqrt(d), the square root of its own width "
+            "d = D / H, not by sqrt(D): a head's dot products sum d products (lesson 02).",
+        ),
+        Bug(
+            "split_view_straight",
+            _mh_split_view_straight,
+            "right with one head, wrong with several: the heads' rows are not their tokens",
+            "q, k and v were read straight into the shape (B, H, T, d), which cuts the "
+            "sequence instead of each token's features. Your split_heads check names the "
+            "same mistake; fix it there.",
+        ),
+        Bug(
+            "merge_no_swap",
+            _mh_merge_no_swap,
+            "right with one head, wrong with several: the merged rows hold numbers of other tokens",
+            "the heads' outputs were read straight into (B, T, D) without bringing the token "
+            "axis in front of the head axis first. Your merge_heads check names the same "
+            "mistake.",
+        ),
+        Bug(
+            "rope_ignored",
+            _mh_rope_ignored,
+            "with a rope given, your output is what the layer gives without it",
+            "when rope is not None, apply it to the queries and to the keys, after splitting "
+            "them into heads and before the scores.",
+        ),
+        Bug(
+            "rope_on_v",
+            _mh_rope_on_v,
+            "with a rope given, your output differs: the values were rotated too",
+            "rope goes on q and k only: it makes the score between two tokens depend on how "
+            "far apart they are (lesson 04). The values are what gets averaged, and stay as "
+            "qkv made them.",
+        ),
+        Bug(
+            "rope_on_q_only",
+            _mh_rope_on_q_only,
+            "with a rope given, your output differs: only the queries were rotated",
+            "rope goes on the keys as well as the queries: a score then depends on how far "
+            "apart the two tokens are, not on where the query alone sits.",
+        ),
+    ),
+    hints=(
+        "In order: qkv(x), cut into q, k, v; split each into heads; rope on q and k if given; "
+        "attention in every head at once, with the mask; merge the heads; out.",
+        "Your multihead runs your split_heads, merge_heads and lesson 01 attention: if one of "
+        "their checks did not pass, fix that first (the earlier_work line above the exercise "
+        "says whose attention you use).",
+    ),
+)
+
 EXERCISES = (SPLIT_HEADS, MERGE_HEADS, MULTIHEAD)

@@ -181,7 +181,16 @@ def compare_learner(fn, args: tuple, course_value, what: str, setting: str, atol
     course = course_value[0] if isinstance(course_value, tuple) else course_value
     try:
         got = fn(*args)
-    except NotImplementedError:
+    except NotImplementedError as err:
+        text = str(err)
+        other = (
+            text.removeprefix("Exercise ").split(":", 1)[0] if text.startswith("Exercise ") else ""
+        )
+        if other and other != what:
+            return course_value, (
+                f"Your {what} calls your {other}, which is not written yet: the picture shows "
+                "the course's."
+            )
         return course_value, f"Your {what} is not written yet: the picture shows the course's."
     except Exception as err:  # the learner's code may fail in any way: say how, show the course's
         return course_value, (
@@ -196,8 +205,14 @@ def compare_learner(fn, args: tuple, course_value, what: str, setting: str, atol
             f"{tuple(course.shape)}. The picture shows the course's."
         )
     gap = (mine.detach().double() - course.detach().double()).abs()
-    worst = float(gap.nan_to_num(float("inf")).max()) if gap.numel() else 0.0
     shown = got if isinstance(course_value, tuple) else mine
+    if gap.isnan().any():
+        return shown, (
+            f"DIFFERS from the course's {what} at {setting}: yours has NaN where the course's "
+            f"has numbers ({int(gap.isnan().sum())} of {gap.numel()} values). "
+            "The picture shows yours."
+        )
+    worst = float(gap.max()) if gap.numel() else 0.0
     if worst > atol:
         return shown, (
             f"DIFFERS from the course's {what} at {setting}: largest difference {worst:.3g}. "

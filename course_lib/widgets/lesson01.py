@@ -1,4 +1,8 @@
-"""Lesson 01's explorer: one query's attention weights beside the whole map."""
+"""Lesson 01's explorer: one query's attention weights beside the whole map.
+
+`AttentionExplorer(attention=attention)` draws the map from the learner's own attention (the
+lesson's exercise) and says in the readout where it differs from the course's.
+"""
 
 import numpy as np
 import torch
@@ -12,13 +16,18 @@ from course_lib.attention import (
     scaled_dot_product_attention,
     toy_embeddings,
 )
-from course_lib.widgets.base import Explorer, checkbox, choice_slider, slider
+from course_lib.widgets.base import Explorer, checkbox, choice_slider, compare_learner, slider
 
 TOY_SENTENCE = ("the", "cat", "chased", "the", "mouse", "because", "it", "was", "hungry")
 
 
 class AttentionExplorer(Explorer):
-    """Lesson 01: pick a query token; see its weights beside the whole map (random projections)."""
+    """Lesson 01: pick a query token; see its weights beside the whole map (random projections).
+
+    With `attention` (a function `attention(q, k, v, mask=None) -> (output, weights)`, the
+    lesson's exercise) the picture shows that function's weights, and the readout's note says
+    whether they agree with the course's at the current setting, and by how much they differ.
+    """
 
     PICTURE = (
         "Attention map of the sentence (rows queries, columns keys, brighter is more weight) "
@@ -27,7 +36,13 @@ class AttentionExplorer(Explorer):
 
     WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 
-    def __init__(self, words=TOY_SENTENCE, D: int = 16):
+    def __init__(self, words=TOY_SENTENCE, D: int = 16, *, attention=None):
+        if attention is not None and not callable(attention):
+            raise TypeError(
+                "attention: expected your attention function (or None for the course's), "
+                f"got {type(attention).__name__}"
+            )
+        self.attention = attention
         self.words = list(words)
         self.x = toy_embeddings(self.words, D)  # (T, D)
         T = len(self.words)
@@ -56,24 +71,45 @@ class AttentionExplorer(Explorer):
 
     def update(self) -> None:
         v = self.values()
+        row, word = v["query"], self.words[v["query"]]
+        mask_said = "causal mask" if v["causal"] else "no mask"
         with one_thread():
             q, k, val = project_qkv(self.x, v["width"], seed=v["seed"])  # each (T, d)
             mask = causal_mask(len(self.words)) if v["causal"] else None
-            _, self.weights = scaled_dot_product_attention(q, k, val, mask)  # (T, T)
+            _, course = scaled_dot_product_attention(q, k, val, mask)  # (T, T)
+            weights, note = compare_learner(
+                None if self.attention is None else self._learners_weights,
+                (q.clone(), k.clone(), val.clone(), None if mask is None else mask.clone()),
+                course,
+                "attention",
+                f"d = {v['width']}, seed {v['seed']}, {mask_said}",
+            )
+        if note.startswith("DIFFERS") and weights is not course:  # the picture shows yours
+            gap = (weights[row].detach().double() - course[row].double()).abs()  # (T,)
+            gap = gap.nan_to_num(float("inf")).max()
+            note += f" In the row of query {row} '{word}': {gap:.3g}."
+            blank = torch.isnan(weights).any(dim=-1).nonzero().flatten().tolist()  # query rows
+            if blank:
+                note += f" Your weights hold NaN in the rows of queries {blank} (left blank)."
+        self.weights = weights.detach().float()  # (T, T)
         self.mesh.set_array(self.weights.numpy())
-        row = v["query"]
         for bar, height in zip(self.bars, self.weights[row].tolist(), strict=True):
             bar.set_height(height)
         self.row_box.set_y(row)
-        self.ax_bars.set_title(f"weights of query {row}: '{self.words[row]}'")
+        self.ax_bars.set_title(f"weights of query {row}: '{word}'")
         top = self.weights[row].topk(min(3, len(self.words)))
         pairs = zip(top.values.tolist(), top.indices.tolist(), strict=True)
         listed = ", ".join(f"'{self.words[k]}' ({k}) {w:.2f}" for w, k in pairs)
         self.show_readout(
-            f"query {row} '{self.words[row]}', d = {v['width']}, seed {v['seed']}, "
-            f"{'causal mask' if v['causal'] else 'no mask'}",
+            f"query {row} '{word}', d = {v['width']}, seed {v['seed']}, {mask_said}",
             f": looks most at {listed}",
+            note=note,
         )
+
+    def _learners_weights(self, q, k, v, mask):
+        """The weights from the learner's attention(q, k, v, mask) -> (output, weights)."""
+        got = self.attention(q, k, v, mask)
+        return got[1] if isinstance(got, tuple | list) and len(got) == 2 else got
 
     def state(self) -> dict:
         """Adds the map ("weights", (T, T)), the query's bars and the outlined row."""

@@ -2,10 +2,11 @@
 
 import numpy as np
 import torch
+from torch import nn
 
 from course_lib import viz
-from course_lib.attention import one_thread
-from course_lib.widgets.base import Explorer, choice_buttons, toggle_buttons
+from course_lib.attention import causal_mask, one_thread
+from course_lib.widgets.base import Explorer, choice_buttons, compare_learner, toggle_buttons
 
 # validation rows whose first sentence is short and leans on one skill: a song (previous
 # token), round brackets, quotes, and a subject behind two distractor nouns
@@ -33,6 +34,20 @@ def best_detector(card: dict, layer: int, head: int) -> tuple[str, float]:
     )
 
 
+def attention_inputs(model, ids: torch.Tensor) -> tuple[list, list]:
+    """Run a TinyTransformer on ids (T,): each layer's attention weights (1, H, T, T) and the
+    input each layer's attention gets, after its norm (1, T, D) (lesson 03)."""
+    seen = []
+    hooks = [block.attn.register_forward_pre_hook(lambda _, args: seen.append(args[0]))
+             for block in model.blocks]  # fmt: skip
+    try:
+        _, weights = model(ids[None], return_weights=True)  # per layer (1, H, T, T)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return weights, seen
+
+
 class HeadsExplorer(Explorer):
     """Lesson 03: each head's attention in the trained rope-h1 / h2 / h4 / h8 models.
 
@@ -40,6 +55,10 @@ class HeadsExplorer(Explorer):
     change only hands new numbers to the images. Titles carry each head's best detector
     score from the model's card; the heading carries its validation loss. Up to four heads
     fill one row, and the picture then stops below it.
+
+    `HeadsExplorer(multihead=multihead)` draws the maps through the learner's lesson 03
+    multihead instead (see `weights_through`) and says in the readout whether, and how far,
+    they differ from the model's own at the setting shown.
     """
 
     PICTURE = (
@@ -50,18 +69,28 @@ class HeadsExplorer(Explorer):
     HEADS = (1, 2, 4, 8)
     NCOLS = 4
 
-    def __init__(self, examples=None):
+    def __init__(self, examples=None, *, multihead=None):
         from course_lib import data
         from course_lib.model import load_card, load_pretrained
 
+        if multihead is not None and not callable(multihead):
+            raise TypeError(
+                "multihead: expected your multihead function (or None for the course's "
+                f"maps), got {type(multihead).__name__}"
+            )
+        self.multihead = multihead
         self.examples = heads_examples() if examples is None else list(examples)
         self.cards = {H: load_card(f"rope-h{H}") for H in self.HEADS}
         self.maps = {}  # (H, example index) -> (layers, H, T, T)
+        self.layers = {}  # H -> each layer's attention module (qkv, out, rope)
+        self.inputs = {}  # (H, example index) -> what each layer's attention gets, (1, T, D)
+        self.learner = {}  # (H, example, layer) -> (maps to draw (H, T, T), readout note)
         with one_thread(), torch.no_grad():
             for H in self.HEADS:
                 model = load_pretrained(f"rope-h{H}")
+                self.layers[H] = [block.attn for block in model.blocks]
                 for i, (_, ids) in enumerate(self.examples):
-                    _, weights = model(ids[None], return_weights=True)  # per layer (1, H, T, T)
+                    weights, self.inputs[H, i] = attention_inputs(model, ids)
                     self.maps[H, i] = torch.stack([w[0] for w in weights])  # (layers, H, T, T)
         self.labels = [data.to_tokens(ids) for _, ids in self.examples]
         num_layers = self.cards[self.HEADS[0]]["config"]["num_layers"]
@@ -169,11 +198,58 @@ class HeadsExplorer(Explorer):
             if i % self.NCOLS == 0:
                 self.words.stamp(renderer, ax, "y", self.labels[example])
 
+    def weights_through(self, multihead, H: int, example: int, layer: int) -> torch.Tensor:
+        """Each head's attention weights (H, T, T) in one layer, read through a multihead(x,
+        qkv, out, num_heads, mask, rope) on the input that layer's attention gets.
+
+        q and k are the layer's own, the mask causal, rope the model's RoPE. The values are
+        one-hot (key s's value is unit vector s) and out is the identity, so row t of a head's
+        output is its weight row for query t. A head has only d value slots, so keys are read
+        d at a time.
+        """
+        attn = self.layers[H][layer]
+        x = self.inputs[H, example][layer]  # (1, T, D)
+        T, D = x.shape[1], x.shape[2]
+        d = D // H
+        queries_keys = attn.qkv(x)[..., : 2 * D]  # (1, T, 2D): [q | k] of the trained layer
+        columns = []
+        for start in range(0, T, d):
+            width = min(d, T - start)
+            one_hot = torch.zeros(T, d)  # key start + j -> slot j
+            one_hot[start : start + width, :width] = torch.eye(width)
+            values = one_hot.repeat(1, H)[None]  # (1, T, D): the same slots in every head
+            y = multihead(x, lambda _, v=values: torch.cat([queries_keys, v], dim=-1),
+                          nn.Identity(), H, causal_mask(T), attn.rope)  # fmt: skip
+            if not isinstance(y, torch.Tensor) or tuple(y.shape) != (1, T, D):
+                got = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+                raise ValueError(f"expected one tensor of shape (1, {T}, {D}), it returned {got}")
+            columns.append(y[0].reshape(T, H, d).transpose(0, 1)[..., :width])  # (H, T, width)
+        return torch.cat(columns, dim=-1)  # (H, T, T)
+
+    def _learner_maps(self, H: int, example: int, layer: int):
+        """(maps to draw, note): the learner's weights where their multihead runs."""
+        key = (H, example, layer)
+        if key not in self.learner:
+            label = self.examples[example][0]
+            setting = f"heads {H}, layer {layer}, sentence '{label}'"
+            with one_thread(), torch.no_grad():
+                maps, note = compare_learner(
+                    lambda: self.weights_through(self.multihead, H, example, layer), (),
+                    self.maps[H, example][layer], "multihead", setting,
+                )  # fmt: skip
+            if note.startswith(("DIFFERS from", "Your multihead agrees")):
+                note += " Compared: each head's weights, read through your multihead."
+            self.learner[key] = maps, note
+        return self.learner[key]
+
     def _show(self, H: int, layer: int, example: int) -> None:
         if (H, example) != self.shown:
             self._arrange(H, example)
         self.layer = layer
         self.current = self.maps[H, example][layer]  # (H, T, T)
+        self.note = ""
+        if self.multihead is not None:
+            self.current, self.note = self._learner_maps(H, example, layer)
         for i in range(H):
             self.images[i].set_data(self.current[i].numpy())
             name, score = best_detector(self.cards[H], layer, i)
@@ -192,6 +268,7 @@ class HeadsExplorer(Explorer):
             f": strongest detector in this layer {name} {score:.2f} (head {head}); each head's "
             "largest weight per query, on average: "
             + ", ".join(f"{x:.2f}" for x in sharpness.tolist()),
+            note=self.note,
         )
 
     def state(self) -> dict:

@@ -11,7 +11,13 @@ from course_lib.positional import (
     sinusoidal_at,
     sinusoidal_encoding,
 )
-from course_lib.widgets.base import Explorer, choice_slider, slider, toggle_buttons
+from course_lib.widgets.base import (
+    Explorer,
+    choice_slider,
+    compare_learner,
+    slider,
+    toggle_buttons,
+)
 
 
 class PositionExplorer(Explorer):
@@ -102,6 +108,13 @@ class RopeExplorer(Explorer):
     Left: pair 0 of q and of k (faint: before any position). Right: the score q . k as a
     function of the offset m - n, key held at n + s (positions below 0 are allowed: sin
     and cos take any angle).
+
+    rope: the learner's rope_heads (lesson 04's exercise 4), or None for the course's only.
+    In RoPE mode it turns q and k at positions 0 .. n + s + 31, every position the picture
+    needs, in one call on a (2, T, d) float64 tensor; arrows, curves and scores come from its
+    result, and the readout says whether and how far it differs from the course's. Queries
+    that the curve puts before position 0 are turned by the course's formula: rope_heads
+    only makes positions from 0.
     """
 
     PICTURE = (
@@ -113,7 +126,8 @@ class RopeExplorer(Explorer):
     OFFSETS = torch.arange(-31, 32)  # (63,)
     MODES = (("RoPE", "rope"), ("sinusoidal added", "sinusoidal"))
 
-    def __init__(self, seed: int = 7):  # 7: pair 0 of both q and k long enough to see
+    def __init__(self, seed: int = 7, rope=None):  # 7: pair 0 of q and k long enough to see
+        self.rope = rope
         g = torch.Generator().manual_seed(seed)
         D = self.D
         self.x_q, self.x_k = torch.randn(D, generator=g), torch.randn(D, generator=g)  # (D,) each
@@ -207,19 +221,48 @@ class RopeExplorer(Explorer):
         )
         return float(both.abs().max())
 
+    def turned(self, length: int) -> tuple:
+        """(x, course): q and k repeated at positions 0..length-1, x (2, length, d) float64,
+        and the course's RoPE of it (what the learner's rope_heads is compared with)."""
+        x = torch.stack((self.q, self.k)).double()[:, None, :]  # (2, 1, d)
+        x = x.expand(2, length, self.D).clone()  # (2, T, d)
+        return x, apply_rope(x, torch.arange(length))  # (2, T, d)
+
+    def table_scores(self, table, m, n) -> torch.Tensor:
+        """Scores table[0, m] . table[1, n] (float32) for query positions m and key positions n;
+        where a position is below 0, the course's score."""
+        m, n = torch.broadcast_tensors(torch.as_tensor(m).view(-1), torch.as_tensor(n).view(-1))
+        course = rope_scores(self.q, self.k, m, n)  # (P,)
+        q_rows, k_rows = table[0, m.clamp(min=0)], table[1, n.clamp(min=0)]  # (P, d) each
+        mine = (q_rows * k_rows).sum(dim=-1).to(course.dtype)  # (P,)
+        return torch.where((m >= 0) & (n >= 0), mine, course)
+
     def update(self) -> None:
         v = self.values()
         m, n, s, mode = v["m"], v["n"], v["shift"], v["mode"]
-        q_pair, k_pair = self.pairs(mode, m + s, n + s)
+        key = torch.tensor([n + s])
+        note = ""
+        if mode == "rope" and self.rope is not None:
+            x, course = self.turned(n + s + 32)  # positions 0..n+s+31 hold all that is drawn
+            setting = f"m = {m}, n = {n}, shift s = {s}"
+            table, note = compare_learner(self.rope, (x,), course, "rope_heads", setting)
+            q_pair, k_pair = table[0, m + s, :2], table[1, n + s, :2]
+            self.curve_now = self.table_scores(table, key + self.OFFSETS, key)  # (63,)
+            self.curve_unshifted = self.table_scores(table, n + self.OFFSETS, n)  # (63,)
+            self.score = float(self.table_scores(table, m + s, n + s)[0])
+            self.score_unshifted = float(self.table_scores(table, m, n)[0])
+        else:
+            if self.rope is not None:
+                note = "Your rope_heads draws the RoPE picture; this one adds sinusoids."
+            q_pair, k_pair = self.pairs(mode, m + s, n + s)
+            self.curve_now = self.scores(mode, key + self.OFFSETS, key)  # (63,)
+            self.curve_unshifted = self.scores(mode, n + self.OFFSETS, torch.tensor([n]))
+            self.score = float(self.scores(mode, m + s, n + s)[0])
+            self.score_unshifted = float(self.scores(mode, m, n)[0])
         self.q_arrow.set_data([0, float(q_pair[0])], [0, float(q_pair[1])])
         self.k_arrow.set_data([0, float(k_pair[0])], [0, float(k_pair[1])])
-        key = torch.tensor([n + s])
-        self.curve_now = self.scores(mode, key + self.OFFSETS, key)  # (63,)
-        self.curve_unshifted = self.scores(mode, n + self.OFFSETS, torch.tensor([n]))  # (63,)
         self.curve.set_ydata(self.curve_now.numpy())
         self.reference.set_ydata(self.curve_unshifted.numpy())
-        self.score = float(self.scores(mode, m + s, n + s)[0])
-        self.score_unshifted = float(self.scores(mode, m, n)[0])
         self.marker.set_data([m - n], [self.score])
         name = dict((value, label) for label, value in self.MODES)[mode]
         self.ax_pair.set_title(f"{name}: pair 0 of q and k")
@@ -230,6 +273,7 @@ class RopeExplorer(Explorer):
             f": query at m + s = {m + s}, key at n + s = {n + s}, offset {m - n}: "
             f"q . k = {self.score:.4f}; unshifted (s = 0) {self.score_unshifted:.4f}; "
             f"change {self.score - self.score_unshifted:+.1e}",
+            note=note,
         )
 
     def state(self) -> dict:

@@ -1,5 +1,5 @@
-"""Lesson 05's explorers: stack 1 to 48 blocks and watch the gradient reaching each layer;
-GELU against ReLU, value and slope."""
+"""Lesson 05's explorers: stack 1 to 48 blocks and watch the gradient reaching each layer
+(through your own block function if you pass one); GELU against ReLU, value and slope."""
 
 import numpy as np
 import torch
@@ -14,7 +14,14 @@ from course_lib.block import (
     run_stack,
 )
 from course_lib.feedforward import activation
-from course_lib.widgets.base import Explorer, checkbox, choice_buttons, slider, toggle_buttons
+from course_lib.widgets.base import (
+    Explorer,
+    checkbox,
+    choice_buttons,
+    compare_learner,
+    slider,
+    toggle_buttons,
+)
 
 
 class BlockExplorer(Explorer):
@@ -25,6 +32,12 @@ class BlockExplorer(Explorer):
     one seed, so the same weights in all twelve), keeping autograd's record: depth d is
     the first d blocks of a 48-block forward pass, so a change needs only the backward
     pass from block d down. The stack is tiny (D = 16, 2 heads, 2 sequences of 8 tokens).
+
+    `block`, your prenorm_block(x, attn, ff, norm1, norm2) from the lesson's exercise, draws
+    the pre-norm settings with residuals on: the stack then runs through your function, with
+    the course's blocks' parts, and the note under the readout says whether and how far your
+    output differs from the course's block at that setting. Your function runs here too, once
+    per norm, 48 blocks each; the other settings show the course's blocks.
     """
 
     PICTURE = (
@@ -39,7 +52,13 @@ class BlockExplorer(Explorer):
     # filled / hollow markers = pre / post-norm
     STYLES = {norm: (viz.COLOURS[label], viz.MARKERS[label]) for label, norm in NORMS}
 
-    def __init__(self, D: int = 16, heads: int = 2, B: int = 2, T: int = 8, seed: int = 0):
+    def __init__(
+        self, D: int = 16, heads: int = 2, B: int = 2, T: int = 8, seed: int = 0, block=None
+    ):
+        if block is not None and not callable(block):
+            raise TypeError(
+                f"block: expected a function like prenorm_block, got {type(block).__name__}"
+            )
         g = torch.Generator().manual_seed(seed)
         self.x = torch.randn(B, T, D, generator=g)  # (B, T, D)
         self.probe = torch.randn(B, T, D, generator=g)  # (B, T, D): the gradient fed in at the top
@@ -60,6 +79,11 @@ class BlockExplorer(Explorer):
                             residual=residual,
                         )
                         self.hidden[key] = run_stack(self.stacks[key], self.x)  # 49 x (B, T, D)
+            self.block = block
+            name = getattr(block, "__name__", "")  # a lambda's is "<lambda>"
+            self.block_name = name if name.isidentifier() else "block function"
+            # norm -> [x, h_1, ..., h_48] through your block function, or the error it raised
+            self.yours = {} if block is None else {n: self._run_yours(n) for _, n in self.NORMS}
         fig, (self.ax_grad, self.ax_scale) = viz.new_figure(11.0, 3.8, ncols=2)
         viz.setup_depth_axes(self.ax_grad, self.ax_scale, self.MAX_DEPTH)
         self.artists = {}
@@ -87,11 +111,64 @@ class BlockExplorer(Explorer):
         dynamic = [artist for group in self.artists.values() for artist in group]
         super().__init__(controls, fig, dynamic=dynamic)
 
+    def _run_yours(self, norm: str):
+        """[x, h_1, ..., h_48]: the pre-norm, residual stack of this norm, every block computed
+        by your block function from the course's block's parts (or the error it raised)."""
+        hidden = [self.x.detach().requires_grad_(True)]
+        try:
+            for part in self.stacks[(norm, True, True)]:
+                out = self.block(hidden[-1], part.attn, part.ff, part.norm1, part.norm2)
+                hidden.append(out)
+                if not isinstance(out, torch.Tensor) or out.shape != self.x.shape:
+                    break  # the next block could not read it: compare_learner names the shape
+        except Exception as err:  # your code may fail in any way: the note says how
+            return err
+        return hidden
+
+    def _your_stack(self, v: dict, hidden: list) -> tuple[list, str]:
+        """(the stack to draw, the note): yours where your function ran and returned the
+        right shape at this setting, else the course's; the note says how they compare."""
+        names, what = {norm: label for label, norm in self.NORMS}, self.block_name
+        if any(isinstance(got, NotImplementedError) for got in self.yours.values()):
+            return hidden, f"Your {what} is not written yet: the picture shows the course's."
+        if not (v["prenorm"] and v["residual"]):
+            return hidden, (
+                f"Your {what} draws the pre-norm settings with residual on; this setting "
+                "shows the course's blocks."
+            )
+        depth, yours = v["depth"], self.yours[v["norm"]]
+        setting = f"depth {depth}, {names[v['norm']]}, pre-norm, residual on"
+
+        def your_output():
+            if isinstance(yours, Exception):
+                raise yours
+            return yours[min(depth, len(yours) - 1)]
+
+        course = hidden[depth]
+        shown, note = compare_learner(your_output, (), course, what, setting, atol=1e-4)
+        return (hidden, note) if shown is course else (yours[: depth + 1], note)
+
     def update(self) -> None:
         v = self.values()
         hidden = self.hidden[(v["norm"], v["prenorm"], v["residual"])][: v["depth"] + 1]
+        course, note = hidden, ""
+        if self.block is not None:
+            hidden, note = self._your_stack(v, hidden)
         with one_thread():
-            grads = gradient_reaching(hidden, self.probe)
+            try:
+                grads = gradient_reaching(hidden, self.probe)
+            except RuntimeError as err:  # your output is detached, or made under no_grad
+                if hidden is course:
+                    raise
+                hidden, note = (
+                    course,
+                    (
+                        f"Your {self.block_name} gives an output that carries no gradient back to "
+                        f"its input ({err}). The picture shows the course's."
+                    ),
+                )
+                grads = gradient_reaching(hidden, self.probe)
+        self.drawn_from = "course" if hidden is course else "yours"
         self.profile = StackProfile(grads, activation_scales(hidden))
         layers = list(range(1, v["depth"] + 1))
         for name, values, limits in (
@@ -115,13 +192,15 @@ class BlockExplorer(Explorer):
             f"{names[v['norm']]}, residual {'on' if v['residual'] else 'off'}",
             f": gradient at layer 1 = {grads[0]:.3g}, at layer {v['depth']} = {grads[-1]:.3g} "
             f"(ratio {grads[0] / grads[-1]:.3g}); output RMS {self.profile.act_scales[-1]:.3g}",
+            note=note,
         )
 
     def state(self) -> dict:
         """Adds, per layer 1..depth, the gradient norms and activation scales computed
         ("grad_norms", "act_scales") and as drawn, pinned to the axes' limits ("grad_line",
-        "scale_line"), the layers pinned below and above each axis, and the line's style (with
-        the colours of the pinned triangles)."""
+        "scale_line"), the layers pinned below and above each axis, the line's style (with
+        the colours of the pinned triangles), and whose blocks the picture shows ("drawn_from":
+        "yours" or "course")."""
         drawn = {}
         for name, (line, below, above) in self.artists.items():
             drawn[f"{name}_line"] = np.asarray(line.get_ydata(), dtype=float).copy()
@@ -130,6 +209,7 @@ class BlockExplorer(Explorer):
         line = self.artists["grad"][0]
         return super().state() | drawn | {
             "layers": [int(x) for x in line.get_xdata()],
+            "drawn_from": self.drawn_from,
             "grad_norms": self.profile.grad_norms.numpy().copy(),
             "act_scales": self.profile.act_scales.numpy().copy(),
             "style": {

@@ -1,0 +1,161 @@
+"""The checkers' core and every exercise entry: no dead hint, strict comparisons, hints in steps."""
+
+import pytest
+import torch
+
+from course_lib import checks
+from course_lib.exercises import all_exercises, by_name, core
+from course_lib.exercises.core import Bug, Case, Exercise, run
+
+EXERCISES = all_exercises()
+
+
+def _double(x):
+    return x * 2
+
+
+TOY = Exercise(
+    name="double",
+    lesson="00",
+    reference=_double,
+    cases=lambda: [Case((torch.arange(6.0).view(2, 3),), label="a 2-D x"), (torch.ones(3),)],
+    idea="the toy cell",
+    bugs=(
+        Bug("triple", lambda x: x * 3, "your numbers are too large", "you multiply by 3."),
+        Bug("same", lambda x: x + 0, "nothing changed", "you return x as it is."),
+    ),
+    hints=("Twice x is x added to itself.",),
+)
+
+
+# ---------------------------------------------------------------- the core
+
+
+def test_a_right_function_passes_and_says_how_many_cases():
+    verdict = run(TOY, lambda x: x + x)
+    assert verdict.passed and verdict.status == core.PASSED
+    assert verdict.message == "double: passed all 2 cases. Well done!"
+
+
+def test_a_known_bug_gives_its_symptom_then_its_cause_then_the_lesson_cell():
+    verdict = run(TOY, lambda x: 3 * x)
+    assert not verdict.passed and verdict.bug == "triple"
+    assert verdict.message.startswith("double: your numbers are too large (case: a 2-D x; x shape")
+    assert verdict.steps == ("you multiply by 3.", "See the toy cell.")
+
+
+def test_an_unknown_mistake_gives_the_gap_then_the_general_hints():
+    verdict = run(TOY, lambda x: x * 2 + 1)
+    assert verdict.bug is None
+    assert "the numbers differ from the course's: largest difference 1" in verdict.message
+    assert verdict.steps == ("Twice x is x added to itself.", "See the toy cell.")
+
+
+def test_dtype_is_compared_not_cast():
+    verdict = run(TOY, lambda x: (x * 2).double())
+    assert not verdict.passed
+    assert "expected dtype torch.float32, got torch.float64" in verdict.message
+    assert "dtype is part of the result" in verdict.steps[0]
+
+
+def test_a_function_that_changes_its_input_in_place_is_caught():
+    def doubles_in_place(x):
+        x.mul_(2)
+        return x
+
+    verdict = run(TOY, doubles_in_place)
+    assert not verdict.passed and verdict.bug == "in place"
+    assert "changed its argument `x` in place" in verdict.message
+
+
+def test_shape_type_stub_crash_and_non_function_are_each_named():
+    assert "expected shape (2, 3), got (3, 2)" in run(TOY, lambda x: (2 * x).T).message
+    assert "expected a torch.Tensor, got 2.0" in run(TOY, lambda x: 2.0).message
+
+    def stub(x):
+        raise NotImplementedError("Exercise double: write your code here")
+
+    stubbed = run(TOY, stub)
+    assert stubbed.status == core.NOT_IMPLEMENTED and "not implemented yet" in stubbed.message
+    crashed = run(TOY, lambda x: x.nonexistent())
+    assert "raised AttributeError" in crashed.message and "(case: a 2-D x" in crashed.message
+    assert "expected a function, got 'double'" in run(TOY, "double").message
+
+
+def test_dead_bugs_finds_a_bug_equal_to_the_reference_and_a_shadowed_one():
+    shadowed = Exercise(
+        "double", "00", _double, TOY.cases, "the toy cell",
+        bugs=(
+            Bug("alive", lambda x: x * 3, "s", "c"),
+            Bug("dead", lambda x: x + x, "s", "c"),  # the reference itself
+            Bug("shadowed", lambda x: x * 3.0, "s", "c"),  # same numbers as "alive", listed after
+        ),
+    )  # fmt: skip
+    assert core.dead_bugs(shadowed) == ["dead", "shadowed"]
+
+
+def test_hint_walks_through_the_steps_and_stops_at_the_last(capsys):
+    check = checks.checker(TOY)
+    check(lambda x: x * 3)
+    first = capsys.readouterr().out
+    assert first.startswith("TRY AGAIN  double: your numbers are too large")
+    assert "run hint() for a more specific hint: 2 more" in first
+    checks.hint()
+    assert capsys.readouterr().out.startswith("HINT 1/2  double: you multiply by 3.")
+    checks.hint("double")
+    assert capsys.readouterr().out.strip() == "HINT 2/2  double: See the toy cell."
+    checks.hint()
+    assert "HINT 2/2" in capsys.readouterr().out  # the last hint stays the last
+    check(lambda x: x + x)
+    assert capsys.readouterr().out.startswith("PASS  double")
+    checks.hint("double")
+    assert "No failed check of double" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- every exercise of the course
+
+
+def test_every_exercise_is_complete_and_named_once():
+    names = [e.name for e in EXERCISES]
+    assert len(names) == len(set(names)), names
+    for exercise in EXERCISES:
+        assert exercise.case_list(), f"{exercise.name}: no cases"
+        assert exercise.bugs, f"{exercise.name}: no known bugs, so no specific hint"
+        assert exercise.idea and exercise.idea != f"lesson {exercise.lesson}", exercise.name
+        assert by_name(exercise.name) is exercise
+        for bug in exercise.bugs:
+            assert bug.symptom and bug.cause, (exercise.name, bug.name)
+            assert bug.symptom != bug.cause, (exercise.name, bug.name)
+        assert len({b.name for b in exercise.bugs}) == len(exercise.bugs), exercise.name
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_the_reference_passes_its_own_check(exercise):
+    assert run(exercise, exercise.reference).passed
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_no_hint_is_dead(exercise):
+    """Every bug differs from the reference on some case, and handing in the bug itself gets
+    that bug's own hint (not an earlier bug's, not a pass)."""
+    for bug in exercise.bugs:
+        verdict = run(exercise, bug.wrong)
+        assert not verdict.passed, f"{exercise.name}: bug {bug.name} passes every case"
+        assert verdict.bug == bug.name, (exercise.name, bug.name, verdict.message)
+        assert verdict.steps[0] == bug.cause and verdict.steps[-1].startswith("See ")
+
+
+def test_every_exercise_has_its_checker_in_checks():
+    checkers = {name: getattr(checks, name) for name in dir(checks) if name.startswith("check_")}
+    for exercise in EXERCISES:
+        found = [c for c in checkers.values() if getattr(c, "exercise", None) is exercise]
+        assert found, f"no check_* in course_lib.checks runs exercise {exercise.name}"
+
+
+def test_a_stub_called_from_inside_is_named():
+    def helper(x):
+        raise NotImplementedError("Exercise helper: write your code here")
+
+    verdict = run(TOY, lambda x: helper(x) * 2)
+    assert verdict.status == core.NOT_IMPLEMENTED
+    assert verdict.message.startswith("double: it calls helper, which is not implemented yet")

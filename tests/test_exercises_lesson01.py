@@ -1,0 +1,346 @@
+"""Lesson 01's exercises (attention, make_causal_mask): the notebook's solutions pass, other right
+versions pass, and wrong code written the way learners write it gets the intended hint."""
+
+import math
+import warnings
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+from course_lib.checks import check_attention, check_causal_mask
+from course_lib.exercises import lesson01
+from course_lib.exercises.core import DTYPE_HINT, dead_bugs, run
+from course_lib.workspace import BEGIN
+from helpers import stub, verdict
+
+LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "01_attention_qkv.ipynb"
+ATTENTION, MASK = lesson01.ATTENTION, lesson01.CAUSAL_MASK
+d = 8  # as in the lesson: a learner's function may read it by mistake
+
+
+def notebook_solutions() -> dict:
+    """The functions the course's lesson 01 defines in its exercise cells, run from the cells."""
+    namespace = {"torch": torch, "math": math}
+    for cell in nbformat.read(LESSON, as_version=4).cells:
+        if cell.cell_type == "code" and BEGIN in cell.source:
+            exec(cell.source, namespace)
+    return namespace
+
+
+def test_the_notebooks_solutions_pass(capsys):
+    solved = notebook_solutions()
+    assert run(ATTENTION, solved["attention"]).passed
+    assert run(MASK, solved["make_causal_mask"]).passed
+    assert verdict(check_attention, solved["attention"], capsys).startswith("PASS")
+    assert verdict(check_causal_mask, solved["make_causal_mask"], capsys).startswith("PASS")
+
+
+def test_every_bug_is_alive():
+    assert dead_bugs(ATTENTION) == [] and dead_bugs(MASK) == []
+
+
+def test_the_cases_cover_the_contract():
+    """Every promise of the exercise's text is tried by at least one case."""
+    cases = ATTENTION.case_list()
+    ranks = {case.args[0].dim() for case in cases}
+    assert {2, 3, 4} <= ranks
+    assert any(c.args[0].shape[:-2] != c.args[1].shape[:-2] for c in cases)  # broadcast batch
+    assert any(c.args[0].shape[-2] != c.args[1].shape[-2] for c in cases)  # T_q != T_k
+    assert any(c.args[1].shape[-1] != c.args[2].shape[-1] for c in cases)  # d_v != d_k
+    assert any(c.args[0].dtype == torch.float64 for c in cases)
+    masks = [c.kwargs["mask"] for c in cases if "mask" in c.kwargs]
+    assert any(m.dim() == 2 for m in masks) and any(m.dim() > 2 for m in masks)
+    assert any(m.shape[-2] == 1 for m in masks)  # broadcast over the queries too
+    assert any("mask" not in c.kwargs for c in cases)  # mask left out: its default None
+    assert {c.args[0] for c in MASK.case_list()} >= {1, 2, 5}
+
+
+# ---------------------------------------------------------------- attention: right variants
+
+
+def by_einsum(q, k, v, mask=None):
+    scores = torch.einsum("...qd,...kd->...qk", q, k) / q.size(-1) ** 0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+    weights = scores.softmax(-1)
+    return torch.einsum("...qk,...kd->...qd", weights, v), weights
+
+
+def large_negative_fill(q, k, v, mask=None):
+    scores = q @ k.mT / math.sqrt(k.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def scale_q_first(q, k, v, mask=None):
+    q = q / math.sqrt(q.shape[-1])  # a new tensor: the caller's q is untouched
+    scores = q @ k.transpose(-1, -2)
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not(), float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+@pytest.mark.parametrize("fn", [by_einsum, large_negative_fill, scale_q_first])
+def test_other_right_versions_pass(fn):
+    result = run(ATTENTION, fn)
+    assert result.passed, result.message
+
+
+# ------------------------------------------------------- attention, as learners get it wrong
+
+
+def learner(
+    softmax_dim=-1,
+    transpose=(-2, -1),
+    divide_by=lambda q: math.sqrt(q.shape[-1]),
+    scale_after=False,
+    fill=float("-inf"),
+    mask_mode="fill",
+):
+    def attention(q, k, v, mask=None):
+        scores = q @ k.transpose(*transpose)
+        if not scale_after:
+            scores = scores / divide_by(q)
+        if mask is not None:
+            if mask_mode == "fill":
+                scores = scores.masked_fill(~mask, fill)
+            elif mask_mode == "forgot to keep":
+                scores.masked_fill(~mask, fill)  # returns a new tensor, dropped here
+            elif mask_mode == "fill where True":
+                scores = scores.masked_fill(mask, fill)
+            elif mask_mode == "multiply":
+                scores = scores * mask
+        weights = torch.softmax(scores, dim=softmax_dim)
+        if mask is not None and mask_mode == "zero weights":
+            weights = weights * mask
+        if scale_after:
+            weights = weights / divide_by(q)
+        return weights @ v, weights
+
+    return attention
+
+
+def uses_the_lessons_d(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # d = 8, from outside the function
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def own_softmax(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    e = torch.exp(scores)
+    weights = e / e.sum(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
+def weights_first(q, k, v, mask=None):
+    out, weights = learner()(q, k, v, mask)
+    return weights, out
+
+
+@pytest.mark.parametrize(
+    "fn, bug, words",
+    [
+        (learner(softmax_dim=1), "softmax_over_queries", "a batch of 2 sentences"),
+        (learner(softmax_dim=2), "softmax_over_queries", "4-D"),  # right on 3-D only
+        (learner(softmax_dim=-2), "softmax_over_queries", "down each column"),
+        (learner(transpose=(1, 2)), "transpose_1_2", "right on 3-D inputs, wrong on 4-D"),
+        (learner(divide_by=lambda q: 1), "no_scale", "not scaled"),
+        (learner(divide_by=lambda q: q.shape[-1]), "scale_by_d_k", "shrunk too much"),
+        (learner(scale_after=True), "scale_after_softmax", "1/sqrt(d_k)"),
+        (learner(divide_by=lambda q: math.sqrt(q.shape[1])), "scale_by_length", "number of"),
+        (learner(divide_by=lambda q: math.sqrt(q.shape[2])), "scale_by_length", "T != d"),
+        (uses_the_lessons_d, "scale_fixed_at_8", "right when d_k = 8"),
+        (learner(mask_mode="forgot to keep"), "mask_ignored", "blocked keys still get weight"),
+        (learner(mask_mode="fill where True"), "inverted_mask", "NaN"),
+        (learner(fill=0.0), "fill_zero", "their weights are not 0"),
+        (learner(mask_mode="multiply"), "fill_zero", "their weights are not 0"),
+        (learner(mask_mode="zero weights"), "mask_after_softmax", "no longer sum to 1"),
+        (own_softmax, "unstable_softmax", "large scores"),
+        (weights_first, "swapped_results", "weights first"),
+    ],
+)
+def test_learner_mistakes_get_their_own_hint(fn, bug, words):
+    result = run(ATTENTION, fn)
+    assert not result.passed and result.bug == bug, result.message
+    assert words in result.message
+    cause = next(b.cause for b in ATTENTION.bugs if b.name == bug)
+    assert result.steps == (cause, f"See {ATTENTION.idea}.")
+
+
+def test_the_hints_name_the_real_cause():
+    causes = {b.name: b.cause for b in ATTENTION.bugs}
+    assert "blocks the allowed keys" in causes["inverted_mask"]
+    assert "axes 1 and 2" in causes["transpose_1_2"]
+    assert "e^0 = 1" in causes["fill_zero"]
+    assert "without keeping its result" in causes["mask_ignored"]
+    for text in [*causes.values(), *ATTENTION.hints]:
+        assert "transpose(-2" not in text and "masked_fill(~" not in text and "dim=-1" not in text
+
+
+def test_changing_an_input_in_place_is_caught():
+    def scales_q_in_place(q, k, v, mask=None):
+        q /= math.sqrt(q.shape[-1])
+        weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+        return weights @ v, weights
+
+    result = run(ATTENTION, scales_q_in_place)
+    assert result.bug == "in place" and "argument `q`" in result.message
+
+    def flips_the_mask_in_place(q, k, v, mask=None):
+        if mask is not None:
+            mask.logical_not_()  # now True where blocked
+            return learner(mask_mode="fill where True")(q, k, v, mask)
+        return learner()(q, k, v)
+
+    result = run(ATTENTION, flips_the_mask_in_place)
+    assert result.bug == "in place" and "argument `mask`" in result.message
+
+
+def test_a_float64_result_from_float32_inputs_fails_on_its_dtype():
+    def in_float64_for_precision(q, k, v, mask=None):
+        q, k, v = q.double(), k.double(), v.double()
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+
+    result = run(ATTENTION, in_float64_for_precision)
+    assert "expected dtype torch.float32, got torch.float64" in result.message
+    assert "a batch of 2 sentences" in result.message
+    assert result.steps[0] == DTYPE_HINT
+
+
+def test_a_float64_mask_made_with_numpy_is_told_where_it_breaks():
+    def additive_mask_from_numpy(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores + torch.from_numpy(np.where(mask.numpy(), 0.0, -np.inf))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights  # float64 weights meet float32 values
+
+    result = run(ATTENTION, additive_mask_from_numpy)
+    assert "raised RuntimeError: expected scalar type Double" in result.message
+    assert "one causal mask for the whole batch" in result.message
+
+
+def test_float64_inputs_must_give_float64_results():
+    def softmax_in_float32(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1, dtype=torch.float32)
+        return weights.to(v.dtype) @ v, weights
+
+    result = run(ATTENTION, softmax_in_float32)
+    assert "float64 q, k, v" in result.message
+    assert "expected dtype torch.float64, got torch.float32" in result.message
+
+
+def batched_matmul_only(q, k, v, mask=None):  # bmm takes exactly 3-D tensors
+    weights = (torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.shape[2])).softmax(dim=2)
+    return torch.bmm(weights, v), weights
+
+
+def k_dot_T(q, k, v, mask=None):  # .T reverses every axis of a batched k, not the last two
+    with warnings.catch_warnings():  # torch warns that .T on 3-D tensors is deprecated
+        warnings.simplefilter("ignore", UserWarning)
+        weights = (q @ k.T / math.sqrt(q.shape[-1])).softmax(dim=-1)
+    return weights @ v, weights
+
+
+@pytest.mark.parametrize(
+    "fn, error, case",
+    [
+        (batched_matmul_only, "raised RuntimeError", "4-D"),
+        (k_dot_T, "raised RuntimeError", "a batch of 2 sentences"),
+    ],
+)
+def test_code_that_only_works_on_some_ranks_is_told_which_case(fn, error, case):
+    result = run(ATTENTION, fn)
+    assert error in result.message and case in result.message
+    assert any("count" in step.lower() and "from the end" in step for step in result.steps)
+
+
+def test_indexing_with_a_smaller_mask_is_told_to_broadcast():
+    def boolean_index(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores[~mask] = float("-inf")
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+
+    result = run(ATTENTION, boolean_index)
+    assert "raised IndexError" in result.message
+    assert "one causal mask for the whole batch" in result.message
+    assert any("broadcast" in step for step in result.steps)
+
+
+def test_a_mask_without_a_default_fails_on_the_unmasked_case():
+    def mask_required(q, k, v, mask):
+        return learner()(q, k, v, mask)
+
+    result = run(ATTENTION, mask_required)
+    assert "raised TypeError" in result.message and "mask" in result.message
+
+
+def test_returning_only_the_output_is_told_the_form():
+    result = run(ATTENTION, lambda q, k, v, mask=None: learner()(q, k, v, mask)[0])
+    assert "expected a tuple of 2 results" in result.message
+
+
+def test_stubs_are_not_implemented_yet(capsys):
+    for check in (check_attention, check_causal_mask):
+        out = verdict(check, stub, capsys)
+        assert out.startswith("TRY AGAIN") and "not implemented yet" in out
+
+
+# ---------------------------------------------------------------- make_causal_mask
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda T: torch.tensor([[s <= t for s in range(T)] for t in range(T)]),
+        lambda T: torch.tril(torch.ones(T, T)).bool(),
+        lambda T: torch.arange(T)[:, None] >= torch.arange(T),
+    ],
+)
+def test_right_masks_pass(fn):
+    assert run(MASK, fn).passed
+
+
+lessons_mask = torch.ones(9, 9, dtype=torch.bool).tril()  # the lesson's `mask`, a global
+
+
+@pytest.mark.parametrize(
+    "fn, bug",
+    [
+        (lambda T: torch.tensor([[s >= t for s in range(T)] for t in range(T)]), "transposed"),
+        (lambda T: torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), "inverted"),
+        (lambda T: torch.tensor([[s > t for s in range(T)] for t in range(T)]), "inverted"),
+        (lambda T: torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1), "no_diagonal"),
+        (lambda T: torch.tril(torch.ones(T, T)), "not_bool"),
+        (lambda T: torch.tril(torch.ones(T, T, dtype=torch.int64)), "not_bool"),
+        (lambda T: lessons_mask, "lesson_size"),
+    ],
+)
+def test_mask_mistakes_get_their_own_hint(fn, bug):
+    result = run(MASK, fn)
+    assert not result.passed and result.bug == bug, result.message
+
+
+def test_a_numpy_mask_is_told_to_be_a_tensor():
+    result = run(MASK, lambda T: np.tril(np.ones((T, T), dtype=bool)))
+    assert "expected a torch.Tensor" in result.message

@@ -1,0 +1,466 @@
+"""Lesson 03's exercises: the references are torch's layer, the notebook's solution passes, and
+wrong code written the way a learner would write it gets the hint meant for it."""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_lib.checks import check_merge_heads, check_multihead, check_split_heads
+from course_lib.exercises import lesson03
+from course_lib.exercises.core import dead_bugs, run
+from course_lib.multihead import MultiHeadAttention
+from course_lib.mywork import collect
+from helpers import stub
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+SPLIT, MERGE, MULTIHEAD = lesson03.SPLIT_HEADS, lesson03.MERGE_HEADS, lesson03.MULTIHEAD
+
+
+def failed(exercise, fn):
+    verdict = run(exercise, fn)
+    assert not verdict.passed, verdict.message
+    return verdict
+
+
+# ---------------------------------------------------------------- the references
+
+
+def test_multihead_reference_is_torch_multihead_attention_with_the_same_weights():
+    """Every case without a rope: torch.nn.MultiheadAttention itself, one sequence at a time
+    (so a per-sequence mask needs no conversion), gives the reference's numbers."""
+    checked = 0
+    for case in MULTIHEAD.case_list():
+        x, qkv, out, H = case.args
+        mask, rope = case.kwargs["mask"], case.kwargs["rope"]
+        if rope is not None:
+            continue
+        B, T, D = x.shape
+        layer = nn.MultiheadAttention(D, H, batch_first=True, dtype=x.dtype)
+        with torch.no_grad():
+            layer.in_proj_weight.copy_(qkv.weight)
+            layer.in_proj_bias.copy_(qkv.bias)
+            layer.out_proj.load_state_dict(out.state_dict())
+            expected = MULTIHEAD.reference(x, qkv, out, H, mask=mask)
+            for b in range(B):
+                blocked = None if mask is None else ~mask.expand(B, 1, T, T)[b, 0]  # (T, T)
+                theirs, _ = layer(x[b : b + 1], x[b : b + 1], x[b : b + 1], attn_mask=blocked)
+                torch.testing.assert_close(expected[b : b + 1], theirs)
+        assert expected.dtype == x.dtype
+        checked += 1
+    assert checked == 5
+
+
+def test_multihead_reference_with_a_rope_is_the_course_layer():
+    checked = 0
+    for case in MULTIHEAD.case_list():
+        x, qkv, out, H = case.args
+        mask, rope = case.kwargs["mask"], case.kwargs["rope"]
+        if rope is None:
+            continue
+        course = MultiHeadAttention(x.shape[-1], H, rope=rope)
+        course.qkv.load_state_dict(qkv.state_dict())
+        course.out.load_state_dict(out.state_dict())
+        with torch.no_grad():
+            torch.testing.assert_close(
+                MULTIHEAD.reference(x, qkv, out, H, mask=mask, rope=rope), course(x, mask)
+            )
+        checked += 1
+    assert checked == 2
+
+
+def test_torch_mask_conversion():
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    assert torch.equal(lesson03.torch_attn_mask(causal, 2, 3, 4), ~causal)
+    per_sequence = torch.stack([causal, torch.ones(4, 4, dtype=torch.bool)])[:, None]
+    converted = lesson03.torch_attn_mask(per_sequence, 2, 3, 4)  # (B * H, T, T)
+    assert converted.shape == (6, 4, 4)
+    assert torch.equal(converted[2], ~causal) and not converted[3].any()
+
+
+def test_every_case_labels_what_is_special_and_keeps_the_seed():
+    torch.manual_seed(0)
+    before = torch.rand(1)
+    torch.manual_seed(0)
+    for exercise in lesson03.EXERCISES:
+        assert all(case.label for case in exercise.case_list())
+    assert torch.equal(torch.rand(1), before)  # building the cases drew no global numbers
+
+
+def test_no_bug_is_dead():
+    assert {e.name: dead_bugs(e) for e in lesson03.EXERCISES} == {
+        "split_heads": [], "merge_heads": [], "multihead": []
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------- right answers pass
+
+
+@pytest.fixture(scope="module")
+def notebook_solutions():
+    """The lesson's own exercise cells, run the way later lessons get them (course_lib.mywork):
+    multihead there calls the lesson 01 notebook's attention."""
+    work = collect(["split_heads", "merge_heads", "multihead"], NOTEBOOKS)
+    assert set(work.origin.values()) == {"lesson 03: yours"}
+    return work.functions
+
+
+@pytest.mark.parametrize("name", ["split_heads", "merge_heads", "multihead"])
+def test_the_notebooks_solution_passes(notebook_solutions, name, capsys):
+    check = {"split_heads": check_split_heads, "merge_heads": check_merge_heads,
+             "multihead": check_multihead}[name]  # fmt: skip
+    assert check(notebook_solutions[name]).passed
+    assert capsys.readouterr().out.startswith(f"PASS  {name}: passed all")
+
+
+def split_with_chunks(x, num_heads):
+    return torch.stack(x.chunk(num_heads, dim=-1), dim=1)  # (B, H, T, d)
+
+
+def merge_with_cat(y):
+    return torch.cat(y.unbind(dim=1), dim=-1)  # (B, T, H * d)
+
+
+def multihead_with_torch_attention(x, qkv, out, num_heads, mask=None, rope=None):
+    q, k, v = qkv(x).chunk(3, dim=-1)
+    q, k, v = (split_with_chunks(t, num_heads) for t in (q, k, v))
+    if rope:
+        q, k = rope(q), rope(k)
+    return out(merge_with_cat(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+
+
+@pytest.mark.parametrize(
+    "exercise,fn",
+    [
+        (SPLIT, split_with_chunks),
+        (SPLIT, lambda x, h: x.unflatten(-1, (h, -1)).permute(0, 2, 1, 3)),
+        (MERGE, merge_with_cat),
+        (MERGE, lambda y: y.permute(0, 2, 1, 3).flatten(2)),
+        (MULTIHEAD, multihead_with_torch_attention),
+    ],
+)
+def test_other_right_answers_pass(exercise, fn):
+    assert run(exercise, fn).passed
+
+
+@pytest.mark.parametrize("exercise", lesson03.EXERCISES)
+def test_a_stub_is_not_implemented_yet(exercise):
+    verdict = run(exercise, stub)
+    assert verdict.status == "not implemented" and "not implemented yet" in verdict.message
+
+
+# ---------------------------------------------------------------- split_heads: learner mistakes
+
+
+def test_split_learner_mistakes_get_their_hints():
+    def view_straight(x, num_heads):
+        B, T, D = x.shape
+        return x.view(B, num_heads, T, D // num_heads)
+
+    def forgot_to_swap(x, num_heads):
+        B, T, D = x.shape
+        return x.view(B, T, num_heads, D // num_heads)
+
+    def cut_the_wrong_way(x, num_heads):
+        B, T, D = x.shape
+        return x.view(B, T, -1, num_heads).permute(0, 3, 1, 2)
+
+    def swap_then_cut(x, num_heads):
+        B, T, D = x.shape
+        return x.transpose(1, 2).reshape(B, num_heads, T, -1)
+
+    def split_size_is_the_head_count(x, num_heads):
+        return torch.stack(torch.split(x, num_heads, dim=-1), dim=1)
+
+    for fn, bug, words in [
+        (view_straight, "view_straight", "memory order"),
+        (forgot_to_swap, "no_swap", "trade places"),
+        (cut_the_wrong_way, "interleaved", "every H-th feature"),
+        (swap_then_cut, "swap_first", "along the tokens of one feature"),
+        (split_size_is_the_head_count, "pieces_of_width_h", "number of pieces"),
+    ]:
+        verdict = failed(SPLIT, fn)
+        assert verdict.bug == bug, (fn.__name__, verdict.message)
+        assert words in verdict.message + verdict.steps[0]
+        assert verdict.steps[-1].startswith("See the section 'From one wide attention")
+
+
+def test_split_with_a_head_count_fixed_in_the_code_names_the_shape():
+    def four_heads_always(x, num_heads):  # the head count of an earlier cell, not the argument
+        B, T, D = x.shape
+        return x.view(B, T, 4, D // 4).transpose(1, 2)
+
+    verdict = failed(SPLIT, four_heads_always)
+    assert "expected shape (3, 2, 3, 8), got (3, 4, 3, 4)" in verdict.message
+    assert "two heads of width 8" in verdict.message and verdict.bug is None
+
+
+def test_split_into_a_float32_buffer_is_told_about_the_dtype():
+    def loop_over_heads(x, num_heads):
+        B, T, D = x.shape
+        d = D // num_heads
+        result = torch.zeros(B, num_heads, T, d)
+        for h in range(num_heads):
+            result[:, h] = x[:, :, h * d : (h + 1) * d]
+        return result
+
+    verdict = failed(SPLIT, loop_over_heads)
+    assert "expected dtype torch.float64, got torch.float32" in verdict.message
+    assert "float64 x" in verdict.message and "dtype" in verdict.steps[0]
+
+
+# ---------------------------------------------------------------- merge_heads: learner mistakes
+
+
+def test_merge_learner_mistakes_get_their_hints():
+    def reshape_straight(y):
+        B, H, T, d = y.shape
+        return y.reshape(B, T, H * d)
+
+    def swap_and_stop(y):
+        return y.transpose(1, 2)
+
+    def heads_last(y):
+        return y.permute(0, 2, 3, 1).flatten(2)
+
+    def add_the_heads(y):
+        return y.sum(dim=1)
+
+    def heads_after_each_other(y):
+        return torch.cat([y[:, h] for h in range(y.shape[1])], dim=1)
+
+    for fn, bug, words in [
+        (reshape_straight, "no_swap", "other tokens"),
+        (swap_and_stop, "swap_only", "not joined"),
+        (heads_last, "interleaved", "feature by feature"),
+        (add_the_heads, "sum", "added the heads"),
+        (heads_after_each_other, "along_tokens", "H * T rows"),
+    ]:
+        verdict = failed(MERGE, fn)
+        assert verdict.bug == bug, (fn.__name__, verdict.message)
+        assert words in verdict.message
+
+
+def test_merge_with_view_after_a_transpose_is_told_about_reshape():
+    def view_after_swap(y):
+        B, H, T, d = y.shape
+        return y.transpose(1, 2).view(B, T, H * d)
+
+    verdict = failed(MERGE, view_after_swap)
+    assert "raised RuntimeError" in verdict.message
+    assert any("reshape can" in step for step in verdict.steps)
+
+
+def test_merge_that_transposes_its_argument_in_place_is_caught():
+    def swap_in_place(y):
+        B, H, T, d = y.shape
+        return y.transpose_(1, 2).reshape(B, T, H * d)
+
+    verdict = failed(MERGE, swap_in_place)
+    assert verdict.bug == "in place" and "changed its argument `y` in place" in verdict.message
+
+
+def test_merge_into_a_float32_buffer_is_told_about_the_dtype():
+    def loop_over_heads(y):
+        B, H, T, d = y.shape
+        merged = torch.empty(B, T, H * d)
+        for h in range(H):
+            merged[..., h * d : (h + 1) * d] = y[:, h]
+        return merged
+
+    verdict = failed(MERGE, loop_over_heads)
+    assert "expected dtype torch.float64" in verdict.message and "float64 y" in verdict.message
+
+
+# ---------------------------------------------------------------- multihead: learner mistakes
+
+
+def attend(q, k, v, mask=None):
+    """A learner's lesson 01 attention (right), which the multihead attempts below call."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+def split(x, num_heads):
+    B, T, D = x.shape
+    return x.view(B, T, num_heads, D // num_heads).transpose(1, 2)
+
+
+def merge(y):
+    B, H, T, d = y.shape
+    return y.transpose(1, 2).reshape(B, T, H * d)
+
+
+def test_the_learner_style_helpers_are_right():
+    assert run(SPLIT, split).passed and run(MERGE, merge).passed
+
+
+def test_multihead_learner_mistakes_get_their_hints():
+    def keeps_the_pair(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        y, weights = attend(q, k, v, mask)
+        return out(merge(y)), weights
+
+    def forgot_out(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return merge(attend(q, k, v, mask)[0])
+
+    def no_mask(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(merge(attend(q, k, v)[0]))
+
+    def torch_mask_convention(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(mask, float("-inf"))  # True = blocked, as in torch
+        return out(merge(scores.softmax(-1) @ v))
+
+    def heads_first(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = split(qkv(x), num_heads).chunk(3, dim=-1)
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    def scaled_by_model_width(x, qkv, out, num_heads, mask=None, rope=None):
+        D = x.shape[-1]
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(D, dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        scores = q @ k.transpose(-2, -1) / D**0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return out(merge(scores.softmax(-1) @ v))
+
+    def own_split_viewed_straight(x, qkv, out, num_heads, mask=None, rope=None):
+        B, T, D = x.shape
+        q, k, v = (t.reshape(B, num_heads, T, -1) for t in qkv(x).split(D, dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    def own_merge_without_swap(x, qkv, out, num_heads, mask=None, rope=None):
+        B, T, D = x.shape
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(D, dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(attend(q, k, v, mask)[0].reshape(B, T, D))
+
+    def never_uses_rope(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    def rope_on_everything(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q, k, v = (rope(t) for t in (q, k, v))
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    def rope_on_queries(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q = rope(q)
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    for fn, bug, words in [
+        (keeps_the_pair, "returns_pair", "a pair (output, weights)"),
+        (forgot_out, "no_out", "before the output projection"),
+        (no_mask, "mask_ignored", "keys the mask blocks"),
+        (torch_mask_convention, "mask_inverted", "NaN"),
+        (heads_first, "heads_before_qkv", "right with one head"),
+        (scaled_by_model_width, "scale_by_d_model", "too large a number"),
+        (own_split_viewed_straight, "split_view_straight", "rows are not their tokens"),
+        (own_merge_without_swap, "merge_no_swap", "numbers of other tokens"),
+        (never_uses_rope, "rope_ignored", "without it"),
+        (rope_on_everything, "rope_on_v", "values were rotated"),
+        (rope_on_queries, "rope_on_q_only", "only the queries"),
+    ]:
+        verdict = failed(MULTIHEAD, fn)
+        assert verdict.bug == bug, (fn.__name__, verdict.message)
+        assert words in verdict.message, (fn.__name__, verdict.message)
+        assert len(verdict.steps) == 2 and verdict.steps[1].startswith("See the section")
+
+
+def test_multihead_first_failure_names_the_case():
+    def no_mask(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        return out(merge(attend(q, k, v)[0]))
+
+    assert "a causal (T, T) mask" in failed(MULTIHEAD, no_mask).message
+
+
+def test_multihead_with_a_head_count_fixed_in_the_code_fails_on_three_heads():
+    def four_heads_always(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, 4) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    verdict = failed(MULTIHEAD, four_heads_always)
+    assert verdict.bug is None and "the numbers differ" in verdict.message
+    assert "num_heads 3" in verdict.message
+
+
+def test_multihead_that_flips_the_mask_in_place_is_caught():
+    def flips_mask_for_torch(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            mask.logical_not_()  # now True = blocked, as torch.nn.MultiheadAttention wants
+            scores = scores.masked_fill(mask, float("-inf"))
+        return out(merge(scores.softmax(-1) @ v))
+
+    verdict = failed(MULTIHEAD, flips_mask_for_torch)
+    assert verdict.bug == "in place" and "`mask` in place" in verdict.message
+
+
+def test_multihead_with_rope_before_the_split_reports_the_error():
+    def rope_on_the_whole_width(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = qkv(x).split(x.shape[-1], dim=-1)
+        if rope is not None:
+            q, k = rope(q), rope(k)  # (B, T, D): not yet cut into heads
+        q, k, v = (split(t, num_heads) for t in (q, k, v))
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    verdict = failed(MULTIHEAD, rope_on_the_whole_width)
+    assert "raised ValueError" in verdict.message and "rope given" in verdict.message
+
+
+def test_multihead_that_merges_into_a_float32_buffer_fails_on_float64():
+    def loop_merge(x, qkv, out, num_heads, mask=None, rope=None):
+        B, T, D = x.shape
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(D, dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        y, _ = attend(q, k, v, mask)
+        merged = torch.zeros(B, T, D)
+        d = D // num_heads
+        for h in range(num_heads):
+            merged[..., h * d : (h + 1) * d] = y[:, h]
+        return out(merged)
+
+    verdict = failed(MULTIHEAD, loop_merge)
+    assert "float64" in verdict.message and "raised RuntimeError" in verdict.message
+
+
+def test_multihead_that_calls_a_stub_split_is_reported_as_not_written():
+    def uses_unwritten_split(x, qkv, out, num_heads, mask=None, rope=None):
+        return stub(x, num_heads)
+
+    assert run(MULTIHEAD, uses_unwritten_split).status == "not implemented"

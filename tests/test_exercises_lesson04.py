@@ -1,0 +1,503 @@
+"""Lesson 04's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+
+Every wrong function here is written the way a learner would write it (loops, math.cos,
+complex numbers, hard-coded axes), not taken from the bug list in course_lib/exercises/lesson04.py.
+"""
+
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+from course_lib import positional
+from course_lib.checks import (
+    check_rope_heads,
+    check_rope_score,
+    check_rotate_pair,
+    check_sinusoidal_encoding,
+)
+from course_lib.exercises.core import DTYPE_HINT, run
+from course_lib.exercises.lesson04 import (
+    EXERCISES,
+    ROPE_HEADS,
+    ROPE_SCORE,
+    ROTATE_PAIR,
+    SINUSOIDAL_ENCODING,
+)
+from course_lib.workspace import BEGIN, stub_solutions
+from helpers import stub, verdict
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "04_positional_encoding.ipynb"
+
+
+def _lesson():
+    return nbformat.read(NOTEBOOK, as_version=4)
+
+
+def _solutions() -> dict:
+    """The four exercise functions as the lesson's cells define them, in one namespace (the
+    later ones call rotate_pair, as in the notebook)."""
+    namespace = {"torch": torch, "math": math}
+    for cell in _lesson().cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(cell.source, namespace)
+    return namespace
+
+
+def _markdown() -> str:
+    return "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown")
+
+
+def _check(exercise, fn, bug=None, words=()):
+    result = run(exercise, fn)
+    assert not result.passed, result.message
+    if bug is not None:
+        assert result.bug == bug, result.message
+        cause = next(b.cause for b in exercise.bugs if b.name == bug)
+        assert result.steps[0] == cause
+    for word in words:
+        assert word in result.message, result.message
+    assert result.steps[-1] == f"See {exercise.idea}."
+    return result
+
+
+# ---------------------------------------------------------------- every exercise
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_the_lessons_solution_passes(exercise):
+    assert run(exercise, _solutions()[exercise.name]).passed
+
+
+@pytest.mark.parametrize(
+    "check", [check_sinusoidal_encoding, check_rotate_pair, check_rope_score, check_rope_heads]
+)
+def test_a_stub_is_not_implemented_yet(check, capsys):
+    out = verdict(check, stub, capsys)
+    assert out.startswith("TRY AGAIN") and "not implemented yet" in out
+
+
+def test_the_workspace_stubs_say_not_implemented_yet(capsys):
+    namespace = {"torch": torch, "math": math}
+    cells = [c for c in _lesson().cells if BEGIN in c.source]
+    assert len(cells) == 4
+    for cell in cells:
+        exec(stub_solutions(cell.source), namespace)
+    for check, name in (
+        (check_sinusoidal_encoding, "sinusoidal_encoding"),
+        (check_rotate_pair, "rotate_pair"),
+        (check_rope_score, "rope_score"),
+        (check_rope_heads, "rope_heads"),
+    ):
+        assert "not implemented yet" in verdict(check, namespace[name], capsys)
+
+
+def test_each_last_hint_points_to_a_section_the_lesson_has():
+    text = _markdown()
+    for exercise in EXERCISES:
+        headings = re.findall(r"'([^']+)'", exercise.idea)
+        assert headings, exercise.idea
+        for heading in headings:
+            assert re.search(rf"^#+ {re.escape(heading)}$", text, re.M), heading
+
+
+def test_the_worked_examples_are_what_the_course_computes():
+    text = _markdown()
+    pe = SINUSOIDAL_ENCODING.reference(3, 2)
+    rows = ", ".join(f"[{a:.2f}, {b:.2f}]" for a, b in pe.tolist())
+    assert f"`sinusoidal_encoding(3, 2)` is `[{rows}]`" in text
+    turned = ROTATE_PAIR.reference(torch.tensor([[2.0, 0.0], [0.0, 3.0]]), torch.pi / 2)
+    torch.testing.assert_close(turned, torch.tensor([[0.0, 2.0], [-3.0, 0.0]]))
+    assert "gives\n`[[0.0, 2.0], [-3.0, 0.0]]`" in text
+    one = torch.tensor([1.0, 0.0])
+    score = ROPE_SCORE.reference(one, one, 1, 0)
+    assert f"\\cos 1 \\approx {score:.3f}$" in text
+    heads = ROPE_HEADS.reference(torch.tensor([[1.0, 0.0]] * 3))
+    rows = ", ".join(f"[{a:.2f}, {b:.2f}]" for a, b in heads.tolist())
+    assert f"`[{rows}]`" in text
+
+
+def test_no_exercise_text_above_it_holds_its_solution():
+    """The rotation's formula is a picture above exercise 2, and the course's apply_rope (a
+    one-line rope_heads) is first called after exercise 4."""
+    cells = _lesson().cells
+    where = {
+        name: next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
+        for name in ("rotate_pair", "rope_heads")
+    }
+    above = "\n".join(c.source for c in cells[: where["rotate_pair"]])
+    assert "-\\sin a" not in above.replace("(-sin a, cos a)", "")  # only the picture's label
+    assert "pmatrix" not in above
+    above = "\n".join(c.source for c in cells[: where["rope_heads"]])
+    assert "apply_rope" not in above and "RotaryEmbedding" not in above
+
+
+def test_no_hint_holds_code():
+    for exercise in EXERCISES:
+        texts = [b.symptom + " " + b.cause for b in exercise.bugs] + list(exercise.hints)
+        for text in texts:
+            for code in ("torch.stack", "torch.cat", "arange", "[:, None]", "reshape", ".cos()",
+                         "unflatten", "return torch", "def "):  # fmt: skip
+                assert code not in text, (code, text)
+
+
+# ---------------------------------------------------------------- sinusoidal_encoding
+
+
+def sinusoidal_loops(seq_len, d_model, *, swap=False, exponent="2i", halves=False,
+                     multiply=False, first=0):  # fmt: skip
+    pe = torch.zeros(seq_len, d_model)
+    for p in range(first, first + seq_len):
+        for i in range(d_model // 2):
+            power = {"2i": 2 * i, "i": i}[exponent] / d_model
+            angle = p * 10000**power if multiply else p / 10000**power
+            a, b = (
+                (math.cos(angle), math.sin(angle)) if swap else (math.sin(angle), math.cos(angle))
+            )
+            row = p - first
+            if halves:
+                pe[row, i], pe[row, d_model // 2 + i] = a, b
+            else:
+                pe[row, 2 * i], pe[row, 2 * i + 1] = a, b
+    return pe
+
+
+def sinusoidal_by_column(seq_len, d_model):  # each column j gets its own exponent j / D
+    pe = torch.zeros(seq_len, d_model)
+    for p in range(seq_len):
+        for j in range(d_model):
+            angle = p / 10000 ** (j / d_model)
+            pe[p, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return pe
+
+
+def sinusoidal_numpy(seq_len, d_model):  # right numbers, numpy's float64
+    p = np.arange(seq_len)[:, None]
+    angles = p / 10000 ** (np.arange(0, d_model, 2) / d_model)
+    pe = np.zeros((seq_len, d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)
+    return torch.from_numpy(pe)
+
+
+def test_right_sinusoidal_encodings_written_other_ways_pass():
+    assert run(SINUSOIDAL_ENCODING, sinusoidal_loops).passed
+    assert run(SINUSOIDAL_ENCODING, lambda T, D: positional.sinusoidal_encoding(T, D)).passed
+
+
+@pytest.mark.parametrize(
+    "fn, bug, words",
+    [
+        (lambda T, D: sinusoidal_loops(T, D, swap=True), "swapped", ["even columns hold cos"]),
+        (lambda T, D: sinusoidal_loops(T, D, exponent="i"), "i_over_d", ["too gently"]),
+        (sinusoidal_by_column, "column_exponent", ["odd ones are not"]),
+        (lambda T, D: sinusoidal_loops(T, D, halves=True), "halves", ["only sines"]),
+        (lambda T, D: sinusoidal_loops(T, D, multiply=True), "multiply", ["faster"]),
+        (lambda T, D: sinusoidal_loops(T, D, first=1), "from_one", ["first row"]),
+    ],
+)
+def test_sinusoidal_mistakes_get_their_hint(fn, bug, words):
+    _check(SINUSOIDAL_ENCODING, fn, bug, words)
+
+
+def test_a_float64_table_fails_on_its_dtype():
+    result = _check(SINUSOIDAL_ENCODING, sinusoidal_numpy, words=["expected dtype torch.float32"])
+    assert result.steps[0] == DTYPE_HINT
+
+
+def test_a_transposed_table_fails_on_its_shape():
+    _check(SINUSOIDAL_ENCODING, lambda T, D: sinusoidal_loops(T, D).T, words=["expected shape"])
+
+
+# ---------------------------------------------------------------- rotate_pair
+
+
+def rotate_learner(pair, angle, *, clockwise=False, overwrite=False, swap=False, minus=True):
+    angle = torch.as_tensor(angle)
+    if clockwise:
+        angle = -angle
+    c, s = (angle.sin(), angle.cos()) if swap else (angle.cos(), angle.sin())
+    out = pair.clone()
+    sign = -1 if minus else 1
+    out[..., 0] = pair[..., 0] * c + sign * pair[..., 1] * s
+    source = out if overwrite else pair
+    out[..., 1] = source[..., 0] * s + pair[..., 1] * c
+    return out
+
+
+def rotate_complex(pair, angle):  # pairs as complex numbers, turned by e^(i angle)
+    z = torch.view_as_complex(pair.contiguous())
+    return torch.view_as_real(z * torch.exp(1j * torch.as_tensor(angle, dtype=pair.dtype)))
+
+
+def rotate_matrix(pair, angle):  # a (..., 2, 2) rotation matrix for every angle
+    angle = torch.as_tensor(angle, dtype=pair.dtype)
+    c, s = angle.cos(), angle.sin()
+    matrix = torch.stack((torch.stack((c, -s), -1), torch.stack((s, c), -1)), -2)  # (..., 2, 2)
+    return (matrix @ pair[..., None])[..., 0]
+
+
+def rotate_math(pair, angle):  # math.cos: fine for a number, not for a tensor of angles
+    x, y = pair[..., 0], pair[..., 1]
+    c, s = math.cos(angle), math.sin(angle)
+    return torch.stack((x * c - y * s, x * s + y * c), dim=-1)
+
+
+def rotate_tensor_only(pair, angle):  # angle.cos(): fine for a tensor, not for a number
+    x, y = pair[..., 0], pair[..., 1]
+    return torch.stack(
+        (x * angle.cos() - y * angle.sin(), x * angle.sin() + y * angle.cos()), dim=-1
+    )
+
+
+def rotate_on_last_axis(pair, angle):  # cos and sin meet (x, y), not the pairs
+    angle = torch.as_tensor(angle)
+    quarter = torch.stack((-pair[..., 1], pair[..., 0]), dim=-1)
+    return pair * angle.cos() + quarter * angle.sin()
+
+
+def rotate_in_place(pair, angle):
+    angle = torch.as_tensor(angle)
+    x, y = pair[..., 0].clone(), pair[..., 1].clone()
+    pair[..., 0] = x * angle.cos() - y * angle.sin()
+    pair[..., 1] = x * angle.sin() + y * angle.cos()
+    return pair
+
+
+def rotate_into_zeros(pair, angle):  # torch.zeros makes float32 whatever pair's dtype
+    angle = torch.as_tensor(angle)
+    out = torch.zeros(pair.shape)
+    out[..., 0] = pair[..., 0] * angle.cos() - pair[..., 1] * angle.sin()
+    out[..., 1] = pair[..., 0] * angle.sin() + pair[..., 1] * angle.cos()
+    return out
+
+
+def test_right_rotations_written_other_ways_pass():
+    for fn in (rotate_learner, rotate_complex, rotate_matrix):
+        assert run(ROTATE_PAIR, fn).passed, fn.__name__
+
+
+@pytest.mark.parametrize(
+    "fn, bug, words",
+    [
+        (lambda p, a: rotate_learner(p, a, clockwise=True), "clockwise", ["to (0, -1)"]),
+        (lambda p, a: rotate_learner(p, a, overwrite=True), "overwrite", ["new y is not"]),
+        (lambda p, a: rotate_learner(p, a, swap=True), "swapped", ["minus the angle"]),
+        (lambda p, a: rotate_learner(p, a, minus=False), "no_minus", ["(0, 1) does not"]),
+        (lambda p, a: rotate_learner(p, a).flip(-1), "order", ["(new y, new x)"]),
+        (rotate_on_last_axis, "angle_on_last_axis", ["two pairs, an angle for each"]),
+    ],
+)
+def test_rotate_pair_mistakes_get_their_hint(fn, bug, words):
+    _check(ROTATE_PAIR, fn, bug, words)
+
+
+def test_numbers_and_tensors_as_angles_are_both_tried():
+    _check(ROTATE_PAIR, rotate_math, words=["raised ValueError", "two pairs, an angle for each"])
+    result = _check(ROTATE_PAIR, rotate_tensor_only, words=["raised AttributeError", "(1, 0)"])
+    assert any("torch.as_tensor" in step for step in result.steps)
+
+
+def test_angles_broadcast_down_a_grid_of_pairs():
+    def one_angle_per_row(pair, angle):  # angle[..., None]: one angle per row, not per column
+        angle = torch.as_tensor(angle, dtype=pair.dtype)
+        angle = angle[..., None] if angle.dim() == 1 and pair.dim() == 3 else angle
+        return rotate_learner(pair, angle)
+
+    _check(ROTATE_PAIR, one_angle_per_row, words=["one per column, shared down the rows"])
+
+
+def test_rotating_the_argument_in_place_is_caught():
+    result = _check(ROTATE_PAIR, rotate_in_place, words=["changed its argument `pair` in place"])
+    assert result.bug == "in place"
+
+
+def test_float64_pairs_must_give_float64_pairs():
+    result = _check(ROTATE_PAIR, rotate_into_zeros, words=["expected dtype torch.float64"])
+    assert "float64 pairs" in result.message and result.steps[0] == DTYPE_HINT
+
+
+# ---------------------------------------------------------------- rope_score
+
+
+def score_loops(q, k, m, n, *, layout="pairs", exponent="2i", q_at=None, k_at=None,
+                clockwise=False, one_speed=False):  # fmt: skip
+    d = q.shape[0]
+    q_at = m if q_at is None else q_at
+    k_at = n if k_at is None else k_at
+    total = torch.zeros((), dtype=q.dtype)
+    for i in range(d // 2):
+        a, b = (2 * i, 2 * i + 1) if layout == "pairs" else (i, i + d // 2)
+        theta = 1.0 if one_speed else 10000 ** (-{"2i": 2 * i, "i": i}[exponent] / d)
+        turn_q, turn_k = q_at * theta, k_at * theta
+        if clockwise:
+            turn_q, turn_k = -turn_q, -turn_k
+        qx = q[a] * math.cos(turn_q) - q[b] * math.sin(turn_q)
+        qy = q[a] * math.sin(turn_q) + q[b] * math.cos(turn_q)
+        kx = k[a] * math.cos(turn_k) - k[b] * math.sin(turn_k)
+        ky = k[a] * math.sin(turn_k) + k[b] * math.cos(turn_k)
+        total = total + qx * kx + qy * ky
+    return total
+
+
+def score_complex(q, k, m, n):  # independent: q . k = Re(sum z_q conj(z_k))
+    d = q.shape[0]
+    theta = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    zq = torch.view_as_complex(q.double().reshape(-1, 2).contiguous()) * torch.exp(1j * m * theta)
+    zk = torch.view_as_complex(k.double().reshape(-1, 2).contiguous()) * torch.exp(1j * n * theta)
+    return (zq * zk.conj()).real.sum().to(q.dtype)
+
+
+def test_right_scores_written_other_ways_pass():
+    assert run(ROPE_SCORE, score_loops).passed
+    assert run(ROPE_SCORE, score_complex).passed
+
+
+@pytest.mark.parametrize(
+    "fn, bug, words",
+    [
+        (lambda q, k, m, n: score_loops(q, k, m, n, k_at=m), "both_by_m", ["plain q . k"]),
+        (lambda q, k, m, n: (q * k).sum(), "both_by_m", ["unturned vectors"]),
+        (lambda q, k, m, n: score_loops(q, k, n, m), "swapped", ["m and n swapped"]),
+        (lambda q, k, m, n: score_loops(q, k, m, n, clockwise=True), "swapped", ["swapped"]),
+        (lambda q, k, m, n: score_loops(q, k, m, n, k_at=0), "only_q", ["not with n"]),
+        (lambda q, k, m, n: score_loops(q, k, m, n, q_at=0), "only_k", ["not with m"]),
+        (lambda q, k, m, n: score_loops(q, k, m, n, layout="half"), "rotate_half", ["single"]),
+        (lambda q, k, m, n: score_loops(q, k, m, n, exponent="i"), "i_over_d", ["too fast"]),
+        (lambda q, k, m, n: score_loops(q, k, m, n, one_speed=True), "one_speed", ["one speed"]),
+    ],
+)
+def test_rope_score_mistakes_get_their_hint(fn, bug, words):
+    _check(ROPE_SCORE, fn, bug, words)
+
+
+def test_both_turned_by_m_is_told_its_real_cause():
+    result = run(ROPE_SCORE, lambda q, k, m, n: score_loops(q, k, m, n, k_at=m))
+    assert "both by m" in result.steps[0] and "never changes their dot product" in result.steps[0]
+
+
+def test_a_python_float_or_a_float32_score_from_float64_vectors_fails():
+    _check(ROPE_SCORE, lambda q, k, m, n: score_loops(q, k, m, n).item(),
+           words=["expected a torch.Tensor"])  # fmt: skip
+    result = _check(ROPE_SCORE, lambda q, k, m, n: score_loops(q.float(), k.float(), m, n),
+                    words=["expected dtype torch.float64", "float64 q and k"])  # fmt: skip
+    assert result.steps[0] == DTYPE_HINT
+
+
+# ---------------------------------------------------------------- rope_heads
+
+
+def heads_learner(x, *, first=0, layout="pairs", exponent=2, sign=1, one_speed=False):
+    """RoPE as a learner writes it from the contract, with one knob per mistake."""
+    T, d = x.shape[-2], x.shape[-1]
+    i = torch.arange(d // 2, dtype=torch.float64)
+    theta = torch.ones_like(i) if one_speed else 10000 ** (-exponent * i / d)  # (d/2,)
+    t = torch.arange(first, first + T, dtype=torch.float64)
+    angles = sign * t[:, None] * theta  # (T, d/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if layout == "pairs":
+        a, b = x[..., 0::2], x[..., 1::2]
+    else:
+        a, b = x[..., : d // 2], x[..., d // 2 :]
+    new_a, new_b = a * cos - b * sin, a * sin + b * cos
+    if layout == "pairs":
+        return torch.stack((new_a, new_b), dim=-1).flatten(-2)
+    return torch.cat((new_a, new_b), dim=-1)
+
+
+def heads_complex(x):  # independent: every pair a complex number, turned by e^(i t theta)
+    T, d = x.shape[-2:]
+    theta = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = torch.arange(T, dtype=torch.float64)[:, None] * theta  # (T, d/2)
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return (
+        torch.view_as_real(z * torch.polar(torch.ones_like(angles), angles)).flatten(-2).to(x.dtype)
+    )
+
+
+def heads_by_head_index(x):  # written for (B, H, T, d): x.shape[1] taken as the positions
+    d = x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d, 2) / d)
+    angles = torch.arange(x.shape[1])[:, None, None] * theta  # (H, 1, d/2): meant (T, d/2)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * angles.cos() - b * angles.sin(),
+                        a * angles.sin() + b * angles.cos()), dim=-1).flatten(-2)  # fmt: skip
+
+
+def heads_angles_transposed(x):  # the angle table built (d/2, T): fits only when T = d/2
+    T, d = x.shape[-2:]
+    theta = 10000 ** (-torch.arange(0, d, 2) / d)
+    angles = theta[:, None] * torch.arange(T)[None, :]  # (d/2, T)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * angles.cos() - b * angles.sin(),
+                        a * angles.sin() + b * angles.cos()), dim=-1).flatten(-2)  # fmt: skip
+
+
+def heads_four_axes_only(x):  # B, H, T, d = x.shape: a hard-coded 4-D input
+    B, H, T, d = x.shape
+    return heads_learner(x)
+
+
+def heads_in_place(x):
+    rotated = heads_learner(x)
+    x[...] = rotated
+    return x
+
+
+def heads_into_empty(x):  # torch.empty(x.shape) is float32 whatever x's dtype
+    out = torch.empty(x.shape)
+    out[...] = heads_learner(x)
+    return out
+
+
+def test_right_rope_heads_written_other_ways_pass():
+    assert run(ROPE_HEADS, heads_learner).passed
+    assert run(ROPE_HEADS, heads_complex).passed
+    # the course's RotaryEmbedding, as a learner who found it might call it
+    assert run(ROPE_HEADS, lambda x: positional.RotaryEmbedding(x.shape[-1])(x)).passed
+
+
+@pytest.mark.parametrize(
+    "fn, bug, words",
+    [
+        (lambda x: heads_learner(x, first=1), "from_one", ["t = 0"]),
+        (lambda x: heads_learner(x, layout="half"), "rotate_half", ["position 0"]),
+        (heads_by_head_index, "by_head", ["head to head"]),
+        (heads_angles_transposed, "transposed", ["pair 0 never turns"]),
+        (lambda x: heads_learner(x, exponent=1), "i_over_d", ["too fast"]),
+        (lambda x: heads_learner(x, sign=-1), "clockwise", ["clockwise"]),
+        (lambda x: heads_learner(x, one_speed=True), "one_speed", ["one speed"]),
+    ],
+)
+def test_rope_heads_mistakes_get_their_hint(fn, bug, words):
+    _check(ROPE_HEADS, fn, bug, words)
+
+
+def test_a_hard_coded_four_axis_input_fails_on_fewer_axes():
+    _check(ROPE_HEADS, heads_four_axes_only, words=["raised ValueError", "a 3-D x (H, T, d)"])
+
+
+def test_rope_heads_changing_x_in_place_is_caught():
+    result = _check(ROPE_HEADS, heads_in_place, words=["changed its argument `x` in place"])
+    assert result.bug == "in place"
+
+
+def test_rope_heads_float64_must_stay_float64():
+    result = _check(ROPE_HEADS, heads_into_empty, words=["expected dtype torch.float64"])
+    assert result.steps[0] == DTYPE_HINT
+
+
+def test_rope_heads_reference_is_torchs_own_rotation_matrix_per_position():
+    """Independent of apply_rope: position t, pair i turned by the 2x2 matrix of t * theta_i."""
+    x = torch.randn(2, 3, 5, 6, dtype=torch.float64)
+    expected = torch.empty_like(x)
+    for t in range(5):
+        for i in range(3):
+            angle = t * 10000 ** (-2 * i / 6)
+            c, s = math.cos(angle), math.sin(angle)
+            matrix = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
+            expected[..., t, 2 * i : 2 * i + 2] = x[..., t, 2 * i : 2 * i + 2] @ matrix.T
+    torch.testing.assert_close(ROPE_HEADS.reference(x), expected)

@@ -1,0 +1,74 @@
+"""earlier_work: a later lesson gets the learner's own functions, or the course's for a stub."""
+
+import nbformat
+import pytest
+import torch
+from nbformat.v4 import new_code_cell, new_notebook
+
+from course_lib.exercises import by_name
+from course_lib.mywork import collect, earlier_work
+
+pytestmark = pytest.mark.path_independent
+
+SOLUTION = {"nbgrader": {"solution": True, "grade_id": "x"}}
+
+
+def lesson(folder, name, *cells):
+    """A lesson notebook whose exercise cells are (source, is_exercise) pairs."""
+    nb = new_notebook(
+        cells=[
+            new_code_cell(source, metadata=SOLUTION if exercise else {})
+            for source, exercise in cells
+        ]
+    )
+    nbformat.write(nb, folder / name)
+
+
+def test_a_stub_becomes_the_courses_function_and_says_so(tmp_path, capsys):
+    lesson(
+        tmp_path, "01_attention.ipynb",
+        ("%matplotlib inline\nimport torch", False),
+        ("def attention(q, k, v, mask=None):\n    # YOUR CODE HERE\n"
+         '    raise NotImplementedError("Exercise attention: write your code here")', True),
+    )  # fmt: skip
+    mine = earlier_work("attention", folder=tmp_path)
+    assert mine.attention is by_name("attention").reference
+    assert (
+        "attention  lesson 01: the course's (yours is not written yet)" in capsys.readouterr().out
+    )
+
+
+def test_the_learners_own_function_is_used_and_later_ones_find_earlier_ones(tmp_path):
+    lesson(
+        tmp_path, "01_attention.ipynb",
+        ("import math\nimport torch\nprint('this cell is not run')", False),
+        ("def attention(q, k, v, mask=None):\n"
+         "    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1)\n"
+         "    return w @ v * 0 + 7, w\n"
+         "print('neither is this line')", True),
+    )  # fmt: skip
+    lesson(
+        tmp_path, "03_multihead.ipynb",
+        ("def split_heads(x, num_heads):\n    return ('mine', attention)", True),
+    )  # fmt: skip
+    work = collect(["split_heads", "attention"], tmp_path)
+    q = torch.ones(2, 3)
+    assert torch.equal(work.functions["attention"](q, q, q)[0], torch.full((2, 3), 7.0))
+    tag, inner = work.functions["split_heads"](None, 2)
+    assert tag == "mine" and inner is work.functions["attention"]  # lesson 01's, not the course's
+    assert work.origin == {"split_heads": "lesson 03: yours", "attention": "lesson 01: yours"}
+
+
+def test_a_syntax_error_or_a_missing_lesson_falls_back_to_the_course(tmp_path):
+    lesson(
+        tmp_path, "01_attention.ipynb", ("def attention(q, k, v, mask=None):\n    return (", True)
+    )
+    work = collect(["attention", "make_causal_mask"], tmp_path)
+    assert work.functions["attention"] is by_name("attention").reference
+    assert "syntax error" in work.origin["attention"]
+    assert "no definition found" in work.origin["make_causal_mask"]
+
+
+def test_unknown_names_are_refused():
+    with pytest.raises(ValueError, match="names: expected exercise names"):
+        collect(["not_an_exercise"], ".")
