@@ -134,11 +134,14 @@ def run_stack(blocks, x: torch.Tensor, mask=None) -> list[torch.Tensor]:
 
 
 def gradient_reaching(hidden: list[torch.Tensor], probe: torch.Tensor, depth=None) -> torch.Tensor:
-    """(depth,) norms of d loss / d h_(l-1), the gradient arriving at block l's input (lesson 05).
+    """(depth,) float64 norms of d loss / d h_(l-1), the gradient arriving at block l's input
+    (lesson 05).
 
     loss = sum(h_depth * probe): a fixed probe makes the gradient leaving the top equal to
     probe whatever the output's size, so every stack starts its backward pass alike. The
-    graph is kept, so one forward pass serves any depth up to len(hidden) - 1.
+    graph is kept, so one forward pass serves any depth up to len(hidden) - 1. The norms are
+    taken in float64: a float32 gradient whose entries are all below about 3e-23 is not zero,
+    but the squares a float32 norm adds up are, and it would report exactly 0.
     """
     depth = len(hidden) - 1 if depth is None else positive_int("depth", depth)
     if depth > len(hidden) - 1:
@@ -149,7 +152,7 @@ def gradient_reaching(hidden: list[torch.Tensor], probe: torch.Tensor, depth=Non
         raise ValueError(f"probe: expected the output's shape {expected}, got {tuple(probe.shape)}")
     loss = (hidden[depth] * probe).sum()
     grads = torch.autograd.grad(loss, hidden[:depth], retain_graph=True)  # one (B, T, D) each
-    return torch.stack([g.norm() for g in grads])  # (depth,)
+    return torch.stack([g.double().norm() for g in grads])  # (depth,), float64
 
 
 def activation_scales(hidden: list[torch.Tensor]) -> torch.Tensor:

@@ -1,4 +1,3 @@
-# ruff: noqa: E402, F401, I001  (TEMPORARY while lessons move off _legacy)
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py (the course's reference, the
@@ -14,11 +13,16 @@ tools/nbgrader_metadata.py), so there the cell fails until the exercise passes.
 
 from collections.abc import Callable
 
-from course_lib.exercises import lesson00, lesson01, lesson02, lesson03, lesson04
-from course_lib.exercises import lesson05, lesson06
+from course_lib.exercises import (
+    lesson00,
+    lesson01,
+    lesson02,
+    lesson03,
+    lesson04,
+    lesson05,
+    lesson06,
+)
 from course_lib.exercises.core import Exercise, Verdict, run
-
-__all__ = ["Verdict", "checker", "hint", "show"]
 
 _last: dict = {"verdict": None, "shown": 0}  # the last failed check and how many steps shown
 _failed: dict[str, list] = {}  # exercise name -> [verdict, steps shown], for hint(name)

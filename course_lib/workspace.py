@@ -17,7 +17,7 @@ import nbformat
 
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
-_DEF = re.compile(r"^\s*def\s+(\w+)\s*\(")
+_DEF = re.compile(r"^(?:def|class)\s+(\w+)\b")  # a top-level function or class: the exercise
 
 
 def stub_solutions(source: str, where: str = "this cell") -> str:

@@ -1,6 +1,7 @@
 """Lesson 00's checker (softmax) with learner-style mistakes, hint() in steps, and what every
 checker does with a stub, a crash or a non-function."""
 
+import math
 from pathlib import Path
 
 import nbformat
@@ -176,3 +177,29 @@ def test_stub_is_reported_as_not_implemented(capsys):
 def test_checker_reports_a_crash_and_a_non_function(capsys):
     assert "raised AttributeError" in verdict(check_softmax, lambda x: x.nonexistent(), capsys)
     assert "expected a function, got 'softmax'" in verdict(check_softmax, "softmax", capsys)
+
+
+# ---------------------------------------------------------------- the lesson's worked numbers
+
+
+def test_the_two_row_worked_example_matches_the_arithmetic_by_hand():
+    table = torch.tensor([[1.0, 2.0, 3.0], [4.0, 4.0, 4.0]])  # (rows, n) = (2, 3)
+    first = torch.tensor([math.exp(-2), math.exp(-1), 1.0])  # exps after subtracting 3
+    expected = torch.stack([first / first.sum(), torch.full((3,), 1 / 3)])
+    torch.testing.assert_close(lesson00.softmax_reference(table), expected)
+    # the lesson's prose quotes these, rounded
+    assert round(first.sum().item(), 3) == 1.503
+    assert [round(w, 3) for w in expected[0].tolist()] == [0.090, 0.245, 0.665]
+    # the worked example is not one of the checker's cases
+    assert not any(torch.equal(case.args[0], table) for case in lesson00.SOFTMAX.cases())
+
+
+def test_shifting_the_scores_changes_no_weight_and_scaling_sharpens_them():
+    scores = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0])  # the five words
+    weights = torch.softmax(scores, dim=-1)
+    torch.testing.assert_close(torch.softmax(scores + 10, dim=-1), weights)
+    sharper = torch.softmax(scores * 3, dim=-1)
+    # the lesson quotes cat 0.563 -> 0.940, and mat rounding to 0.000
+    assert (round(weights[0].item(), 3), round(sharper[0].item(), 3)) == (0.563, 0.940)
+    assert round(sharper[-1].item(), 3) == 0.0
+    assert sharper.max() > weights.max() and sharper.min() < weights.min()

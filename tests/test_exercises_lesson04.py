@@ -121,6 +121,25 @@ def test_the_worked_examples_are_what_the_course_computes():
     assert f"`[{rows}]`" in text
 
 
+def test_each_exercise_says_the_courses_own_function_would_pass_and_teach_nothing():
+    """The lesson imports `positional`, whose functions meet every contract: the text says so."""
+    cells = _lesson().cells
+    for name in ("sinusoidal_encoding", "rotate_pair", "rope_score", "rope_heads"):
+        at = next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
+        text = next(c.source for c in reversed(cells[:at]) if c.cell_type == "markdown")
+        assert f"Write `{name}(" in text, name
+        assert "would pass the check and teach nothing" in " ".join(text.split()), name
+
+
+def test_the_lessons_rope_score_keeps_float64_precision():
+    # its speeds were once made in float32 whatever q's dtype: 1.3e-8 off on the float64 case
+    case = ROPE_SCORE.case_list()[-1]
+    assert case.args[0].dtype == torch.float64
+    got = _solutions()["rope_score"](*case.args)
+    assert got.dtype == torch.float64
+    assert (got - ROPE_SCORE.reference(*case.args)).abs() < 1e-12
+
+
 def test_no_exercise_text_above_it_holds_its_solution():
     """The rotation's formula is a picture above exercise 2, and the course's apply_rope (a
     one-line rope_heads) is first called after exercise 4."""

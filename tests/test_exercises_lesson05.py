@@ -101,7 +101,45 @@ def test_no_cell_above_an_exercise_uses_its_name():
     assert sorted(seen) == ["feed_forward", "layer_norm", "prenorm_block"]
 
 
+def test_the_exercise_texts_warn_off_the_ready_made_functions():
+    """F.layer_norm and nn.LayerNorm meet layer_norm's contract: the exercise says so."""
+    cells = _lesson().cells
+    at = next(i for i, c in enumerate(cells) if "def layer_norm(" in c.source)
+    text = " ".join("\n".join(c.source for c in cells[at - 3 : at]).split())
+    assert "`F.layer_norm` and `nn.LayerNorm` compute exactly this" in text
+    assert "would pass the check and teach nothing" in text
+
+
 # ---------------------------------------------------------------- feed_forward
+
+
+def _markdown() -> str:
+    return " ".join(
+        "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown").split()
+    )
+
+
+def test_the_worked_example_is_what_the_course_computes():
+    """D = 1, d_ff = 2, worked by hand in the lesson: every number it prints, recomputed."""
+    lin1, lin2 = nn.Linear(1, 2, dtype=torch.float64), nn.Linear(2, 1, dtype=torch.float64)
+    with torch.no_grad():
+        lin1.weight.copy_(torch.tensor([[1.0], [-1.0]]))
+        lin1.bias.copy_(torch.tensor([0.0, 0.5]))
+        lin2.weight.copy_(torch.tensor([[2.0, 1.0]]))
+        lin2.bias.copy_(torch.tensor([0.1]))
+        x = torch.tensor([1.0], dtype=torch.float64)  # (D,) = (1,): one token
+        hidden = lin1(x)  # (d_ff,) = (2,)
+        phi = 0.5 * (1 + torch.erf(hidden / math.sqrt(2)))  # (2,)
+        exact, tanh = F.gelu(hidden), F.gelu(hidden, approximate="tanh")
+        out = FEED_FORWARD.reference(x, lin1, lin2)
+        out_tanh = lin2(tanh)
+    text = _markdown()
+    assert hidden.tolist() == [1.0, -0.5] and "= (1.0, -0.5)$" in text
+    assert f"\\Phi(1.0) = 1.0 \\cdot {phi[0]:.5f} = {exact[0]:.5f}$" in text
+    assert f"\\Phi(-0.5) = -0.5 \\cdot {phi[1]:.5f} = {exact[1]:.5f}$" in text
+    assert f"0.1 = {out.item():.4f}$" in text and f"into $({out.item():.4f})$" in text
+    assert f"gives {tanh[0]:.5f} and {tanh[1]:.5f}, and the output {out_tanh.item():.4f}" in text
+    assert f"{out.item():.4f}" != f"{out_tanh.item():.4f}"  # the example tells the two apart
 
 
 def test_feed_forward_written_by_hand_with_the_exact_gelu_passes():

@@ -175,3 +175,20 @@ def test_the_exercises_worked_example_matches_the_arithmetic_by_hand():
     # the lesson's prose quotes these, rounded
     assert [round(x, 3) for x in weights[0].tolist()] == [0.881, 0.119, 0.0]
     assert [round(x, 2) for x in out[0].tolist()] == [8.81, 1.19]
+
+
+def test_the_exercises_batch_line_and_a_fully_blocked_row():
+    # the shapes the lesson prints: (B, H, T_q, d_k) queries, one (T_q, T_k) mask for all
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 5)
+    shared = causal_mask(6)[2:]  # (4, 6)
+    assert shared.shape == (4, 6) and bool(shared.any(dim=-1).all())  # every query sees a key
+    out, weights = scaled_dot_product_attention(q, k, v, shared)
+    assert (out.shape, weights.shape) == ((2, 3, 4, 5), (2, 3, 4, 6))
+    torch.testing.assert_close(
+        weights,
+        torch.softmax((q @ k.transpose(-2, -1) / 8**0.5).masked_fill(~shared, -math.inf), dim=-1),
+    )
+    # a row with every key blocked: 0 / 0, as the contract warns; the course's version refuses it
+    assert torch.softmax(torch.full((3,), -math.inf), dim=-1).isnan().all()
+    with pytest.raises(ValueError, match="no key at all"):
+        scaled_dot_product_attention(q[..., :1, :], k, v, torch.zeros(1, 6, dtype=torch.bool))

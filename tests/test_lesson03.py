@@ -23,7 +23,7 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def step_by_step(x, mha, mask=None):
-    """The forward pass in the lesson's four steps: qkv, split, attend per head, merge, out."""
+    """The forward pass written out: qkv, split, attend per head, merge, out."""
     B, T, D = x.shape
     H = mha.num_heads
     q, k, v = mha.qkv(x).split(D, dim=-1)  # each (B, T, D)
@@ -48,7 +48,8 @@ def test_step_by_step_matches_torch_multihead_attention(D, H, causal):
 
 
 def test_numbered_example_gives_each_head_a_block_of_neighbours():
-    # the lesson's picture of the layout: token t, feature f holds 10 t + f; D = 6, H = 2
+    # the lesson prints the layout from its rule (token t, feature f holds 10 t + f; D = 6,
+    # H = 2) as plain lists; the course's layer cuts the same way
     numbered = (10 * torch.arange(3)[:, None] + torch.arange(6))[None]  # (1, 3, 6)
     cut = MultiHeadAttention(6, 2).split_heads(numbered)  # (1, 2, 3, 3)
     assert cut[0, 0].tolist() == [[0, 1, 2], [10, 11, 12], [20, 21, 22]]
@@ -111,6 +112,16 @@ def test_parameter_count_is_the_same_for_every_divisor():
     assert len(counts) == 7 and set(counts.values()) == {4 * D * D + 4 * D}
     # and torch's own layer agrees
     assert sum(p.numel() for p in nn.MultiheadAttention(D, 8).parameters()) == 4 * D * D + 4 * D
+
+
+def test_the_places_models_have_the_same_parameters_for_every_head_count():
+    # the lesson's sweep: the attention layer's count does not depend on H, and neither does
+    # the whole one-block model's
+    sizes = {H: sum(p.numel() for p in load_pretrained(f"places-h{H}").parameters())
+             for H in (1, 2, 4, 8)}  # fmt: skip
+    assert len(set(sizes.values())) == 1
+    configs = [load_card(f"places-h{H}")["config"] for H in (1, 2, 4, 8)]
+    assert {c["num_layers"] for c in configs} == {1} and {c["d_model"] for c in configs} == {64}
 
 
 @pytest.fixture(scope="module")

@@ -119,7 +119,7 @@ def test_values_off_the_axis_are_pinned_and_marked(explorer):
     explorer.controls["residual"].value = False
     explorer.controls["depth"].value = 48
     state = explorer.state()
-    assert len(state["grad_pinned_below"]) > 10  # the gradient underflows far below 1e-10
+    assert len(state["grad_pinned_below"]) > 10  # the gradient falls far below 1e-10
     assert state["grad_norms"][0] < 1e-10 and 1 in state["grad_pinned_below"]
     # the triangles are the line's own colour (as in viz.depth_profile_figure), not a fourth one
     style = state["style"]

@@ -96,13 +96,12 @@ def _describe(value) -> str:
             "" if value.dtype == torch.float32 else f" {str(value.dtype).removeprefix('torch.')}"
         )
         return f"shape {tuple(value.shape)}{dtype}"
-    if isinstance(value, torch.nn.Module):
-        return f"a {type(value).__name__}"
     if value is None or isinstance(value, bool | int | float | str):
         return repr(value)
     if isinstance(value, tuple | list):
         return f"a {type(value).__name__} of {len(value)}"
-    return f"a {type(value).__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
 
 
 def case_label(reference: Callable, case: Case) -> str:

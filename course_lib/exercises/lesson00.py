@@ -55,7 +55,8 @@ SOFTMAX = Exercise(
     reference=softmax_reference,
     cases=_cases,
     idea="the section 'A first taste: softmax turns scores into weights' (the formula and the "
-    "five words' weights) and the exercise's note on subtracting each row's maximum",
+    "five words' weights), and the exercise's note on subtracting each row's maximum and its "
+    "(2, 3) table worked by hand",
     bugs=(
         Bug(
             "first_axis",

@@ -412,8 +412,8 @@ MULTIHEAD = Exercise(
     lesson="03",
     reference=multihead_reference,
     cases=_multihead_cases,
-    idea="the section 'The whole layer': the steps of the forward pass in words, and the worked "
-    "example that matches torch's layer with one head",
+    idea="the section 'The whole layer': what the layer holds and what each head does, and the "
+    "worked example that matches torch's layer with one head",
     bugs=(
         Bug(
             "returns_pair",

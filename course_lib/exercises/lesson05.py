@@ -83,8 +83,9 @@ FEED_FORWARD = Exercise(
     lesson="05",
     reference=feed_forward_reference,
     cases=_feed_forward_cases,
-    idea="the feed-forward sub-layer's contract and the gated example beside it (section "
-    "'Assembling one block'), and 'GELU or ReLU: the bend in the middle' for GELU itself",
+    idea="the feed-forward sub-layer's contract and the example worked by hand below it "
+    "(section 'Assembling one block'), and 'GELU or ReLU: the bend in the middle' for GELU "
+    "itself",
     bugs=(
         Bug(
             "swapped",

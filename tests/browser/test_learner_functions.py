@@ -8,12 +8,15 @@ and name the setting; after the query slider moves, it must name the new query.
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
 from test_lessons_in_jupyterlab import ALL_RAN, EXPLORER, IDLE, STARTED, click_menu
 
+KERNEL_IDLE = """() => /\\|\\s*Idle/.test(
+    document.querySelector('#jp-main-statusbar')?.innerText || '')"""
+LESSON_01 = Path(__file__).resolve().parents[2] / "notebooks" / "01_attention_qkv.ipynb"
 WRONG_ATTENTION = [
     "import torch\n",
     "from course_lib.widgets import AttentionExplorer\n",
@@ -32,16 +35,13 @@ WRONG_ATTENTION = [
 
 
 def scratch_notebook(path, source) -> None:
-    cell = {"cell_type": "code", "execution_count": None, "id": "scratch", "metadata": {},
-            "outputs": [], "source": source}  # fmt: skip
-    notebook = {
-        "cells": [cell],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                    "language": "python"}},  # fmt: skip
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(notebook), encoding="utf-8")
+    """A one-cell notebook with the lessons' own metadata (kernel, language), so JupyterLab
+    opens it as it opens a lesson: no kernel picker, nothing to convert."""
+    lesson = json.loads(LESSON_01.read_text(encoding="utf-8"))
+    cell = {"cell_type": "code", "execution_count": None, "id": "learner-attention",
+            "metadata": {}, "outputs": [], "source": source}  # fmt: skip
+    notebook = {**lesson, "cells": [cell]}
+    path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
 
 
 def readout(explorer) -> str:
@@ -61,9 +61,19 @@ def test_a_wrong_learner_attention_is_flagged_in_the_page(lab, page, artefacts):
     name = "zz_learner_attention.ipynb"
     scratch_notebook(lab.root / name, WRONG_ATTENTION)
     page.goto(lab.url(f"/lab/tree/{name}?reset"))
+    page.locator(".lm-TabBar-tab.lm-mod-current", has_text=name).wait_for()
     page.wait_for_selector(IDLE, timeout=90_000)
-    click_menu(page, "Run", "Run All Cells")
-    page.wait_for_function(STARTED, timeout=15_000)
+    page.locator(".jp-Notebook .jp-CodeCell").first.wait_for()
+    # the kernel itself idle (the status bar says so), not only the notebook's indicator:
+    # a Run All clicked while the kernel still starts opens a dialog that blocks the page
+    page.wait_for_function(KERNEL_IDLE, timeout=90_000, polling=100)
+    for attempt in range(2):  # a menu click can land while the page is still settling
+        click_menu(page, "Run", "Run All Cells")
+        try:
+            page.wait_for_function(STARTED, timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            assert attempt == 0, "Run All Cells did not start the notebook"
     page.wait_for_function(ALL_RAN, arg=1, timeout=120_000, polling=250)
     explorer = page.locator(EXPLORER)
     explorer.wait_for(timeout=30_000)
@@ -83,7 +93,9 @@ def test_a_wrong_learner_attention_is_flagged_in_the_page(lab, page, artefacts):
             timeout=10_000,
         )
     except PlaywrightTimeout as error:
-        raise AssertionError(f"after moving the query, the readout says {readout(explorer)!r}") from error
+        raise AssertionError(
+            f"after moving the query, the readout says {readout(explorer)!r}"
+        ) from error
     after = readout(explorer)
     assert "DIFFERS" in after and moved in after.split("DIFFERS", 1)[1], after
     explorer.screenshot(path=artefacts / "learner_attention_differs.png")
