@@ -4,7 +4,8 @@ Each exercise is an entry in course_lib/exercises/lessonNN.py (the course's refe
 cases, the likely bugs with their hints); `course_lib.exercises.core.run` checks a function
 against it and returns a Verdict. The `check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
-the next, more specific hint, and its last one names the lesson cell that holds the idea.
+the next, more specific hint, and its last one names the section of the lesson that holds
+the idea.
 
 A lesson's check cell only prints, so a learner who skips an exercise still runs the lesson
 to the end; the copy nbgrader grades asserts it (`assert check_softmax(softmax).passed`, see

@@ -66,6 +66,28 @@ def test_each_last_hint_points_to_a_cell_the_lesson_has():
     assert "'A saturated softmax passes almost no gradient'" in VANISHING_WIDTH.idea
 
 
+def test_no_cell_above_an_exercise_hands_the_learner_the_course_answer():
+    """The course functions each exercise is checked against are imported only below it (a
+    learner who called them would pass and learn nothing), and hint() is there from the start."""
+    cells = _lesson().cells
+    exercise_at = {
+        c.metadata.get("nbgrader", {}).get("grade_id"): i
+        for i, c in enumerate(cells)
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+    for name, course in (
+        ("entropy", "softmax_entropy"),
+        ("vanishing_width", "vanishing_gradient_width"),
+    ):
+        above = [c.source for c in cells[: exercise_at[name]] if c.cell_type == "code"]
+        assert not any(course in source for source in above), (name, course)
+        assert any(
+            course in c.source for c in cells[exercise_at[name] + 1 :] if c.cell_type == "code"
+        )
+    imports = next(c.source for c in cells if c.cell_type == "code")
+    assert "check_vanishing_width, hint" in imports
+
+
 # ---------------------------------------------------------------- entropy, as learners write it
 
 
@@ -215,6 +237,12 @@ def test_vanishing_width_mistakes_get_their_hint():
                 return d
         return None
 
+    def seed_for_the_unscaled_head_only(widths, threshold=0.01, wrt="q", seed=0):
+        for d in widths:
+            if _norm(d, False, wrt, seed) / _norm(d, True, wrt, 0) < threshold:
+                return d
+        return None
+
     expected = {
         "inverted": learner_width(ratio=lambda u, s: s / u),
         "wrong_way": learner_width(below=lambda r, t: r > t),
@@ -223,6 +251,7 @@ def test_vanishing_width_mistakes_get_their_hint():
         "ignores_wrt": learner_width(fixed_wrt="q"),
         "other_gradient": swapped_items,
         "ignores_seed": learner_width(fixed_seed=0),
+        "scaled_on_seed_0": seed_for_the_unscaled_head_only,
         "absolute": learner_width(ratio=lambda u, s: u),
         "last_not_first": learner_width(stop=False),
     }

@@ -4,6 +4,7 @@ wrong code written the way a learner would write it gets the hint meant for it."
 import math
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -94,6 +95,19 @@ def test_no_bug_is_dead():
     assert {e.name: dead_bugs(e) for e in lesson03.EXERCISES} == {
         "split_heads": [], "merge_heads": [], "multihead": []
     }  # fmt: skip
+
+
+def test_no_cell_above_split_heads_hands_the_learner_the_courses_split():
+    """The course's MultiHeadAttention (whose split_heads has the exercise's contract) is
+    imported only below exercise 1; the picture of the layout is written out from the rule."""
+    cells = nbformat.read(NOTEBOOKS / "03_multihead.ipynb", as_version=4).cells
+    exercise = next(
+        i for i, c in enumerate(cells)
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "split_heads-merge_heads"
+    )  # fmt: skip
+    above = [c.source for c in cells[:exercise] if c.cell_type == "code"]
+    assert not any("MultiHeadAttention" in s or ".split_heads(" in s for s in above)
+    assert "check_split_heads, hint" in above[0]
 
 
 # ---------------------------------------------------------------- right answers pass

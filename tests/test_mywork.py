@@ -66,9 +66,17 @@ def test_a_syntax_error_or_a_missing_lesson_falls_back_to_the_course(tmp_path):
     work = collect(["attention", "make_causal_mask"], tmp_path)
     assert work.functions["attention"] is by_name("attention").reference
     assert "syntax error" in work.origin["attention"]
-    assert "no definition found" in work.origin["make_causal_mask"]
+    assert "no definition of yours found" in work.origin["make_causal_mask"]
 
 
 def test_unknown_names_are_refused():
     with pytest.raises(ValueError, match="names: expected exercise names"):
         collect(["not_an_exercise"], ".")
+
+
+def test_a_folder_without_the_earlier_lessons_gets_the_courses_functions(tmp_path):
+    # nbgrader grades one lesson in a folder of its own: lesson 01 is not beside lesson 03
+    work = collect(["attention", "split_heads"], tmp_path)
+    assert work.functions["attention"] is by_name("attention").reference
+    assert work.functions["split_heads"] is by_name("split_heads").reference
+    assert work.origin["attention"].endswith("no definition of yours found in this folder)")

@@ -13,7 +13,8 @@ What a check compares, for every case:
 - the numbers must match to `atol`/`rtol`.
 
 A failure comes with hints in steps: `Verdict.steps[0]` is the symptom; each later step is
-more specific (the cause, then the lesson's cell that holds the idea). None gives code.
+more specific (the cause, then the section of the lesson that holds the idea). None gives
+code.
 """
 
 import copy

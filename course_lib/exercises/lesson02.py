@@ -167,6 +167,14 @@ def _ignores_seed(widths, threshold=0.01, wrt="q", seed=0):
     return vanishing_width_reference(widths, threshold, wrt, 0)
 
 
+def _scaled_on_seed_0(widths, threshold=0.01, wrt="q", seed=0):
+    which = ("scores", "q").index(wrt)
+    return _first(
+        (d, u / typical_gradient_norms(d, scale=True)[which] < threshold)
+        for d, u, _ in _ratios(widths, wrt, seed)
+    )
+
+
 def _absolute(widths, threshold=0.01, wrt="q", seed=0):
     return _first((d, u < threshold) for d, u, _ in _ratios(widths, wrt, seed))
 
@@ -197,6 +205,13 @@ def _vanishing_cases() -> list[Case]:
             (list(range(256, 513, 16)),),
             {"seed": 3},
             label="seed 3: other random problems than seed 0's",
+        ),
+        # seed 5 is one where measuring the scaled head on seed 0's problems moves the answer
+        # (352 instead of 416; both heads on seed 0 give 384)
+        Case(
+            (list(range(320, 481, 16)),),
+            {"seed": 5},
+            label="seed 5: other random problems again",
         ),
         Case(
             ([1, 4, 16, 64],),
@@ -260,6 +275,14 @@ VANISHING_WIDTH = Exercise(
             "with a seed other than 0 you return seed 0's width",
             "pass the seed on to typical_gradient_norms, for both heads: it picks the random "
             "problems that are measured.",
+        ),
+        Bug(
+            "scaled_on_seed_0",
+            _scaled_on_seed_0,
+            "with a seed other than 0 your width differs from the course's",
+            "the seed reaches only one of your two measurements: the scaled head was measured "
+            "on other random problems (seed 0's) than the unscaled one. Compare the two heads "
+            "on the same problems, the ones `seed` picks.",
         ),
         Bug(
             "absolute",
