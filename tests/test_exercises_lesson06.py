@@ -700,3 +700,16 @@ def test_loss_fn_is_the_learners_only_once_it_passes_its_check(capsys):
         loss_fn, out = _loss_fn_cell(wrong, capsys)
         assert loss_fn is lm_loss and "has not passed its check" in out, out
         assert "TRY AGAIN" not in out and "PASS" not in out  # the check runs without printing
+
+
+def test_a_subclass_of_the_courses_model_is_refused():
+    from course_lib.exercises.lesson06 import run_model
+    from course_lib.model import TinyTransformer
+
+    class MyTransformer(TinyTransformer):  # a learner's shortcut: the course's model renamed
+        def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers):
+            super().__init__(vocab_size, d_model, num_heads, d_ff, num_layers, max_len=128)
+
+    verdict = run_model(MyTransformer)
+    assert not verdict.passed and verdict.bug == "subclass"
+    assert "built on the course's TinyTransformer" in verdict.message

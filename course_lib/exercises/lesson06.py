@@ -404,6 +404,19 @@ def run_model(cls) -> Verdict:
             (f"See {MY_TRANSFORMER.idea}.",),
             FAILED,
         )
+    if issubclass(cls, TinyTransformer):
+        return Verdict(
+            False,
+            "MyTransformer: your class is built on the course's TinyTransformer, so its numbers "
+            "are the course's, not yours.",
+            (
+                "Derive it from torch.nn.Module and make every part from your own functions "
+                "(earlier_work's list above): that model is the point of the exercise.",
+                f"See {MY_TRANSFORMER.idea}.",
+            ),
+            FAILED,
+            "subclass",
+        )
     seen = set()
     for case in MY_TRANSFORMER.case_list():
         key = tuple(case.args[0].items())
