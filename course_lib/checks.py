@@ -25,7 +25,7 @@ from course_lib.exercises import (
 )
 from course_lib.exercises.core import Exercise, Verdict, run
 
-_last: dict = {"verdict": None, "shown": 0}  # the last failed check and how many steps shown
+_last: dict = {"verdict": None, "name": None}  # the last failed check, for hint()
 _failed: dict[str, list] = {}  # exercise name -> [verdict, steps shown], for hint(name)
 
 
