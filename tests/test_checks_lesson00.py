@@ -4,7 +4,6 @@ checker does with a stub, a crash or a non-function."""
 import math
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 import torch
@@ -12,25 +11,16 @@ import torch
 from course_lib.checks import check_softmax, hint
 from course_lib.exercises import lesson00
 from course_lib.exercises.core import DTYPE_HINT, run
-from course_lib.workspace import BEGIN
-from helpers import stub, verdict
+from helpers import notebook_functions, stub, verdict
 
 LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "00_start_here.ipynb"
 
 
-def notebook_softmax():
-    """The softmax as the course's lesson 00 solves it, run from the notebook's own cell."""
-    cell = next(
-        c for c in nbformat.read(LESSON, as_version=4).cells if BEGIN in c.get("source", "")
-    )
-    namespace = {"torch": torch}
-    exec(cell.source, namespace)
-    return namespace["softmax"]
-
-
 def test_the_notebooks_solution_passes(capsys):
-    assert run(lesson00.SOFTMAX, notebook_softmax()).passed
-    assert verdict(check_softmax, notebook_softmax(), capsys).startswith("PASS")
+    assert run(lesson00.SOFTMAX, notebook_functions("softmax")["softmax"]).passed
+    assert verdict(check_softmax, notebook_functions("softmax")["softmax"], capsys).startswith(
+        "PASS"
+    )
 
 
 def test_other_right_softmaxes_pass():
@@ -156,7 +146,7 @@ def test_the_check_prints_the_symptom_and_hint_gives_the_steps(capsys):
 
 
 def test_hint_after_a_pass_or_a_stub_says_there_is_no_failed_check(capsys):
-    for fn in (notebook_softmax(), stub):
+    for fn in (notebook_functions("softmax")["softmax"], stub):
         check_softmax(fn)
         capsys.readouterr()
         hint()

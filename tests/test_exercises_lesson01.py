@@ -5,7 +5,6 @@ import math
 import warnings
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 import torch
@@ -13,25 +12,15 @@ import torch
 from course_lib.checks import check_attention, check_causal_mask
 from course_lib.exercises import lesson01
 from course_lib.exercises.core import DTYPE_HINT, dead_bugs, run
-from course_lib.workspace import BEGIN
-from helpers import stub, verdict
+from helpers import notebook_functions, stub, verdict
 
 LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "01_attention_qkv.ipynb"
 ATTENTION, MASK = lesson01.ATTENTION, lesson01.CAUSAL_MASK
 d = 8  # as in the lesson: a learner's function may read it by mistake
 
 
-def notebook_solutions() -> dict:
-    """The functions the course's lesson 01 defines in its exercise cells, run from the cells."""
-    namespace = {"torch": torch, "math": math}
-    for cell in nbformat.read(LESSON, as_version=4).cells:
-        if cell.cell_type == "code" and BEGIN in cell.source:
-            exec(cell.source, namespace)
-    return namespace
-
-
 def test_the_notebooks_solutions_pass(capsys):
-    solved = notebook_solutions()
+    solved = notebook_functions("attention", "make_causal_mask")
     assert run(ATTENTION, solved["attention"]).passed
     assert run(MASK, solved["make_causal_mask"]).passed
     assert verdict(check_attention, solved["attention"], capsys).startswith("PASS")

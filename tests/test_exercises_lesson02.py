@@ -1,6 +1,5 @@
 """Lesson 02's exercises: the notebook's solutions pass, learner-style mistakes get their hint."""
 
-import ast
 import math
 from pathlib import Path
 
@@ -12,27 +11,13 @@ from course_lib.attention import typical_gradient_norms
 from course_lib.checks import check_entropy, check_vanishing_width
 from course_lib.exercises.core import run
 from course_lib.exercises.lesson02 import ENTROPY, VANISHING_WIDTH
-from helpers import stub, verdict
+from helpers import notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "02_scaling.ipynb"
 
 
 def _lesson():
     return nbformat.read(NOTEBOOK, as_version=4)
-
-
-def _solution(name: str):
-    """The function `name` as the lesson's exercise cell defines it."""
-    for cell in _lesson().cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == name:
-            namespace = {
-                "torch": torch,
-                "math": math,
-                "typical_gradient_norms": typical_gradient_norms,
-            }
-            exec(compile(ast.parse(cell.source), str(NOTEBOOK), "exec"), namespace)
-            return namespace[name]
-    raise AssertionError(f"no exercise cell for {name} in {NOTEBOOK.name}")
 
 
 def _markdown() -> str:
@@ -46,7 +31,7 @@ def _markdown() -> str:
     "name, exercise", [("entropy", ENTROPY), ("vanishing_width", VANISHING_WIDTH)]
 )
 def test_the_lessons_solution_passes(name, exercise):
-    assert run(exercise, _solution(name)).passed
+    assert run(exercise, notebook_functions(name)[name]).passed
 
 
 @pytest.mark.parametrize("check", [check_entropy, check_vanishing_width])

@@ -29,23 +29,13 @@ from course_lib.exercises.lesson04 import (
     SINUSOIDAL_ENCODING,
 )
 from course_lib.workspace import BEGIN, stub_solutions
-from helpers import stub, verdict
+from helpers import notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "04_positional_encoding.ipynb"
 
 
 def _lesson():
     return nbformat.read(NOTEBOOK, as_version=4)
-
-
-def _solutions() -> dict:
-    """The four exercise functions as the lesson's cells define them, in one namespace (the
-    later ones call rotate_pair, as in the notebook)."""
-    namespace = {"torch": torch, "math": math}
-    for cell in _lesson().cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(cell.source, namespace)
-    return namespace
 
 
 def _markdown() -> str:
@@ -70,7 +60,7 @@ def _check(exercise, fn, bug=None, words=()):
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_the_lessons_solution_passes(exercise):
-    assert run(exercise, _solutions()[exercise.name]).passed
+    assert run(exercise, notebook_functions(*(e.name for e in EXERCISES))[exercise.name]).passed
 
 
 @pytest.mark.parametrize(
@@ -135,7 +125,7 @@ def test_the_lessons_rope_score_keeps_float64_precision():
     # its speeds were once made in float32 whatever q's dtype: 1.3e-8 off on the float64 case
     case = ROPE_SCORE.case_list()[-1]
     assert case.args[0].dtype == torch.float64
-    got = _solutions()["rope_score"](*case.args)
+    got = notebook_functions(*(e.name for e in EXERCISES))["rope_score"](*case.args)
     assert got.dtype == torch.float64
     assert (got - ROPE_SCORE.reference(*case.args)).abs() < 1e-12
 

@@ -25,7 +25,7 @@ from course_lib.exercises.lesson05 import (
     layer_norm_reference,
 )
 from course_lib.workspace import stub_solutions
-from helpers import stub, verdict
+from helpers import notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_transformer_block.ipynb"
 
@@ -61,7 +61,7 @@ def _check(exercise, fn, bug=None, words=()):
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_the_lessons_solution_passes(exercise):
-    assert run(exercise, _solutions()[exercise.name]).passed
+    assert run(exercise, notebook_functions(exercise.name)[exercise.name]).passed
 
 
 @pytest.mark.parametrize("check", [check_feed_forward, check_prenorm_block, check_layer_norm])

@@ -23,6 +23,7 @@ import traitlets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from course_lib import viz
+from course_lib.exercises.core import stub_named
 
 STYLE = {"description_width": "initial"}  # a control's description is never cut short
 MAX_SETTINGS = 16  # a control with at most this many values lists every one in settings()
@@ -182,11 +183,8 @@ def compare_learner(fn, args: tuple, course_value, what: str, setting: str, atol
     try:
         got = fn(*args)
     except NotImplementedError as err:
-        text = str(err)
-        other = (
-            text.removeprefix("Exercise ").split(":", 1)[0] if text.startswith("Exercise ") else ""
-        )
-        if other and other != what:
+        other = stub_named(err)
+        if other is not None and other != what:
             return course_value, (
                 f"Your {what} calls your {other}, which is not written yet: the picture shows "
                 "the course's."

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_lessons_in_jupyterlab import ALL_RAN, EXPLORER, IDLE, STARTED, click_menu
+from test_lessons_in_jupyterlab import ALL_RAN, EXPLORER, IDLE, start_run_all
 
 KERNEL_IDLE = """() => /\\|\\s*Idle/.test(
     document.querySelector('#jp-main-statusbar')?.innerText || '')"""
@@ -67,13 +67,7 @@ def test_a_wrong_learner_attention_is_flagged_in_the_page(lab, page, artefacts):
     # the kernel itself idle (the status bar says so), not only the notebook's indicator:
     # a Run All clicked while the kernel still starts opens a dialog that blocks the page
     page.wait_for_function(KERNEL_IDLE, timeout=90_000, polling=100)
-    for attempt in range(2):  # a menu click can land while the page is still settling
-        click_menu(page, "Run", "Run All Cells")
-        try:
-            page.wait_for_function(STARTED, timeout=15_000)
-            break
-        except PlaywrightTimeout:
-            assert attempt == 0, "Run All Cells did not start the notebook"
+    start_run_all(page)
     page.wait_for_function(ALL_RAN, arg=1, timeout=120_000, polling=250)
     explorer = page.locator(EXPLORER)
     explorer.wait_for(timeout=30_000)

@@ -105,6 +105,17 @@ def click_menu(page, menu: str, item: str) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
 
 
+def start_run_all(page) -> None:
+    """Run > Run All Cells, once more if the first click landed while the page still settled."""
+    for attempt in range(2):
+        click_menu(page, "Run", "Run All Cells")
+        try:
+            page.wait_for_function(STARTED, timeout=15_000)
+            return
+        except PlaywrightTimeout:
+            assert attempt == 0, "Run All Cells did not start the notebook"
+
+
 def errors_shown(page, facts) -> list[str]:
     states = page.evaluate(CELL_STATES)
     assert len(states) == len(facts["cells"]), "JupyterLab shows a different number of cells"
@@ -360,13 +371,7 @@ def test_lesson_runs_and_every_explorer_responds(path, tabs, artefacts):
             "() => ![...document.querySelectorAll('.jp-InputArea-prompt')]"
             ".some(p => /\\d/.test(p.textContent))"
         )
-        for attempt in range(2):  # a menu click can land while the page is still settling
-            click_menu(page, "Run", "Run All Cells")
-            try:
-                page.wait_for_function(STARTED, timeout=15_000)
-                break
-            except PlaywrightTimeout:
-                assert attempt == 0, "Run All Cells did not start the notebook"
+        start_run_all(page)
         page.wait_for_function(
             ALL_RAN, arg=facts["runnable"], timeout=RUN_ALL_TIMEOUT_MS, polling=250
         )
