@@ -5,8 +5,8 @@ import time
 import torch
 
 from course_lib import data, heads, train
-from course_lib.attention import one_thread
 from course_lib.model import TinyTransformer
+from course_lib.runtime import one_thread
 
 THRESHOLDS = {"previous": 0.9, "bracket": 0.7, "subject": 0.7}
 TARGET_S = 60.0

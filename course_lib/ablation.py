@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from course_lib import data
 from course_lib._validation import one_of
 from course_lib.attention import causal_mask, scaled_dot_product_attention
+from course_lib.runtime import evaluating
 
 SKILLS = ("overall", "agreement", "brackets")
 ALL_SKILLS = (*SKILLS, "song")
@@ -196,13 +197,8 @@ def skill_losses(
 
 @torch.no_grad()
 def _losses(model, ids, positions: dict, knocked_out, mode: str) -> dict[str, float]:
-    was_training = model.training
-    model.eval()
-    try:
-        with knockout(model, knocked_out, mode):
-            logits = model(ids[:, :-1])  # (N, T-1, V)
-    finally:
-        model.train(was_training)
+    with evaluating(model), knockout(model, knocked_out, mode):
+        logits = model(ids[:, :-1])  # (N, T-1, V)
     loss = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")  # (N, T-1)
     return {skill: float(loss[rows, t].mean()) for skill, (rows, t) in positions.items()}
 

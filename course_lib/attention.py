@@ -1,11 +1,11 @@
 """Scaled dot-product attention and the causal mask (lessons 01 and 02)."""
 
 import math
-from contextlib import contextmanager
 
 import torch
 
 from course_lib._validation import broadcast_shape, float_tensor, one_of, positive_int
+from course_lib.runtime import one_thread
 
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
@@ -134,21 +134,6 @@ def influence_on_last(fn, x) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- lesson 02
-
-
-@contextmanager
-def one_thread():
-    """Run tiny tensor work on one thread, then restore the setting (explorers, lesson 02).
-
-    For these sizes waking a thread pool costs more than it saves; on a busy 2-core
-    machine it made lesson 02's training run 10x slower.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def random_qkv(n: int, T: int, d_k: int, d_v: int = 16, generator=None):

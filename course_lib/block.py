@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from course_lib._validation import float_tensor, one_of, positive_int
-from course_lib.attention import one_thread
 from course_lib.multihead import MultiHeadAttention
+from course_lib.runtime import one_thread
 
 NORMS = ("layer", "batch", "none")
 

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from course_lib._validation import float_tensor, one_of
+from course_lib.runtime import evaluating
 
 ACTIVATIONS = ("GELU", "ReLU")
 
@@ -109,11 +110,10 @@ def hidden_inputs(model, ids: torch.Tensor) -> list[torch.Tensor]:
         block.ff[0].register_forward_hook(lambda _m, _args, out: seen.append(out))
         for block in model.blocks
     ]
-    was_training = model.training
     try:
-        model.eval()(ids)
+        with evaluating(model):
+            model(ids)
     finally:
-        model.train(was_training)
         for handle in handles:
             handle.remove()
     return seen

@@ -17,6 +17,7 @@ level, is the mean of 1 / (t + 1) over the detector's queries (`chance_score`).
 import torch
 
 from course_lib import data
+from course_lib.runtime import evaluating
 
 DETECTORS = {
     "previous": data.previous_token_pairs,
@@ -28,13 +29,11 @@ DETECTORS = {
 @torch.no_grad()
 def attention_weights(model, ids: torch.Tensor, batch_size: int = 100) -> list[torch.Tensor]:
     """The model's attention, one (N, H, T, T) tensor per layer, for ids (N, T) (lesson 06)."""
-    was_training = model.training
-    model.eval()
-    chunks = [
-        model(ids[i : i + batch_size], return_weights=True)[1]
-        for i in range(0, len(ids), batch_size)
-    ]
-    model.train(was_training)
+    with evaluating(model):
+        chunks = [
+            model(ids[i : i + batch_size], return_weights=True)[1]
+            for i in range(0, len(ids), batch_size)
+        ]
     return [torch.cat(per_layer) for per_layer in zip(*chunks, strict=True)]  # each (N, H, T, T)
 
 

@@ -12,6 +12,7 @@ from course_lib._validation import one_of, positive_int
 from course_lib.attention import causal_mask
 from course_lib.block import TransformerBlock, make_norm
 from course_lib.positional import RotaryEmbedding, sinusoidal_encoding
+from course_lib.runtime import evaluating
 
 POSITIONAL = ("rope", "sinusoidal", "none")
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "data" / "checkpoints"
@@ -156,15 +157,13 @@ def generate(
     positive_int("num_tokens", num_tokens)
     if not temperature > 0:
         raise ValueError(f"temperature: expected a positive number, got {temperature}")
-    was_training = model.training
-    model.eval()
     generator = torch.Generator().manual_seed(seed)
     ids = prompt
-    for _ in range(num_tokens):
-        logits = model(ids[:, -model.config.max_len :])[:, -1]  # (B, V)
-        probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
-        ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
-    model.train(was_training)
+    with evaluating(model):
+        for _ in range(num_tokens):
+            logits = model(ids[:, -model.config.max_len :])[:, -1]  # (B, V)
+            probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
+            ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
     return ids
 
 

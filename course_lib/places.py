@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from course_lib._validation import positive_int
+from course_lib.runtime import evaluating
 
 WORDS = ("dog", "cat", "bird", "fish")
 K = 3  # the "?" needs the K words before it
@@ -63,10 +64,8 @@ def question_positions(ids: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def task_scores(model, ids: torch.Tensor) -> dict[str, float]:
     """Accuracy and mean loss of the model's answers after every "?" in ids (lesson 03)."""
-    was_training = model.training
-    model.eval()
-    logits = model(ids)  # (N, T, V)
-    model.train(was_training)
+    with evaluating(model):
+        logits = model(ids)  # (N, T, V)
     asked = question_positions(ids)  # (N, T)
     answers = ids[:, 1:][asked[:, :-1]]  # (P,)
     at_questions = logits[asked]  # (P, V)

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 import course_lib
 from course_lib import data, heads, places
 from course_lib.model import CHECKPOINT_DIR, PRETRAINED, ModelConfig, TinyTransformer
+from course_lib.runtime import evaluating
 
 
 @dataclass(frozen=True)
@@ -57,15 +58,13 @@ def lm_loss(model, ids: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def loss_by_position(model, ids: torch.Tensor, batch_size: int = 100) -> torch.Tensor:
     """(T-1,): mean loss of the prediction made at each position t, over ids (N, T) (lesson 04)."""
-    was_training = model.training
-    model.eval()
     total = torch.zeros(ids.shape[1] - 1)
-    for i in range(0, len(ids), batch_size):
-        chunk = ids[i : i + batch_size]
-        logits = model(chunk[:, :-1])  # (B, T-1, V)
-        loss = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:], reduction="none")  # (B, T-1)
-        total += loss.sum(dim=0)
-    model.train(was_training)
+    with evaluating(model):
+        for i in range(0, len(ids), batch_size):
+            chunk = ids[i : i + batch_size]
+            logits = model(chunk[:, :-1])  # (B, T-1, V)
+            loss = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:], reduction="none")
+            total += loss.sum(dim=0)  # loss: (B, T-1)
     return total / len(ids)
 
 

@@ -7,7 +7,7 @@ import matplotlib
 import pytest
 
 import course_lib
-from course_lib.attention import one_thread
+from course_lib.runtime import one_thread
 
 matplotlib.use("Agg")
 

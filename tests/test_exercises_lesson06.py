@@ -17,7 +17,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib import data, train
-from course_lib.attention import one_thread
 from course_lib.checks import check_my_transformer, check_next_token_loss, check_train_step
 from course_lib.exercises import by_name
 from course_lib.exercises.core import NOT_IMPLEMENTED, PASSED, run
@@ -29,6 +28,7 @@ from course_lib.exercises.lesson06 import (
     run_step,
 )
 from course_lib.model import TinyTransformer, load_card, load_pretrained
+from course_lib.runtime import one_thread
 from course_lib.train import learning_rate, lm_loss
 from helpers import stub, verdict
 

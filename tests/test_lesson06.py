@@ -10,7 +10,6 @@ import torch
 
 import course_lib
 from course_lib import data, heads, train
-from course_lib.attention import one_thread
 from course_lib.model import (
     TinyTransformer,
     flip_scale,
@@ -20,6 +19,7 @@ from course_lib.model import (
     without_scale,
 )
 from course_lib.mywork import earlier_work
+from course_lib.runtime import one_thread
 
 BARS = {"previous": 0.9, "bracket": 0.7, "subject": 0.7}
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"

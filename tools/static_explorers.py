@@ -16,7 +16,7 @@ import json
 
 import ipywidgets
 
-from course_lib.attention import one_thread
+from course_lib.runtime import one_thread
 
 
 def _labels(control, values: list) -> list[str]:

@@ -5,7 +5,8 @@ import torch
 from torch import nn
 
 from course_lib import viz
-from course_lib.attention import causal_mask, one_thread
+from course_lib.attention import causal_mask
+from course_lib.runtime import one_thread
 from course_lib.widgets.base import Explorer, choice_buttons, compare_learner, toggle_buttons
 
 # validation rows whose first sentence is short and leans on one skill: a song (previous

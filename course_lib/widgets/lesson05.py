@@ -5,7 +5,6 @@ import numpy as np
 import torch
 
 from course_lib import viz
-from course_lib.attention import one_thread
 from course_lib.block import (
     StackProfile,
     activation_scales,
@@ -14,6 +13,7 @@ from course_lib.block import (
     run_stack,
 )
 from course_lib.feedforward import activation
+from course_lib.runtime import one_thread
 from course_lib.widgets.base import (
     Explorer,
     checkbox,

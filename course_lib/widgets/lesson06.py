@@ -9,7 +9,7 @@ import torch
 from matplotlib.patches import Rectangle
 
 from course_lib import viz
-from course_lib.attention import one_thread
+from course_lib.runtime import one_thread
 from course_lib.widgets.base import (
     Explorer,
     checkbox,
