@@ -64,19 +64,29 @@ lab: workspace $(LAB_OVERRIDES)
 
 # -rs prints why anything was skipped (e.g. the browser test without Chromium: one line)
 # unit tests and notebooks on two workers, whole files each (--dist loadfile keeps one
-# notebook's cells in one kernel); then the browser test alone, so its timing-sensitive
-# waits never compete with a notebook for the CPU
+# notebook's cells in one kernel), every lesson within its run-time budget
+# (tools/lesson_budget.py); then, on torch's generic kernel path, the notebooks and the
+# tests that measure rounding-sensitive values (marked `rounding` by conftest.py); then the
+# browser test alone, so its timing-sensitive waits never compete with a notebook for the
+# CPU: it runs every lesson as a learner first meets it, the unsolved workspace copy.
+# Retraining checks (`retrains`) and the rest of the unit tests on other paths: `make portable`.
 test: $(STAMP) $(LAB_OVERRIDES) lint
-	$(PY) $(UNIT_AND_NBVAL)
-	$(GENERIC) $(PY) $(UNIT_AND_NBVAL) -m "not path_independent"
+	$(PY) $(UNIT_AND_NBVAL) -m "not retrains" --lesson-budget
+	$(GENERIC) $(PY) $(UNIT_AND_NBVAL) -m "rounding and not retrains"
 	$(PY) $(BROWSER_TEST)
 
 # the edit-test loop: unit and claim tests, no notebooks, no training, no browser
 quick: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/browser -m "not slow" tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/browser \
+		-m "not slow and not retrains" tests
 
-# the kernel paths and thread counts `make test` does not cover (run by .ci/run)
+# what `make test` leaves out, run by .ci/run: the retraining checks (native path), the
+# unit tests `make test` ran on one path only (generic path), everything again on AVX2, and
+# the notebooks with 1 and 4 threads
 portable: $(STAMP)
+	$(PY) -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser -m retrains tests
+	$(GENERIC) $(PY) -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser \
+		-m "not rounding and not path_independent and not retrains" tests
 	$(AVX2) $(PY) $(UNIT_AND_NBVAL) -m "not path_independent"
 	OMP_NUM_THREADS=1 $(PY) -m pytest -rs -n 2 --dist loadfile $(NBVAL) notebooks
 	OMP_NUM_THREADS=4 $(PY) -m pytest -rs -n 2 --dist loadfile $(NBVAL) notebooks

@@ -1,8 +1,19 @@
-"""Root pytest hooks: the notebooks that strict nbval runs, and the kernel path in the report."""
+"""Root pytest hooks: the notebooks that strict nbval runs, the kernel path in the report,
+which tests measure rounding-sensitive values, and every lesson's run-time budget."""
 
+import json
 import os
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tools.lesson_budget import over_budget
 
 PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "OMP_NUM_THREADS")
+DURATIONS = Path(__file__).resolve().parent / "artefacts" / "lesson-durations.json"
+_lesson_seconds: dict[str, float] = defaultdict(float)  # notebook stem -> summed cell time
+_over: list[str] = []
 
 
 def kernel_path() -> str:
@@ -13,13 +24,16 @@ def kernel_path() -> str:
     return f"{torch.backends.cpu.get_cpu_capability()} ({chosen or 'this CPU native'})"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--lesson-budget",
+        action="store_true",
+        help="fail if a notebook's cells take longer than its budget (tools/lesson_budget.py)",
+    )
+
+
 def pytest_report_header(config):
     return f"kernel path: {kernel_path()}"
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    # said again at the end, beside the summary, so a failure names the path that broke
-    terminalreporter.write_line(f"kernel path: {kernel_path()}", bold=exitstatus != 0)
 
 
 def pytest_collectstart(collector):
@@ -27,3 +41,41 @@ def pytest_collectstart(collector):
     # outputs stay the lesson, stdout and results are compared in full.
     if collector.fspath and collector.fspath.ext == ".ipynb":
         collector.skip_compare += ("stderr",)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    # What rounds differently on another CPU kernel path: every notebook cell (strict nbval
+    # compares printed digits) and every test that logs a measured value through the
+    # `measure` fixture (the claim tests). `make test` runs only these on the generic path;
+    # `make portable` runs the rest there too.
+    for item in items:
+        if item.path.suffix == ".ipynb" or "measure" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.rounding)
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::", 1)[0]
+    # with xdist the workers' reports arrive here too, so the controller sees every cell
+    if report.when == "call" and path.endswith(".ipynb"):
+        _lesson_seconds[Path(path).stem] += report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _lesson_seconds or hasattr(session.config, "workerinput"):  # a worker: not here
+        return
+    DURATIONS.parent.mkdir(exist_ok=True)
+    DURATIONS.write_text(json.dumps({k: round(v, 1) for k, v in _lesson_seconds.items()}, indent=1))
+    _over[:] = over_budget(_lesson_seconds)
+    if _over and session.config.getoption("--lesson-budget"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if _lesson_seconds:
+        each = ", ".join(f"{k[:2]} {v:.1f} s" for k, v in sorted(_lesson_seconds.items()))
+        terminalreporter.write_line(f"lesson cell time: {each}")
+    for problem in _over:
+        terminalreporter.write_line(f"LESSON OVER BUDGET: {problem}", red=True)
+    # said again at the end, beside the summary, so a failure names the path that broke
+    terminalreporter.write_line(f"kernel path: {kernel_path()}", bold=exitstatus != 0)

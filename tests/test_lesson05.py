@@ -460,7 +460,7 @@ def test_the_width_sweep_is_complete_and_its_4d_run_is_the_shipped_model():
     assert runs[256, 0]["final_val_loss"] == pytest.approx(card["val_loss"], abs=5e-4)
 
 
-@pytest.mark.slow  # trains: 100 steps, a few seconds
+@pytest.mark.retrains  # trains 100 steps; the sweep file itself is what lesson 05 shows
 def test_the_sweep_comes_from_its_code_the_first_100_steps_retrained(measure):
     """A cheap proxy for rerunning the sweep (18 runs, minutes): the first 100 steps are the
     warm-up, the same in a 100-step run as in a 1000-step one, so retraining them must land on

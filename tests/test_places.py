@@ -142,7 +142,7 @@ def test_sweep_figure_legend_sits_beside_the_curves():
     assert legend.x1 <= fig.bbox.x1  # and it is not cut off
 
 
-@pytest.mark.slow
+@pytest.mark.retrains
 def test_retrained_four_heads_beat_one(measure):
     """Seed 0 of the shipped recipes, trained again here (~10 s): the code, not only the
     shipped files, gives several heads the win. Over seeds the claim is asserted on the sweep

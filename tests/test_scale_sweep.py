@@ -125,7 +125,7 @@ def test_bad_arguments_name_the_parameter(sweep):
         scale_sweep.summary(sweep, "val_loss", "medium")
 
 
-@pytest.mark.slow
+@pytest.mark.retrains
 @pytest.mark.parametrize("width", [16, 256])
 def test_one_seed_of_the_short_budget_reruns_to_the_shipped_losses(sweep, width):
     torch.set_num_threads(1)

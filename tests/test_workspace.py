@@ -4,7 +4,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from course_lib.workspace import main, prepare, stub_solutions
+from course_lib.workspace import BEGIN, END, main, prepare, stub_solutions
 
 # notebook files only: the same on every kernel path (`make test` runs it on one)
 pytestmark = pytest.mark.path_independent
@@ -91,3 +91,42 @@ def test_every_course_notebook_stubs_cleanly(tmp_path):
     for path in written:
         for cell in nbformat.read(path, as_version=4).cells:
             assert "BEGIN SOLUTION" not in cell.source and "END SOLUTION" not in cell.source
+
+
+def _solution_regions(lines):
+    region = None
+    for line in lines:
+        if line.strip() == BEGIN:
+            region = []
+        elif line.strip() == END:
+            yield region
+            region = None
+        elif region is not None:
+            region.append(line)
+
+
+def test_filling_each_stub_with_the_solution_gives_back_the_course_lesson(tmp_path):
+    """A learner who writes the course's solution into every stub has the course's lesson,
+    marker lines aside: so the lessons' strict nbval run also proves that a fully solved
+    workspace passes every check (there is no separate execution of it). The unsolved copies
+    run top to bottom in JupyterLab in the browser test."""
+    from pathlib import Path
+
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    for path in prepare(notebooks, tmp_path):
+        course = nbformat.read(notebooks / path.name, as_version=4)
+        copy = nbformat.read(path, as_version=4)
+        for mine, theirs in zip(copy.cells, course.cells, strict=True):
+            solutions = iter(_solution_regions(theirs.source.splitlines()))
+            filled = []
+            for line in mine.source.splitlines():
+                if line.strip() == "# YOUR CODE HERE":
+                    continue
+                if line.strip().startswith('raise NotImplementedError("Exercise'):
+                    filled.extend(next(solutions))
+                    continue
+                filled.append(line)
+            expected = [
+                line for line in theirs.source.splitlines() if line.strip() not in (BEGIN, END)
+            ]
+            assert filled == expected, (path.name, mine.source[:200])

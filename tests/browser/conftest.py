@@ -1,7 +1,10 @@
 """One JupyterLab server and one headless Chromium, shared by every browser test.
 
-The server runs over a temporary copy of notebooks/ (its checkpoints and autosaves never
-touch the repository), on 127.0.0.1, a free port and a random token, with its own empty
+The server runs over a temporary folder (its checkpoints and autosaves never touch the
+repository) holding what a learner meets first: the workspace copy of every lesson, as
+`make lab` writes it (solutions replaced by stubs, no outputs), except for one learner's slip
+(learners_folder.py); and, in `course/`, the course's own notebooks with their stored
+outputs. It runs on 127.0.0.1, a free port and a random token, with its own empty
 settings, workspaces and runtime folders; it is always stopped at the end, kernels included.
 Chromium is Debian's (/usr/bin/chromium), launched by path: `playwright install` is never
 needed. Without it the tests skip with one line saying how to get it, unless
@@ -9,10 +12,10 @@ REQUIRE_BROWSER_TEST=1 or CI=true (set by .ci/run), where a missing browser is a
 """
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
+from learners_folder import write_learners_folder
 
 from course_server.launch import CHROMIUM, CHROMIUM_FLAGS, start_lab
 
@@ -42,8 +45,8 @@ def lab(tmp_path_factory, request):
     """The course's JupyterLab as `make lab` runs it (course_server's TCP_NODELAY included)."""
     require_chromium()
     home = tmp_path_factory.mktemp("lab")
-    root = home / "notebooks"
-    shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    root = home / "workspace"
+    write_learners_folder(root, NOTEBOOKS)
     server = start_lab(home, root, nodelay=True)
     request.addfinalizer(server.stop)
     return server

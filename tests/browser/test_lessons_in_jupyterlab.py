@@ -1,4 +1,12 @@
-"""Every lesson, as a learner sees it: JupyterLab in headless Chromium, Run All, move every control.
+"""Every lesson, as a learner first meets it: JupyterLab in headless Chromium, Run All on the
+unsolved workspace copy, then every control moved.
+
+The learner's copy (tests/browser/conftest.py) has every exercise still a stub, except lesson
+01's attention, which holds a classic slip: Run All must reach the end of every lesson without
+a traceback, each checker saying "not implemented yet" (lesson 01's attention: TRY AGAIN), so
+skipping an exercise never blocks a lesson; lesson 01's explorer, running the slipped function,
+must say DIFFERS and name the query it shows, before and after the query moves. The course's
+own lessons, opened without running, must show every explorer's stored picture.
 
 Explorers and their controls are found in the page, not listed here, so each lesson that
 lands is covered as it is: an explorer is an output holding an ipywidgets Image
@@ -19,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from learners_folder import SLIPPED_EXERCISE, SLIPPED_LESSON
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 LESSONS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -76,8 +85,10 @@ CLOSED_ALL = "() => document.querySelectorAll('.jp-Notebook').length === 0"
 PICTURE_CHANGED = """([images, before]) => images.some((img, i) => img.src !== before[i])"""
 
 
-def lesson_facts(path: Path) -> dict:
-    """What the stored notebook says: cells, which may raise, and its explorers' reprs."""
+def lesson_facts(path: Path, opened: Path | None = None) -> dict:
+    """What the course's stored notebook says (its explorers' reprs, concept checks), with
+    the cells of the notebook opened (the learner's copy, where given): which may raise, which
+    are checkers (nbgrader's graded cells), how many run."""
     nb = json.loads(path.read_text())
     explorers, checks = [], 0
     for cell in nb["cells"]:
@@ -87,8 +98,13 @@ def lesson_facts(path: Path) -> dict:
                 explorers.append("".join(data.get("text/plain", "explorer")))
             elif WIDGET_VIEW in data and "text/html" in data:
                 checks += 1
+    if opened is not None:
+        nb = json.loads(opened.read_text())
     return {
         "cells": nb["cells"],
+        "checkers": [
+            c.get("metadata", {}).get("nbgrader", {}).get("grade", False) for c in nb["cells"]
+        ],
         "may_raise": [
             "raises-exception" in c.get("metadata", {}).get("tags", []) for c in nb["cells"]
         ],
@@ -287,22 +303,24 @@ class LessonTabs:
         self.lab, self.context, self.page = lab, context, None
         self.stopping = []  # threads shutting down kernels of closed lessons
 
-    def open(self, path: Path):
+    def open(self, name: str):
+        """Open the notebook at `name` (relative to the server's root) in the shared page."""
         if self.page is None:
             self.page = self.context.new_page()
-            self.page.goto(self.lab.url(f"/lab/tree/{path.name}?reset"))
+            self.page.goto(self.lab.url(f"/lab/tree/{name}?reset"))
         else:
             click_menu(self.page, "File", "Open from Path…")
-            self.page.locator(".jp-Dialog input").fill(path.name)
+            self.page.locator(".jp-Dialog input").fill(name)
             self.page.locator(".jp-Dialog input").press("Enter")
-        self.page.locator(".lm-TabBar-tab.lm-mod-current", has_text=path.name).wait_for()
+        tab = Path(name).name
+        self.page.locator(".lm-TabBar-tab.lm-mod-current", has_text=tab).wait_for()
         self.page.wait_for_selector(IDLE, timeout=90_000)
         return self.page
 
-    def close(self, path: Path, *, failed: bool) -> None:
+    def close(self, name: str, *, failed: bool) -> None:
         page, self.page = self.page, None
         if page is not None:
-            if not failed and self._close_tab(page, path):
+            if not failed and self._close_tab(page, Path(name).name):
                 self.page = page  # clean: the next lesson opens here
             else:
                 page.close()
@@ -314,12 +332,12 @@ class LessonTabs:
         self.stopping.append(stop)
 
     @staticmethod
-    def _close_tab(page, path: Path) -> bool:
+    def _close_tab(page, tab: str) -> bool:
         """Close the lesson's tab, discarding its changes; False if the page did not comply."""
         try:
             click_menu(page, "File", "Close Tab")
             page.locator(".jp-Dialog button", has_text="Discard").click(timeout=5_000)
-            page.locator(".lm-TabBar-tab", has_text=path.name).wait_for(state="detached")
+            page.locator(".lm-TabBar-tab", has_text=tab).wait_for(state="detached")
             page.wait_for_function(CLOSED_ALL, timeout=5_000)
         except Exception:
             return False
@@ -341,21 +359,55 @@ def tabs(lab, browser_context):
         stop.join(timeout=30)
 
 
+VERDICT = re.compile(r"^(PASS|TRY AGAIN)\s+(\w+): (.*)$", re.MULTILINE)
+
+
+def checker_verdicts(page, facts) -> list[tuple[str, str, str]]:
+    """(PASS or TRY AGAIN, exercise, message) for every verdict the checker cells print."""
+    states = page.evaluate(CELL_STATES)
+    return [
+        verdict
+        for index, state in enumerate(states)
+        if facts["checkers"][index]
+        for verdict in VERDICT.findall(state["text"])
+    ]
+
+
+def assert_slip_is_flagged(page, explorer, shots: Path) -> None:
+    """Lesson 01's explorer runs the learner's slipped attention: its readout says DIFFERS and
+    names the query shown, and names the new one after the query slider moves."""
+    readout = explorer.locator(".widget-html-content").first
+    first = readout.inner_text()
+    assert "DIFFERS" in first, first
+    query = re.search(r"query (\d+)", first.split("DIFFERS", 1)[1])
+    assert query, f"the warning does not name the query setting: {first!r}"
+    handle = explorer.locator(".widget-slider .noUi-handle").first
+    handle.focus()
+    handle.press("ArrowLeft")
+    moved = f"query {int(query.group(1)) - 1}"
+    try:
+        page.wait_for_function(
+            "([out, text]) => out.innerText.includes(text)",
+            arg=[explorer.element_handle(), moved],
+            timeout=PICTURE_TIMEOUT_MS,
+        )
+    except PlaywrightTimeout as error:
+        raise AssertionError(
+            f"after moving the query, the readout says {readout.inner_text()!r}"
+        ) from error
+    after = readout.inner_text()
+    assert "DIFFERS" in after and moved in after.split("DIFFERS", 1)[1], after
+    explorer.screenshot(path=shots / "learner_attention_differs.png")
+
+
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_lesson_runs_and_every_explorer_responds(path, tabs, artefacts):
+def test_stored_lesson_shows_every_explorer_picture_before_running(path, tabs):
+    """The course's lesson as stored: JupyterLab falls back to each explorer's PNG while the
+    widget does not exist yet, and no cell shows an error."""
     facts = lesson_facts(path)
-    shots = artefacts / path.stem
-    shutil.rmtree(shots, ignore_errors=True)
-    shots.mkdir(parents=True)
-    timings = {}
-    start = time.perf_counter()
     failed = True
     try:
-        page = tabs.open(path)
-        timings["open"] = time.perf_counter() - start
-
-        # Before anything runs, the stored outputs must already show each explorer's picture
-        # (JupyterLab falls back to the bundle's PNG while the widget does not exist yet).
+        page = tabs.open(f"course/{path.name}")
         try:
             page.wait_for_function(
                 f"n => document.querySelectorAll({STORED_PICTURE!r}).length >= n",
@@ -365,12 +417,23 @@ def test_lesson_runs_and_every_explorer_responds(path, tabs, artefacts):
         except PlaywrightTimeout as error:
             raise AssertionError("before Run All, an explorer shows no stored picture") from error
         assert not errors_shown(page, facts)
+        failed = False
+    finally:
+        tabs.close(f"course/{path.name}", failed=failed)
 
-        click_menu(page, "Edit", "Clear Outputs of All Cells")
-        page.wait_for_function(
-            "() => ![...document.querySelectorAll('.jp-InputArea-prompt')]"
-            ".some(p => /\\d/.test(p.textContent))"
-        )
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_learners_copy_runs_and_every_explorer_responds(path, tabs, lab, artefacts):
+    facts = lesson_facts(path, opened=lab.root / path.name)
+    shots = artefacts / path.stem
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    timings = {}
+    start = time.perf_counter()
+    failed = True
+    try:
+        page = tabs.open(path.name)
+        timings["open"] = time.perf_counter() - start
         start_run_all(page)
         page.wait_for_function(
             ALL_RAN, arg=facts["runnable"], timeout=RUN_ALL_TIMEOUT_MS, polling=250
@@ -378,12 +441,21 @@ def test_lesson_runs_and_every_explorer_responds(path, tabs, artefacts):
         timings["run_all"] = time.perf_counter() - start - timings["open"]
         errors = errors_shown(page, facts)
         assert not errors, f"after Run All, errors show in {errors}"
+        verdicts = checker_verdicts(page, facts)
+        assert verdicts, f"{path.name}: no checker printed a verdict"
+        for outcome, exercise, message in verdicts:
+            if path.name == SLIPPED_LESSON and exercise == SLIPPED_EXERCISE:
+                assert outcome == "TRY AGAIN" and "not implemented" not in message, message
+            else:
+                assert outcome == "TRY AGAIN" and "not implemented yet" in message, message
 
         explorers = page.locator(EXPLORER)
         assert explorers.count() == len(facts["explorers"]), (
             f"JupyterLab shows {explorers.count()} explorers, the notebook stores "
             f"{len(facts['explorers'])}"
         )
+        if path.name == SLIPPED_LESSON:
+            assert_slip_is_flagged(page, explorers.nth(0), shots)
         # one explorer per lesson by keyboard alone, then every explorer by mouse
         report = [exercise_by_keyboard(page, explorers.nth(0), facts["explorers"][0])]
         report += [
@@ -413,7 +485,7 @@ def test_lesson_runs_and_every_explorer_responds(path, tabs, artefacts):
             tabs.page.screenshot(path=shots / "failure.png")
         raise
     finally:
-        tabs.close(path, failed=failed)
+        tabs.close(path.name, failed=failed)
 
 
 def test_jupyterlab_asks_for_no_news_and_no_updates(lab):

@@ -1,0 +1,19 @@
+"""tools/lesson_budget.py: the run-time budget every lesson must keep (issue 23)."""
+
+import pytest
+
+from tools.lesson_budget import budget, over_budget
+
+pytestmark = pytest.mark.path_independent
+
+
+def test_a_lesson_gets_20_s_and_the_capstone_60_s():
+    assert budget("03_multihead") == 20.0
+    assert budget("06_capstone_train_tiny_transformer") == 60.0
+
+
+def test_only_the_notebooks_over_their_budget_are_named():
+    times = {"01_attention_qkv": 20.0, "02_scaling": 20.5, "06_capstone_x": 59.0}
+    assert over_budget(times) == ["02_scaling: 20.5 s of cells, budget 20 s"]
+    assert over_budget({"06_capstone_x": 61.2}) == ["06_capstone_x: 61.2 s of cells, budget 60 s"]
+    assert over_budget({}) == []
