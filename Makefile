@@ -50,17 +50,15 @@ $(LAB_OVERRIDES): tools/jupyterlab/overrides.json $(STAMP)
 workspace: $(STAMP)
 	$(PY) -m course_lib.workspace notebooks workspace
 
-# the course's server extension: TCP_NODELAY on kernel websockets (course_server/)
-LAB_EXTENSIONS := '--ServerApp.jpserver_extensions={"course_server": True}'
+# the course's server settings, shared with start_lab and the class's servers: 127.0.0.1, no
+# news or update checks, course_server's TCP_NODELAY on kernel websockets
+SERVER_CONFIG := --config=$(CURDIR)/course_server/jupyter_server_config.py
 
 lab: workspace $(LAB_OVERRIDES)
 	@echo "JupyterLab on http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$(TOKEN)"
-	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) \
-		--ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--IdentityProvider.token=$(TOKEN) --ServerApp.root_dir=workspace \
-		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.news_url=None \
-		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
-		$(LAB_EXTENSIONS)
+	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) $(SERVER_CONFIG) \
+		--ServerApp.port=$(PORT) --IdentityProvider.token=$(TOKEN) \
+		--ServerApp.root_dir=workspace --LabApp.default_url=/lab/tree/00_start_here.ipynb
 
 # -rs prints why anything was skipped (e.g. the browser test without Chromium: one line)
 # unit tests and notebooks on two workers, whole files each (--dist loadfile keeps one

@@ -3,6 +3,9 @@
 Starts `make lab` itself on a free port with a random token, opens a kernel and its websocket
 as a browser would, and reads back from the server (course_server's /api/course/nodelay)
 that the socket has TCP_NODELAY set. The server is stopped at the end, kernels included.
+Those settings are written in one file, course_server/jupyter_server_config.py, which
+`make lab`, start_lab (the browser test) and a class's servers all read: checking them here,
+on `make lab`, covers the others.
 """
 
 import asyncio
@@ -19,9 +22,43 @@ from pathlib import Path
 import pytest
 from tornado.websocket import websocket_connect
 
-pytestmark = [pytest.mark.slow, pytest.mark.path_independent]
+pytestmark = pytest.mark.path_independent
 
 ROOT = Path(__file__).resolve().parents[1]
+SERVER_CONFIG = "course_server/jupyter_server_config.py"
+# what every course server shares: where one of these is written, a server's settings are
+SHARED_SETTINGS = (
+    "news_url",
+    "check_for_updates_class",
+    "NeverCheckForUpdate",
+    '"course_server": True',
+    "ServerApp.ip",
+)
+
+
+def tree_files() -> list[str]:
+    """The course's files as git sees them: tracked, and new ones not ignored."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, check=True, capture_output=True,
+    ).stdout.decode()  # fmt: skip
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+@pytest.mark.parametrize("setting", SHARED_SETTINGS)
+def test_the_shared_server_settings_are_written_in_one_file(setting):
+    here = Path(__file__).resolve().relative_to(ROOT).as_posix()
+    found = []
+    for name in tree_files():
+        if name == here or name.endswith((".ipynb", ".png", ".pt", ".npz")):
+            continue
+        text = (ROOT / name).read_text(encoding="utf-8", errors="ignore")
+        if setting in text:
+            found.append(name)
+    assert found == [SERVER_CONFIG], (
+        f"{setting!r} is set outside {SERVER_CONFIG} (or not there): {found}; "
+        "the course's servers share that one file"
+    )
 
 
 def free_port() -> int:
@@ -65,6 +102,7 @@ def lab():
         process.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_make_lab_sets_tcp_nodelay_on_kernel_websockets(lab):
     api, ws_base, token = lab
     assert api("/api/course/nodelay") == {"kernel_websockets": 0, "nodelay": 0}
