@@ -25,6 +25,7 @@ from pathlib import Path
 
 import psutil
 
+from course_server.launch import wait_until
 from deploy.localhub import (
     Accounts,
     CourseRepo,
@@ -33,7 +34,6 @@ from deploy.localhub import (
     Slider,
     memory_of,
     processes_of,
-    wait_for,
 )
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -122,7 +122,7 @@ def no_kernels(name: str) -> None:
     def gone():
         return not any("ipykernel" in " ".join(p.cmdline()) for p in processes_of(name))
 
-    wait_for(gone, 30, f"{name}'s kernel to stop")
+    wait_until(gone, 30, f"{name}'s kernel to stop")
 
 
 def memory_points(learner: Learner) -> list[dict]:

@@ -41,9 +41,37 @@ LAB_SETTINGS = {
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the system picks it)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def wait_until(check, timeout: float, what: str, interval: float = 0.25):
+    """Call `check()` until it returns something true, and return that; TimeoutError after
+    `timeout` seconds, naming `what`. A check raises to stop waiting (a process that exited)."""
+    if not timeout > 0:
+        raise ValueError(f"timeout: expected seconds > 0, got {timeout!r}")
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(interval)
+
+
+def answers(process: subprocess.Popen, api) -> bool:
+    """Whether the server that `process` runs answers `api("/api/status")`; RuntimeError once
+    the process has exited (waiting longer would only time out)."""
+    if process.poll() is not None:
+        raise RuntimeError(f"the server exited with code {process.returncode}")
+    try:
+        api("/api/status")
+        return True
+    except OSError:
+        return False
 
 
 class Lab:
@@ -64,16 +92,7 @@ class Lab:
         return json.loads(body) if body else None
 
     def wait_ready(self, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with code {self.process.returncode}")
-            try:
-                self.api("/api/status")
-                return
-            except OSError:
-                time.sleep(0.25)
-        raise TimeoutError(f"JupyterLab did not answer /api/status within {timeout:.0f} s")
+        wait_until(lambda: answers(self.process, self.api), timeout, "JupyterLab's /api/status")
 
     def stop(self) -> None:
         """Ask the server to shut down (it stops its kernels); kill the group if it won't."""

@@ -30,6 +30,7 @@ import psutil
 import requests
 import websocket
 
+from course_server.launch import free_port, wait_until
 from deploy.nbgitpuller_link import TARGET, link
 
 COURSE = Path(__file__).resolve().parents[1]
@@ -46,25 +47,9 @@ GIT_ENV = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def port_open(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def wait_for(condition, timeout: float, what: str, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"{what}: not within {timeout:.0f} s")
 
 
 def stop_process(process: subprocess.Popen, timeout: float = 20) -> None:
@@ -130,7 +115,7 @@ class CourseRepo:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip
-        wait_for(lambda: port_open(self.port), 20, "git daemon")
+        wait_until(lambda: port_open(self.port), 20, "git daemon")
         return self
 
     def copy_working_tree(self) -> None:
@@ -306,7 +291,7 @@ class LocalHub:
             except requests.ConnectionError:
                 return False
 
-        wait_for(up, timeout, "JupyterHub /hub/health")
+        wait_until(up, timeout, "JupyterHub /hub/health")
         return self
 
     def log_tail(self, lines: int = 40) -> str:
@@ -341,7 +326,7 @@ class LocalHub:
                 raise RuntimeError(f"{name}'s server is not starting:\n{self.log_tail()}")
             return False
 
-        wait_for(ready, timeout, f"{name}'s server", interval=0.5)
+        wait_until(ready, timeout, f"{name}'s server", interval=0.5)
 
     def start_server(self, name: str) -> None:
         self.api("POST", f"/users/{name}/server")

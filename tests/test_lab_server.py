@@ -13,14 +13,14 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 from tornado.websocket import websocket_connect
+
+from course_server.launch import answers, free_port, wait_until
 
 pytestmark = pytest.mark.path_independent
 
@@ -45,26 +45,39 @@ def tree_files() -> list[str]:
     return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
 
 
-@pytest.mark.parametrize("setting", SHARED_SETTINGS)
-def test_the_shared_server_settings_are_written_in_one_file(setting):
+def files_containing(text: str) -> list[str]:
+    """The course's text files (lessons and this file left out) in which `text` occurs."""
     here = Path(__file__).resolve().relative_to(ROOT).as_posix()
     found = []
     for name in tree_files():
         if name == here or name.endswith((".ipynb", ".png", ".pt", ".npz")):
             continue
-        text = (ROOT / name).read_text(encoding="utf-8", errors="ignore")
-        if setting in text:
+        if text in (ROOT / name).read_text(encoding="utf-8", errors="ignore"):
             found.append(name)
+    return found
+
+
+@pytest.mark.parametrize("setting", SHARED_SETTINGS)
+def test_the_shared_server_settings_are_written_in_one_file(setting):
+    found = files_containing(setting)
     assert found == [SERVER_CONFIG], (
         f"{setting!r} is set outside {SERVER_CONFIG} (or not there): {found}; "
         "the course's servers share that one file"
     )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+LAUNCH = ["course_server/launch.py"]
+
+
+@pytest.mark.parametrize(
+    "definition, where",
+    [("def free_port(", LAUNCH), ('.bind(("127.0.0.1", 0))', LAUNCH),
+     ("def wait_until(", LAUNCH), ("def wait_for(", [])],
+)  # fmt: skip
+def test_free_ports_and_waiting_are_written_once(definition, where):
+    """Finding a free port and waiting for a server: course_server/launch.py, used everywhere."""
+    found = files_containing(definition)
+    assert found == where, f"{definition!r} is written in {found}, expected only in {where}"
 
 
 @pytest.fixture(scope="module")
@@ -84,15 +97,7 @@ def lab():
             body = response.read()
         return json.loads(body) if body else None
 
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            api("/api/status")
-            break
-        except OSError:
-            assert process.poll() is None, "make lab exited"
-            assert time.monotonic() < deadline, "make lab's server did not answer in 120 s"
-            time.sleep(0.5)
+    wait_until(lambda: answers(process, api), 120, "make lab's /api/status", interval=0.5)
     yield api, f"ws://127.0.0.1:{port}", token
     try:
         api("/api/shutdown", method="POST")
