@@ -1,4 +1,4 @@
-"""A real JupyterHub with five learners, each a Unix account of their own (deploy/localhub.py).
+"""A real JupyterHub with five learners, each a Unix account of their own (localhub/ here).
 
 `make class-test` runs this folder alone (`--confcutdir=tests/class`: none of the unit tests'
 set-up), in the learners' environment .class/venv. It needs root, to create the accounts; where
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from course_server.launch import CHROMIUM, CHROMIUM_FLAGS, wait_until
-from deploy.localhub import Accounts, CourseRepo, Learner, LocalHub, port_open, processes_of
+from localhub import Accounts, CourseRepo, Learner, LocalHub, port_open, processes_of
 
 # `make test`, `make quick` and `make unit` collect tests/ in the course's .venv: this folder
 # needs the learners' environment (JupyterHub in it: `make class-env`), so there it is left out
