@@ -81,7 +81,7 @@ portable: $(STAMP)
 
 # every claim test's measured values under each kernel path (for the comments beside them)
 margins: $(STAMP)
-	$(PY) tools/claim_margins.py
+	$(PY) -m tools.claim_margins
 
 unit: $(STAMP)
 	$(PY) -m pytest tests --ignore=tests/browser
@@ -90,7 +90,7 @@ nbval: $(STAMP)
 	$(PY) -m pytest $(NBVAL) notebooks
 
 notebooks: $(STAMP)
-	$(PY) tools/run_notebooks.py notebooks/*.ipynb
+	$(PY) -m tools.run_notebooks notebooks/*.ipynb
 
 # ---------------------------------------------------------------- lint, html, browser (issue 8)
 LINT_PATHS := course_lib course_server tests tools notebooks deploy $(wildcard benchmarks)
@@ -101,7 +101,7 @@ lint: $(STAMP)
 
 # every lesson as static HTML in site/ (git-ignored): explorers show their starting picture
 html: $(STAMP)
-	$(PY) tools/build_site.py site notebooks/[0-9][0-9]_*.ipynb
+	$(PY) -m tools.build_site site notebooks/[0-9][0-9]_*.ipynb
 
 # only the browser test (needs /usr/bin/chromium); screenshots in artefacts/browser/
 browser: $(STAMP) $(LAB_OVERRIDES)
@@ -177,4 +177,4 @@ class-link:
 
 # nbgrader metadata on exercise and checker cells (again after regenerating a lesson)
 nbgrader-metadata: $(STAMP)
-	$(PY) tools/nbgrader_metadata.py notebooks/[0-9][0-9]_*.ipynb
+	$(PY) -m tools.nbgrader_metadata notebooks/[0-9][0-9]_*.ipynb
