@@ -50,17 +50,15 @@ $(LAB_OVERRIDES): tools/jupyterlab/overrides.json $(STAMP)
 workspace: $(STAMP)
 	$(PY) -m course_lib.workspace notebooks workspace
 
-# the course's server extension: TCP_NODELAY on kernel websockets (course_server/)
-LAB_EXTENSIONS := '--ServerApp.jpserver_extensions={"course_server": True}'
+# the course's server settings, shared with start_lab and the class's servers: 127.0.0.1, no
+# news or update checks, course_server's TCP_NODELAY on kernel websockets
+SERVER_CONFIG := --config=$(CURDIR)/course_server/jupyter_server_config.py
 
 lab: workspace $(LAB_OVERRIDES)
 	@echo "JupyterLab on http://127.0.0.1:$(PORT)/lab/tree/00_start_here.ipynb?token=$(TOKEN)"
-	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) \
-		--ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--IdentityProvider.token=$(TOKEN) --ServerApp.root_dir=workspace \
-		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.news_url=None \
-		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
-		$(LAB_EXTENSIONS)
+	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) $(SERVER_CONFIG) \
+		--ServerApp.port=$(PORT) --IdentityProvider.token=$(TOKEN) \
+		--ServerApp.root_dir=workspace --LabApp.default_url=/lab/tree/00_start_here.ipynb
 
 # -rs prints why anything was skipped (e.g. the browser test without Chromium: one line).
 # 1. Unit tests and notebooks on two workers, whole files each (--dist loadfile keeps one
@@ -97,7 +95,7 @@ portable: $(STAMP)
 
 # every claim test's measured values under each kernel path (for the comments beside them)
 margins: $(STAMP)
-	$(PY) tools/claim_margins.py
+	$(PY) -m tools.claim_margins
 
 unit: $(STAMP)
 	$(PY) -m pytest tests --ignore=tests/browser
@@ -106,7 +104,7 @@ nbval: $(STAMP)
 	$(PY) -m pytest $(NBVAL) notebooks
 
 notebooks: $(STAMP)
-	$(PY) tools/run_notebooks.py notebooks/*.ipynb
+	$(PY) -m tools.run_notebooks notebooks/*.ipynb
 
 # ---------------------------------------------------------------- lint, html, browser (issue 8)
 LINT_PATHS := course_lib course_server tests tools notebooks deploy $(wildcard benchmarks)
@@ -117,7 +115,7 @@ lint: $(STAMP)
 
 # every lesson as static HTML in site/ (git-ignored): explorers show their starting picture
 html: $(STAMP)
-	$(PY) tools/build_site.py site notebooks/[0-9][0-9]_*.ipynb
+	$(PY) -m tools.build_site site notebooks/[0-9][0-9]_*.ipynb
 
 # only the browser test (needs /usr/bin/chromium); screenshots in artefacts/browser/
 browser: $(STAMP) $(LAB_OVERRIDES)
@@ -193,4 +191,4 @@ class-link:
 
 # nbgrader metadata on exercise and checker cells (again after regenerating a lesson)
 nbgrader-metadata: $(STAMP)
-	$(PY) tools/nbgrader_metadata.py notebooks/[0-9][0-9]_*.ipynb
+	$(PY) -m tools.nbgrader_metadata notebooks/[0-9][0-9]_*.ipynb

@@ -2,7 +2,7 @@
 
     make class-bench     # root: it creates the learners' Unix accounts (a few minutes)
 
-A real JupyterHub on this machine (deploy/localhub.py), each learner a Unix account with their
+A real JupyterHub on this machine (tests/class/localhub/), each learner a Unix account with their
 own server, the course delivered by nbgitpuller. Memory: one learner's server, then server plus
 kernel after lesson 00, 03 and the capstone (06), each lesson run top to bottom in a fresh
 kernel. Latency: N learners (N = 1, 5, 10, 20) each run lesson 00 and then move its explorer's
@@ -12,6 +12,7 @@ the new picture received. Writes the "Class capacity" section of benchmarks/RESU
 markers that `make bench` keeps.
 """
 
+import importlib
 import os
 import random
 import shutil
@@ -25,16 +26,10 @@ from pathlib import Path
 
 import psutil
 
-from deploy.localhub import (
-    Accounts,
-    CourseRepo,
-    Learner,
-    LocalHub,
-    Slider,
-    memory_of,
-    processes_of,
-    wait_for,
-)
+from course_server.launch import wait_until
+
+# the class test's harness, tests/class/localhub/ (`class` is a keyword: no `import` statement)
+localhub = importlib.import_module("tests.class.localhub")
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 START, END = "<!-- class-capacity: start -->", "<!-- class-capacity: end -->"
@@ -76,11 +71,11 @@ def cpu_times() -> tuple[float, float]:
     return sum(fields) - idle, sum(fields)
 
 
-def class_cpu_seconds(hub: LocalHub, names: list[str]) -> float:
+def class_cpu_seconds(hub: localhub.LocalHub, names: list[str]) -> float:
     """CPU seconds used so far by the hub, its proxy and every learner's processes."""
     root = psutil.Process(hub.process.pid)
     processes = [root, *root.children(recursive=True)]
-    processes += [p for name in names for p in processes_of(name)]
+    processes += [p for name in names for p in localhub.processes_of(name)]
     total = 0.0
     for process in {p.pid: p for p in processes}.values():
         try:
@@ -96,7 +91,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def hub_memory(hub: LocalHub) -> float:
+def hub_memory(hub: localhub.LocalHub) -> float:
     """MB RSS of the hub and its proxy (root's processes; learners' servers are not counted)."""
     root = psutil.Process(hub.process.pid)
     total = 0
@@ -109,8 +104,8 @@ def hub_memory(hub: LocalHub) -> float:
     return total / 2**20
 
 
-def deliver(hub: LocalHub, course: CourseRepo, name: str) -> Learner:
-    learner = Learner(hub, name)
+def deliver(hub: localhub.LocalHub, course: localhub.CourseRepo, name: str) -> localhub.Learner:
+    learner = localhub.Learner(hub, name)
     learner.login()
     learner.open_link(learner.link(course.url))
     learner.pull(course.url)
@@ -120,42 +115,46 @@ def deliver(hub: LocalHub, course: CourseRepo, name: str) -> Learner:
 
 def no_kernels(name: str) -> None:
     def gone():
-        return not any("ipykernel" in " ".join(p.cmdline()) for p in processes_of(name))
+        return not any("ipykernel" in " ".join(p.cmdline()) for p in localhub.processes_of(name))
 
-    wait_for(gone, 30, f"{name}'s kernel to stop")
+    wait_until(gone, 30, f"{name}'s kernel to stop")
 
 
-def memory_points(learner: Learner) -> list[dict]:
-    rows = [{"point": "server alone (course delivered)", **memory_of(learner.name)}]
+def memory_points(learner: localhub.Learner) -> list[dict]:
+    rows = [{"point": "server alone (course delivered)", **localhub.memory_of(learner.name)}]
     for point, stem in LESSONS.items():
         kernel = learner.kernel(lesson_path(stem))
         start = time.perf_counter()
         kernel.run_notebook(learner.notebook(lesson_path(stem)))
         seconds = time.perf_counter() - start
-        rows.append({"point": point, "run_s": seconds, **memory_of(learner.name)})
+        rows.append({"point": point, "run_s": seconds, **localhub.memory_of(learner.name)})
         kernel.close()
         no_kernels(learner.name)
         print(f"  {point}: {rows[-1]}", flush=True)
     return rows
 
 
-def ready_slider(learner: Learner) -> Slider:
+def ready_slider(learner: localhub.Learner) -> localhub.Slider:
     kernel = learner.kernel(lesson_path("00_start_here"))
     kernel.run_notebook(learner.notebook(lesson_path("00_start_here")))
-    slider = Slider(kernel)
+    slider = localhub.Slider(kernel)
     for _ in range(2):  # the first redraws fill caches: not what a learner waits for later
         slider.move()
     return slider
 
 
 def phase(
-    hub: LocalHub, names: list[str], sliders: list[Slider], seconds: float, seed: int
+    hub: localhub.LocalHub,
+    names: list[str],
+    sliders: list[localhub.Slider],
+    seconds: float,
+    seed: int,
 ) -> dict:
     """Each slider's learner moves it, thinks, moves it again, until the phase ends."""
     times, lock = [], threading.Lock()
     deadline = time.monotonic() + seconds
 
-    def learner_loop(index: int, slider: Slider) -> None:
+    def learner_loop(index: int, slider: localhub.Slider) -> None:
         rng = random.Random(seed * 1000 + index)
         time.sleep(rng.uniform(0, THINK_S[1]))  # learners do not start in step
         while time.monotonic() < deadline:
@@ -186,12 +185,12 @@ def phase(
 
 def measure() -> dict:
     folder = Path(tempfile.mkdtemp(prefix="class-capacity-"))
-    course = CourseRepo(folder / "course", os.environ.get("CLASS_TEST_COURSE")).start()
-    accounts = Accounts(prefix="classbench")
+    course = localhub.CourseRepo(folder / "course", os.environ.get("CLASS_TEST_COURSE")).start()
+    accounts = localhub.Accounts(prefix="classbench")
     hub = None
     try:
         names = accounts.create(max(COUNTS))
-        hub = LocalHub(folder / "hub", names).start()
+        hub = localhub.LocalHub(folder / "hub", names).start()
         print(f"hub up; delivering the course to {len(names)} learners ...", flush=True)
         with ThreadPoolExecutor(max_workers=4) as pool:
             learners = list(pool.map(lambda n: deliver(hub, course, n), names))
@@ -204,7 +203,9 @@ def measure() -> dict:
         whole_class = {
             "learners": len(learners),
             "hub_rss": hub_memory(hub),
-            "learners_pss": sum(m["server_pss"] + m["kernel_pss"] for m in map(memory_of, names)),
+            "learners_pss": sum(
+                m["server_pss"] + m["kernel_pss"] for m in map(localhub.memory_of, names)
+            ),
             "machine_used": (used.total - used.available) / 2**20,
         }
         phases = []

@@ -4,8 +4,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+from tools.run_notebooks import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_LESSON_S, TARGET_CAPSTONE_S, TARGET_MAKE_TEST_S = 20.0, 90.0, 300.0
@@ -13,18 +12,7 @@ TARGET_LESSON_S, TARGET_CAPSTONE_S, TARGET_MAKE_TEST_S = 20.0, 90.0, 300.0
 
 def run_time(path: Path) -> float:
     """Seconds to execute every cell of path, measured after the kernel is up."""
-    notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        notebook,
-        timeout=600,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    with client.setup_kernel():
-        start = time.perf_counter()
-        for index, cell in enumerate(notebook.cells):
-            client.execute_cell(cell, index)
-        return time.perf_counter() - start
+    return execute(path)[1]
 
 
 def target_for(path: Path) -> float:

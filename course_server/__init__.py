@@ -4,9 +4,10 @@ An explorer's picture travels from the kernel to the browser over the server's w
 jupyter_server never sets TCP_NODELAY on that socket and Tornado leaves Nagle's algorithm on,
 so a picture that follows a small message can wait 30-40 ms for the browser's ACK. The
 handler below is jupyter_server's own kernel websocket handler, registered for the same URL
-ahead of it, that turns Nagle off when a connection opens. `make lab` enables the extension
-(`--ServerApp.jpserver_extensions`); GET /api/course/nodelay reports how many kernel
-websockets opened and how many of them have TCP_NODELAY set, read back from the socket.
+ahead of it, that turns Nagle off when a connection opens. The course's server settings
+(jupyter_server_config.py here, read by `make lab`, start_lab and a class's servers) enable
+it; GET /api/course/nodelay reports how many kernel websockets opened and how many of them
+have TCP_NODELAY set, read back from the socket.
 
 It imports nothing of course_lib (so no torch): the server process stays small.
 """

@@ -3,8 +3,8 @@
 `start_lab(home, root)` runs JupyterLab on 127.0.0.1, a free port and a random token, over
 the folder `root`, with its settings, workspaces and runtime folders under `home` (nothing
 of the user's own JupyterLab is read or written), and returns a `Lab`. `Lab.stop()` shuts
-it down, kernels included. With `nodelay=True` the course's server extension is on, as in
-`make lab`.
+it down, kernels included. Its server settings are `make lab`'s, from SERVER_CONFIG; with
+`nodelay=False` the course's server extension is off (the browser benchmark's "before").
 """
 
 import json
@@ -30,6 +30,8 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+# the course's server settings (`make lab`, the class's servers): one file, read with --config
+SERVER_CONFIG = Path(__file__).resolve().with_name("jupyter_server_config.py")
 # User settings for a test or benchmark lab: every cell stays in the page (no windowing), so
 # every explorer can be found and moved. News and update checks are off through the course's
 # overrides.json, which the Makefile installs into .venv as for `make lab`.
@@ -39,9 +41,37 @@ LAB_SETTINGS = {
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the system picks it)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def wait_until(check, timeout: float, what: str, interval: float = 0.25):
+    """Call `check()` until it returns something true, and return that; TimeoutError after
+    `timeout` seconds, naming `what`. A check raises to stop waiting (a process that exited)."""
+    if not timeout > 0:
+        raise ValueError(f"timeout: expected seconds > 0, got {timeout!r}")
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(interval)
+
+
+def answers(process: subprocess.Popen, api) -> bool:
+    """Whether the server that `process` runs answers `api("/api/status")`; RuntimeError once
+    the process has exited (waiting longer would only time out)."""
+    if process.poll() is not None:
+        raise RuntimeError(f"the server exited with code {process.returncode}")
+    try:
+        api("/api/status")
+        return True
+    except OSError:
+        return False
 
 
 class Lab:
@@ -62,16 +92,7 @@ class Lab:
         return json.loads(body) if body else None
 
     def wait_ready(self, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with code {self.process.returncode}")
-            try:
-                self.api("/api/status")
-                return
-            except OSError:
-                time.sleep(0.25)
-        raise TimeoutError(f"JupyterLab did not answer /api/status within {timeout:.0f} s")
+        wait_until(lambda: answers(self.process, self.api), timeout, "JupyterLab's /api/status")
 
     def stop(self) -> None:
         """Ask the server to shut down (it stops its kernels); kill the group if it won't."""
@@ -90,7 +111,7 @@ class Lab:
                 self.process.wait(timeout=10)
 
 
-def start_lab(home: Path, root: Path, *, nodelay: bool = False, log_name="server.log") -> Lab:
+def start_lab(home: Path, root: Path, *, nodelay: bool = True, log_name="server.log") -> Lab:
     """Start JupyterLab over `root` with its state under `home`; wait until it answers."""
     home, root = Path(home), Path(root)
     for name, values in LAB_SETTINGS.items():
@@ -106,14 +127,12 @@ def start_lab(home: Path, root: Path, *, nodelay: bool = False, log_name="server
     )
     port, token = free_port(), secrets.token_hex(24)
     command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser",
-        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        sys.executable, "-m", "jupyterlab", "--no-browser", f"--config={SERVER_CONFIG}",
+        f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
     ]  # fmt: skip
-    if nodelay:
-        command.append('--ServerApp.jpserver_extensions={"course_server": True}')
+    if not nodelay:  # the command line comes above the config file
+        command.append('--ServerApp.jpserver_extensions={"course_server": False}')
     if os.getuid() == 0:
         command.append("--allow-root")
     with (home / log_name).open("wb") as log:

@@ -60,7 +60,8 @@ c.Spawner.environment = {
     "PATH": f"{VENV / 'bin'}:/usr/local/bin:/usr/bin:/bin",
     # the course_lib of the lessons the learner has: ~/course, pulled and updated by nbgitpuller
     "PYTHONPATH": course_clone,
-    # every learner server's settings (kernel culling, ...), the same as in the image
+    # every learner server's settings: the course's shared ones (course_server/, as `make lab`)
+    # and a class's own (kernel culling), the same as in the image
     "JUPYTER_CONFIG_PATH": str(COURSE / "deploy" / "singleuser"),
 }
 c.Spawner.notebook_dir = "~"

@@ -1,6 +1,8 @@
 """Set up an nbgrader course folder from the course's lessons. Run it with the course's Python.
 
-    .venv/bin/python deploy/nbgrader_course.py GRADING_DIR [LESSON ...] [--lessons FOLDER]
+    .venv/bin/python -m deploy.nbgrader_course GRADING_DIR [LESSON ...] [--lessons FOLDER]
+
+(from the course folder, which holds deploy/ and tools/).
 
 In GRADING_DIR it writes nbgrader_config.py (from deploy/), source/<lesson>/<lesson>.ipynb for
 each lesson (default: every lesson with exercises in notebooks/, or in --lessons; copied again
@@ -23,9 +25,9 @@ from pathlib import Path
 
 import nbformat
 
+from tools.nbgrader_metadata import apply
+
 COURSE = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(COURSE / "tools"))  # a deploy script, run from anywhere
-from nbgrader_metadata import apply  # noqa: E402
 
 GRADER = COURSE / ".class" / "grader" / "bin"
 WRAPPER = """#!/bin/sh

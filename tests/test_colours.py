@@ -7,8 +7,6 @@ centred on 0. A line or bar whose label names a meaning has that meaning's colou
 
 import inspect
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +25,6 @@ from course_lib.widgets import EXPLORERS
 
 SEQUENTIAL = {"viridis", "cividis"}
 DIVERGING = {"RdBu_r", "RdBu", "PuOr", "PuOr_r", "BrBG", "BrBG_r", "coolwarm"}
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 
 def scores(layers=2, heads_=4, scale=1.0):
@@ -314,12 +311,9 @@ def test_the_checks_catch_a_wrong_colormap_and_colour_only_legends():
 
 @pytest.fixture
 def cvd():
-    sys.path.insert(0, str(TOOLS))
-    try:
-        import cvd
-    finally:
-        sys.path.remove(str(TOOLS))
-    return cvd
+    from tools import cvd as module
+
+    return module
 
 
 def hue(rgb):

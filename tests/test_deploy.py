@@ -1,7 +1,10 @@
 """The class set-up's small pieces (deploy/): the nbgitpuller link, the capacity section of
-benchmarks/RESULTS.md. The hub itself is tested live by `make class-test` (tests/class/).
+benchmarks/RESULTS.md, and deploy/ holding only what an instructor deploys. The hub itself is
+tested live by `make class-test` (tests/class/, with its harness in tests/class/localhub/).
 """
 
+import ast
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -10,6 +13,10 @@ from benchmarks.class_capacity import END, START, kept_section, with_section
 from deploy.nbgitpuller_link import link
 
 pytestmark = pytest.mark.path_independent
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+# what only a test harness imports: pytest, and the clients the class test drives a hub with
+TEST_ONLY = {"pytest", "psutil", "websocket", "playwright", "localhub", "tests"}
 
 
 def test_the_link_clones_into_course_and_opens_lesson_00():
@@ -35,3 +42,22 @@ def test_the_capacity_section_is_replaced_in_place_and_kept_by_make_bench(tmp_pa
     assert with_section("# Benchmark results\n\nnew figures\n", kept_section(results)).endswith(
         newer
     )
+
+
+def test_deploy_holds_no_test_harness():
+    """deploy/ is what an instructor deploys; the class test's hub lives in tests/class/."""
+    for path in sorted(DEPLOY.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {
+            name.split(".")[0]
+            for node in ast.walk(tree)
+            for name in (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )
+        }  # fmt: skip
+        assert not imported & TEST_ONLY, f"{path.name} imports {sorted(imported & TEST_ONLY)}"
+        classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+        assert not classes & {"LocalHub", "Learner", "Kernel", "Accounts", "CourseRepo"}, (
+            f"{path.name} defines the class test's harness: {sorted(classes)}"
+        )

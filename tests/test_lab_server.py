@@ -3,6 +3,9 @@
 Starts `make lab` itself on a free port with a random token, opens a kernel and its websocket
 as a browser would, and reads back from the server (course_server's /api/course/nodelay)
 that the socket has TCP_NODELAY set. The server is stopped at the end, kernels included.
+Those settings are written in one file, course_server/jupyter_server_config.py, which
+`make lab`, start_lab (the browser test) and a class's servers all read: checking them here,
+on `make lab`, covers the others.
 """
 
 import asyncio
@@ -10,24 +13,71 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 from tornado.websocket import websocket_connect
 
-pytestmark = [pytest.mark.slow, pytest.mark.path_independent]
+from course_server.launch import answers, free_port, wait_until
+
+pytestmark = pytest.mark.path_independent
 
 ROOT = Path(__file__).resolve().parents[1]
+SERVER_CONFIG = "course_server/jupyter_server_config.py"
+# what every course server shares: where one of these is written, a server's settings are
+SHARED_SETTINGS = (
+    "news_url",
+    "check_for_updates_class",
+    "NeverCheckForUpdate",
+    '"course_server": True',
+    "ServerApp.ip",
+)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def tree_files() -> list[str]:
+    """The course's files as git sees them: tracked, and new ones not ignored."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, check=True, capture_output=True,
+    ).stdout.decode()  # fmt: skip
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+def files_containing(text: str) -> list[str]:
+    """The course's text files (lessons and this file left out) in which `text` occurs."""
+    here = Path(__file__).resolve().relative_to(ROOT).as_posix()
+    found = []
+    for name in tree_files():
+        if name == here or name.endswith((".ipynb", ".png", ".pt", ".npz")):
+            continue
+        if text in (ROOT / name).read_text(encoding="utf-8", errors="ignore"):
+            found.append(name)
+    return found
+
+
+@pytest.mark.parametrize("setting", SHARED_SETTINGS)
+def test_the_shared_server_settings_are_written_in_one_file(setting):
+    found = files_containing(setting)
+    assert found == [SERVER_CONFIG], (
+        f"{setting!r} is set outside {SERVER_CONFIG} (or not there): {found}; "
+        "the course's servers share that one file"
+    )
+
+
+LAUNCH = ["course_server/launch.py"]
+
+
+@pytest.mark.parametrize(
+    "definition, where",
+    [("def free_port(", LAUNCH), ('.bind(("127.0.0.1", 0))', LAUNCH),
+     ("def wait_until(", LAUNCH), ("def wait_for(", [])],
+)  # fmt: skip
+def test_free_ports_and_waiting_are_written_once(definition, where):
+    """Finding a free port and waiting for a server: course_server/launch.py, used everywhere."""
+    found = files_containing(definition)
+    assert found == where, f"{definition!r} is written in {found}, expected only in {where}"
 
 
 @pytest.fixture(scope="module")
@@ -47,15 +97,7 @@ def lab():
             body = response.read()
         return json.loads(body) if body else None
 
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            api("/api/status")
-            break
-        except OSError:
-            assert process.poll() is None, "make lab exited"
-            assert time.monotonic() < deadline, "make lab's server did not answer in 120 s"
-            time.sleep(0.5)
+    wait_until(lambda: answers(process, api), 120, "make lab's /api/status", interval=0.5)
     yield api, f"ws://127.0.0.1:{port}", token
     try:
         api("/api/shutdown", method="POST")
@@ -65,6 +107,7 @@ def lab():
         process.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_make_lab_sets_tcp_nodelay_on_kernel_websockets(lab):
     api, ws_base, token = lab
     assert api("/api/course/nodelay") == {"kernel_websockets": 0, "nodelay": 0}

@@ -2,7 +2,6 @@
 that assert their verdict. Grading itself runs in the class test (tests/class/test_nbgrader.py).
 """
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +13,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from course_lib.checks import check_softmax
 from course_lib.exercises.lesson00 import softmax_reference
 from helpers import stub
+from tools import nbgrader_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "tools" / "nbgrader_metadata.py"
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXERCISE = "def double(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION"
 
@@ -26,10 +25,7 @@ pytestmark = pytest.mark.path_independent
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("nbgrader_metadata", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return nbgrader_metadata
 
 
 def lesson(*cells):
@@ -38,7 +34,8 @@ def lesson(*cells):
 
 def test_every_lesson_is_up_to_date():
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--check", *map(str, LESSONS)],
+        [sys.executable, "-m", "tools.nbgrader_metadata", "--check", *map(str, LESSONS)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
     )

@@ -1,6 +1,6 @@
 """Render lessons to static HTML for reading without a kernel (`make html` writes site/).
 
-Usage: python tools/build_site.py OUT_DIR NOTEBOOK...
+Usage: python -m tools.build_site OUT_DIR NOTEBOOK...
 
 Each explorer still responds: the build runs it through the settings it lists
 (tools/static_explorers.py) and the page switches between those pictures with a few lines of
@@ -21,9 +21,9 @@ from pathlib import Path
 import nbformat
 from latex2mathml.converter import convert
 from nbconvert import HTMLExporter
-from static_explorers import explorer_figure
 
 from course_lib import widgets
+from tools.static_explorers import explorer_figure
 
 LESSON_LINK = re.compile(r'href="(\d\d_[\w-]+)\.ipynb(#[^"]*)?"')
 TEMPLATE = Path(__file__).resolve().parent / "site_template" / "course_site.html.j2"

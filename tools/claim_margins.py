@@ -7,7 +7,7 @@ each (test, measurement), the min..max seen on each path and overall (over every
 parametrisation of the test), with the path that gave the overall min and max, and lists
 any test that failed on a path.
 
-    .venv/bin/python tools/claim_margins.py
+    .venv/bin/python -m tools.claim_margins
 """
 
 import json

@@ -1,4 +1,4 @@
-"""See a picture as a reader with deuteranopia would: `python tools/cvd.py IN.png [OUT.png]`.
+"""See a picture as a reader with deuteranopia would: `python -m tools.cvd IN.png [OUT.png]`.
 
 Writes the original and its simulation side by side (OUT defaults to IN with -deuteranopia).
 The simulation is Machado, Oliveira and Fernandes (2009), severity 1.0, applied to linear RGB:

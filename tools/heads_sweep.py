@@ -1,7 +1,7 @@
 """Lesson 03's sweep: the three-places task for 1, 2, 4 and 8 heads over several seeds.
 
-    python tools/heads_sweep.py            # writes data/checkpoints/places-sweep.json
-    python tools/heads_sweep.py --long     # adds one head trained three times as long
+    python -m tools.heads_sweep            # writes data/checkpoints/places-sweep.json
+    python -m tools.heads_sweep --long     # adds one head trained three times as long
 
 Each run is the shipped recipe places-hH from course_lib.train.RECIPES with only the seed
 changed (the seed sets the initial weights and the batch order); the shipped checkpoints are

@@ -1,7 +1,7 @@
 """Make the course's notebooks nbgrader-ready: mark exercise cells and the checker cells.
 
-    python tools/nbgrader_metadata.py notebooks/*.ipynb          # write (twice changes nothing)
-    python tools/nbgrader_metadata.py --check notebooks/*.ipynb  # exit 1 if one is not up to date
+    python -m tools.nbgrader_metadata notebooks/*.ipynb          # write (twice changes nothing)
+    python -m tools.nbgrader_metadata --check notebooks/*.ipynb  # exit 1 if one is not up to date
 
 Run it again after regenerating or adding a lesson (`make nbgrader-metadata`).
 

@@ -3,7 +3,8 @@
 Deterministic output: no timing metadata, no saved widget state, widget model ids
 renumbered in order, and consecutive prints to one stream stored as one output (how the
 kernel happened to flush them varies from run to run), so running it twice leaves
-`git diff` empty.
+`git diff` empty. `execute` is the course's one way to run a notebook: `make notebooks` and
+`make bench`'s lesson run times (benchmarks/notebooks.py) both use it.
 """
 
 import sys
@@ -41,19 +42,34 @@ def coalesce_streams(notebook) -> None:
             cell.outputs = merged
 
 
-def run(path: Path) -> float:
+def execute(path: Path, timeout: float = 600) -> tuple[nbformat.NotebookNode, float]:
+    """Run the notebook at `path` top to bottom in a fresh python3 kernel, in its own folder.
+
+    Returns the executed notebook (no timing metadata, no widget state) and the seconds from
+    the kernel being ready to the end of the last code cell: kernel start and shutdown are
+    left out. A cell that raises stops the run with nbclient's CellExecutionError.
+    """
+    if not timeout > 0:
+        raise ValueError(f"timeout: expected seconds > 0, got {timeout!r}")
     notebook = nbformat.read(path, as_version=4)
+    marks = {}
     client = NotebookClient(
         notebook,
-        timeout=600,
+        timeout=timeout,
         kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(Path(path).parent)}},
         record_timing=False,
         store_widget_state=False,
+        on_notebook_start=lambda **_: marks.update(start=time.perf_counter()),
+        on_cell_executed=lambda **_: marks.update(end=time.perf_counter()),
     )
-    start = time.perf_counter()
     client.execute()
-    seconds = time.perf_counter() - start
+    return notebook, marks.get("end", marks["start"]) - marks["start"]
+
+
+def run(path: Path) -> float:
+    """Execute the notebook at `path` and store it in place, deterministically; its seconds."""
+    notebook, seconds = execute(path)
     renumber_widget_ids(notebook)
     coalesce_streams(notebook)
     notebook.metadata.pop("widgets", None)

@@ -1,4 +1,4 @@
-"""A real JupyterHub with five learners, each a Unix account of their own (deploy/localhub.py).
+"""A real JupyterHub with five learners, each a Unix account of their own (localhub/ here).
 
 `make class-test` runs this folder alone (`--confcutdir=tests/class`: none of the unit tests'
 set-up), in the learners' environment .class/venv. It needs root, to create the accounts; where
@@ -13,13 +13,12 @@ CLASS_TEST_COURSE=HEAD (or another commit) it is that commit instead.
 import importlib.util
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
-from course_server.launch import CHROMIUM, CHROMIUM_FLAGS
-from deploy.localhub import Accounts, CourseRepo, Learner, LocalHub, port_open, processes_of
+from course_server.launch import CHROMIUM, CHROMIUM_FLAGS, wait_until
+from localhub import Accounts, CourseRepo, Learner, LocalHub, port_open, processes_of
 
 # `make test`, `make quick` and `make unit` collect tests/ in the course's .venv: this folder
 # needs the learners' environment (JupyterHub in it: `make class-env`), so there it is left out
@@ -66,14 +65,21 @@ def hub(accounts, tmp_path_factory, request):
 
     def stop_and_check():
         server.stop()
-        # a learner's server may still be stopping its kernels: give it a few seconds
-        deadline = time.monotonic() + 20
-        while True:
+
+        def leftovers():
             left = {name: len(processes_of(name)) for name in accounts.names}
-            busy = [port for port in server.ports() if port_open(port)]
-            if not (any(left.values()) or busy) or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+            return left, [port for port in server.ports() if port_open(port)]
+
+        def settled():
+            left, busy = leftovers()
+            return not any(left.values()) and not busy
+
+        # a learner's server may still be stopping its kernels: give it a few seconds
+        try:
+            wait_until(settled, 20, "the learners' processes and the hub's ports", interval=0.5)
+        except TimeoutError:
+            pass  # the assertions below say what is left
+        left, busy = leftovers()
         assert not any(left.values()), f"learners' processes left running: {left}"
         assert not busy, f"ports still open after the hub stopped: {busy}"
 

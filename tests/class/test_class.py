@@ -2,7 +2,7 @@
 
 Learner 1 goes through the browser (login page, nbgitpuller link, Run All, a slider moved);
 learners 2-5 through the hub's REST API and the Jupyter server API, as JupyterLab's own
-requests would. The course reaches them from a git daemon on 127.0.0.1 (deploy/localhub.py),
+requests would. The course reaches them from a git daemon on 127.0.0.1 (localhub/ here),
 then changes under them: a new commit to lesson 00 and course_lib, pulled by opening the link
 again. What nbgitpuller does when the course and a learner changed the same lines is asserted
 here as the README documents it ("Teaching a class").
@@ -21,7 +21,7 @@ import nbformat
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from deploy.localhub import Kernel, Slider, home, processes_of
+from localhub import Kernel, Slider, home, processes_of
 
 LESSON = "course/notebooks/00_start_here.ipynb"
 DELETED = "course/notebooks/01_attention_qkv.ipynb"

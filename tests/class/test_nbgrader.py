@@ -61,7 +61,7 @@ def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("grading")
     # the course's Python (this one) runs the lessons; nbgrader runs from its own venv
     subprocess.run(
-        [sys.executable, str(COURSE / "deploy" / "nbgrader_course.py"), str(folder)], check=True
+        [sys.executable, "-m", "deploy.nbgrader_course", str(folder)], cwd=COURSE, check=True
     )
     nbgrader(folder, "generate_assignment", "*")
     for lesson in GRADED:
