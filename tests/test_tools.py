@@ -13,9 +13,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from tools.run_notebooks import execute
 
 ROOT = Path(__file__).resolve().parents[1]
-# the integrator's part of the refactor: test_static_site imports tools.build_site there, and
-# test_workspace_runs.py (with its own NotebookClient) is removed
-NOT_YET = {"tests/browser/test_static_site.py", "tests/test_workspace_runs.py"}
 
 pytestmark = pytest.mark.path_independent
 
@@ -38,7 +35,6 @@ def test_no_module_edits_sys_path():
         name
         for name in python_files()
         if name != here
-        and name not in NOT_YET
         and any(f"sys.path.{verb}(" in (ROOT / name).read_text() for verb in ("insert", "append"))
     ]
     assert edits == [], f"sys.path edited in {edits}: import tools.<name> from the repository root"
@@ -49,7 +45,7 @@ def test_notebooks_are_run_in_one_place():
     found = [
         name
         for name in python_files()
-        if name not in NOT_YET | {here} and "NotebookClient(" in (ROOT / name).read_text()
+        if name != here and "NotebookClient(" in (ROOT / name).read_text()
     ]
     assert found == ["tools/run_notebooks.py"], f"a NotebookClient is set up in {found}"
 

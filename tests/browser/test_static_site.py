@@ -48,7 +48,8 @@ def explorers_in(path: Path) -> list[str]:
 def site():
     shutil.rmtree(SITE, ignore_errors=True)
     subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_site.py"), str(SITE), *map(str, LESSONS)],
+        [sys.executable, "-m", "tools.build_site", str(SITE), *map(str, LESSONS)],
+        cwd=ROOT,
         check=True,
         capture_output=True,
     )
@@ -108,11 +109,8 @@ def test_each_page_is_within_its_size_budget(path, site):
 
 
 def test_math_in_code_is_left_alone():
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        from build_site import math_to_mathml
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
+    from tools.build_site import math_to_mathml
+
     out = math_to_mathml("cost `$5` and $d_k$, then\n$$\\sqrt{d_k}$$\n```\n$HOME\n```")
     assert "`$5`" in out and "```\n$HOME\n```" in out
     assert out.count("<math ") == 2 and 'display="block"' in out and "<msqrt>" in out
