@@ -1,7 +1,8 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
 One module per lesson on a small shared base (`base`: the Explorer class, its readout line,
-`state()` and `settings()`, the control helpers and ConceptCheck). Lessons import from here:
+`state()` and `settings()`, the control helpers and ConceptCheck), and `ticks`, the tick labels
+stamped from cached pictures that lessons 03 and 06 share (TickStamp). Lessons import from here:
 `from course_lib.widgets import ScalingExplorer, ConceptCheck`.
 """
 

@@ -18,6 +18,7 @@ from course_lib.widgets.base import (
     text_box,
     toggle_buttons,
 )
+from course_lib.widgets.ticks import TickStamp
 
 # short sentences that each lean on one skill, and one that needs all three
 TRAINED_EXAMPLES = {
@@ -107,10 +108,10 @@ class TrainedHeadsExplorer(Explorer):
         controls["sentence"].sample_values = (*fresh_sentences(40), *TYPED_SAMPLES)
         self._seen = {"example": first, "sentence": ""}
         self._shown = None
-        # tick labels are stamped from pictures of the vocabulary (viz.TickStamp): drawing 64
+        # tick labels are stamped from pictures of the vocabulary (TickStamp): drawing 64
         # words with matplotlib took most of the time of showing a new sentence
-        self.words = viz.TickStamp(fig, fontsize=8)
-        self.numbers = viz.TickStamp(fig)
+        self.words = TickStamp(fig, fontsize=8)
+        self.numbers = TickStamp(fig)
         self._base = None  # the figure without the sentence's ticks, see _freeze_base
         self._reserve_label_room()
         self._refitting = False  # True while the query slider's range follows a new sentence
