@@ -58,3 +58,18 @@ def test_a_revisited_setting_shows_the_same_picture(explorer):
     explorer.controls["head"].value = (1, 3)
     assert picture(explorer) == first
     explorer.controls["head"].value = "none"
+
+
+def test_a_setting_is_sampled_and_drawn_when_first_shown(explorer):
+    """The explorer draws what ablation.knockout_tables measured (here handed in, not measured
+    again); each setting's samples and picture are made on its first showing, not before."""
+    e = KnockoutExplorer(tables=explorer.tables)
+    assert list(e.samples) == [(None, "zero")] and len(e._pictures) == 1
+    e.controls["head"].value = (1, 0)
+    assert list(e.samples) == [(None, "zero"), ((1, 0), "zero")] and len(e._pictures) == 2
+    explorer.controls["head"].value = (1, 0)
+    mine, theirs = e.state(), explorer.state()
+    assert mine.keys() == theirs.keys() and picture(e) == picture(explorer)
+    for key, value in mine.items():
+        assert repr(value) == repr(theirs[key]), key  # the same numbers, arrays included
+    explorer.controls["head"].value = "none"

@@ -142,6 +142,20 @@ def test_the_widest_words_fit_inside_the_picture():
     assert left_of_map.sum() > 20 * longest  # every row labelled
 
 
+def test_ablation_explorer_draws_the_results_it_is_given():
+    """AblationExplorer draws ablation.scale_comparison's results: handed in, the same ones
+    give the same picture and numbers without measuring again."""
+    e = AblationExplorer()
+    given = AblationExplorer(results=e.results)
+    assert given.results is e.results
+    for scale in (True, False):
+        for explorer in (e, given):
+            explorer.controls["scale"].value = scale
+            explorer.controls["setting"].value = "rope-h2"
+        assert picture(given) == picture(e)
+        assert repr(given.state()) == repr(e.state())
+
+
 def test_ablation_explorer_sweeps_every_control():
     e = AblationExplorer()
     for name, control in e.controls.items():

@@ -48,8 +48,9 @@ def fresh_sentences(count: int, seed: int = 6) -> list[str]:
 class TrainedHeadsExplorer(Explorer):
     """Lesson 06: where each head of a trained TinyTransformer looks, on examples or your text.
 
-    Examples are run once at construction; a typed sentence costs one forward pass. Marks on
-    the map are the (query, key) cells each detector scores: a head doing that job lights them.
+    Each example and each typed sentence costs one forward pass the first time it is shown
+    (heads.sentence_attention), then it is kept. Marks on the map are the (query, key) cells
+    each detector scores: a head doing that job lights them.
     """
 
     PICTURE = (
@@ -63,15 +64,15 @@ class TrainedHeadsExplorer(Explorer):
         from course_lib import data, heads
         from course_lib.model import load_pretrained
 
-        self.data, self.detectors = data, heads.DETECTORS
+        self.data, self.heads, self.detectors = data, heads, heads.DETECTORS
         self.model = load_pretrained("rope-h4") if model is None else model
-        self.examples = {
-            name: self._run(data.encode(text).tolist())
+        self.example_ids = {
+            name: data.encode(text).tolist()
             for name, text in (examples or TRAINED_EXAMPLES).items()
         }
-        self.typed = {}  # sentences typed so far, by ids
-        first = next(iter(self.examples))
-        self.current = self.examples[first]
+        self.seen = {}  # every sentence shown so far (examples and typed), by ids
+        first = next(iter(self.example_ids))
+        self.current = self._run(self.example_ids[first])
         self.message = ipywidgets.HTML()
         cfg = self.model.config
         fig, (self.ax_map, self.ax_bars) = viz.new_figure(11.0, 4.6, ncols=2, width_ratios=[1, 1.1])
@@ -96,7 +97,7 @@ class TrainedHeadsExplorer(Explorer):
         self.ax_bars.set_ylabel("attention weight")
         self.ax_bars.set_xlabel("key position")
         controls = {
-            "example": choice_buttons("example", list(self.examples), first),
+            "example": choice_buttons("example", list(self.example_ids), first),
             "sentence": text_box(
                 "your sentence", "or type a sentence in the toy vocabulary, then Enter", "560px"
             ),
@@ -125,17 +126,18 @@ class TrainedHeadsExplorer(Explorer):
         self._freeze_base()
 
     def _run(self, ids: list[int]) -> dict:
-        """Tokens, per-layer (H, T, T) weights and detector pairs of one sentence."""
-        with one_thread(), torch.no_grad():
-            _, weights = self.model(torch.tensor([ids]), return_weights=True)  # [(1, H, T, T)]
-        tokens = self.data.to_tokens(ids)
-        pairs = {name: find(tokens) for name, find in self.detectors.items()}
-        return {"tokens": tokens, "weights": [w[0] for w in weights], "pairs": pairs}
+        """Tokens, per-layer (H, T, T) weights and detector pairs of one sentence: one forward
+        pass the first time it is shown, kept after."""
+        key = tuple(ids)
+        if key not in self.seen:
+            with one_thread():
+                self.seen[key] = self.heads.sentence_attention(self.model, ids)
+        return self.seen[key]
 
     def _pick_source(self, v) -> None:
         if v["example"] != self._seen["example"]:
             self._seen["example"] = v["example"]
-            self.current = self.examples[v["example"]]
+            self.current = self._run(self.example_ids[v["example"]])
             self.message.value = ""
         elif v["sentence"] != self._seen["sentence"]:
             self._seen["sentence"] = v["sentence"]
@@ -151,10 +153,7 @@ class TrainedHeadsExplorer(Explorer):
                     "; the picture still shows the previous sentence.</span>"
                 )
                 return
-            key = tuple(ids)
-            if key not in self.typed:  # one forward pass per new sentence
-                self.typed[key] = self._run(ids)
-            self.current = self.typed[key]
+            self.current = self._run(ids)  # one forward pass per new sentence
             self.message.value = "<i>Showing your sentence.</i>"
 
     def update(self) -> None:
@@ -219,7 +218,7 @@ class TrainedHeadsExplorer(Explorer):
         """Every example, layer and head; every other query position that all examples have,
         and the last of them: 224 settings. Typing a sentence needs a kernel, so a static page
         leaves the text box out."""
-        shortest = min(len(entry["tokens"]) for entry in self.examples.values())
+        shortest = min(len(ids) for ids in self.example_ids.values())
         queries = sorted({*range(0, shortest, 2), shortest - 1, self._start["query"]})
         return super().settings(sentence=None, query=queries)
 
@@ -275,7 +274,8 @@ class TrainedHeadsExplorer(Explorer):
 class AblationExplorer(Explorer):
     """Lesson 06: shipped checkpoints side by side: position scheme, heads, and the scale.
 
-    Everything is computed once at construction on 100 validation sequences. The scale has
+    It draws what ablation.scale_comparison measures on 100 validation sequences: pass its
+    result as `results`, or the explorer runs it once on the shipped checkpoints. The scale has
     two ablations: a checkpoint trained without 1/sqrt(d), and (unticking "as trained") any
     checkpoint's own weights run with the scale flipped, see model.flip_scale.
     """
@@ -295,23 +295,17 @@ class AblationExplorer(Explorer):
         ("RoPE, 4 heads, trained without the scale", "rope-h4-noscale"),
     )
 
-    def __init__(self, num_sequences: int = 100):
-        from course_lib import data, heads, train
-        from course_lib.model import flip_scale, load_pretrained
+    def __init__(self, num_sequences: int = 100, results=None):
+        from course_lib import ablation, data, heads
+        from course_lib.model import load_pretrained
 
         self.detectors = tuple(heads.DETECTORS)
         ids = data.load_split("valid")[:num_sequences]  # (N, T)
-        self.results = {}
-        with one_thread():
-            for _, name in self.SETTINGS:
-                model = load_pretrained(name)
-                for as_trained in (True, False):
-                    m = model if as_trained else flip_scale(model)
-                    self.results[(name, as_trained)] = {
-                        "scale": m.config.scale,
-                        "val_loss": train.evaluate(m, ids),
-                        "scores": heads.detector_scores(m, ids),
-                    }
+        if results is None:
+            models = {name: load_pretrained(name) for _, name in self.SETTINGS}
+            with one_thread():
+                results = ablation.scale_comparison(models, ids)
+        self.results = results
         ref = self.results[("rope-h4", True)]
         chance = heads.chance_scores(ids)
         fig, (self.ax_det, self.ax_loss, self.ax_map) = viz.new_figure(
@@ -419,9 +413,10 @@ class KnockoutExplorer(Explorer):
     """Lesson 06: knock one head of the shipped rope-h4 out and watch each skill's loss and
     the sampled text change (course_lib.ablation).
 
-    Every head, in both modes, is knocked out once at construction (the losses on 200
-    validation sequences and the samples) and its picture drawn, so each move only switches
-    pictures.
+    It draws ablation.knockout_tables (every head knocked out in both modes, the losses on 200
+    validation sequences: pass them as `tables`, or the explorer measures them once). A
+    setting's samples (ablation.knockout_samples) and its picture are made the first time it
+    is shown, then kept, so coming back to it only switches pictures.
     """
 
     PICTURE = (
@@ -439,29 +434,25 @@ class KnockoutExplorer(Explorer):
     NUM_TOKENS = 8
     MODES = (("zero its output", "zero"), ("its pattern averaged over the text", "mean"))
 
-    def __init__(self, model=None, num_sequences: int = 200):
+    def __init__(self, model=None, num_sequences: int = 200, tables=None):
         from course_lib import ablation, data
-        from course_lib.model import generate, load_pretrained
+        from course_lib.model import load_pretrained
 
+        self.ablation, self.data = ablation, data
         self.model = load_pretrained("rope-h4") if model is None else model
         self.skills = ablation.ALL_SKILLS
         cfg = self.model.config
         self.heads = [(layer, h) for layer in range(cfg.num_layers) for h in range(cfg.num_heads)]
-        ids = data.load_split("valid")[:num_sequences]  # (N, T)
-        prompts = torch.stack([data.encode(text) for text in self.PROMPTS.values()])  # (3, 8)
-        self.tables, self.samples, self._pictures = {}, {}, {}
-        with one_thread():
-            for _, mode in self.MODES:
-                labels, table = ablation.ablation_table(self.model, ids, mode=mode,
-                                                        skills=self.skills)  # fmt: skip
-                self.tables[mode] = table  # (1 + heads, skills), row 0 the baseline
-                for label in labels:
-                    with ablation.knockout(self.model, [label] if label else [], mode):
-                        sampled = generate(self.model, prompts, self.NUM_TOKENS)  # (3, 16)
-                    self.samples[(label, mode)] = dict(
-                        zip(self.PROMPTS, map(data.to_tokens, sampled), strict=True)
-                    )
-        self.prompt_len = prompts.shape[1]
+        if tables is None:
+            ids = data.load_split("valid")[:num_sequences]  # (N, T)
+            modes = tuple(mode for _, mode in self.MODES)
+            with one_thread():
+                _, tables = ablation.knockout_tables(self.model, ids, modes=modes,
+                                                     skills=self.skills)  # fmt: skip
+        self.tables = tables  # mode -> (1 + heads, skills), row 0 the baseline
+        self.prompts = torch.stack([data.encode(text) for text in self.PROMPTS.values()])  # (3, 8)
+        self.samples, self._pictures = {}, {}  # by (head, mode), made when first shown
+        self.prompt_len = self.prompts.shape[1]
         fig, axes = viz.new_figure(
             11.0, 5.2, ncols=2, nrows=2, width_ratios=[1, 1.25], height_ratios=[3.4, 1]
         )
@@ -516,11 +507,6 @@ class KnockoutExplorer(Explorer):
             controls, fig,
             dynamic=[*self.bars, self.base_marks, self.mesh, self.row_box, *self.lines.values()],
         )  # fmt: skip
-        # draw every setting now (18 pictures): text is slow to draw, a move then only swaps
-        for mode in (value for _, value in self.MODES):
-            for _, head in options:
-                self.controls["mode"].value, self.controls["head"].value = mode, head
-        self.controls["mode"].value, self.controls["head"].value = "zero", "none"
 
     # a skill drawn in the colour of the detector that scores its head (viz.DETECTOR_STYLES)
     SKILL_COLOURS = {
@@ -544,7 +530,7 @@ class KnockoutExplorer(Explorer):
             self.row_box.set_y(self.heads.index(head) - 0.5)
         rise = row - table[0]
         self.rise = rise
-        samples = self.samples[(head, v["mode"])]
+        samples = self._samples(head, v["mode"])
         for skill, tokens in samples.items():
             n = self.prompt_len
             said = f"{skill + ':':11s}{' '.join(tokens[:n])} | {' '.join(tokens[n:])}"
@@ -562,9 +548,20 @@ class KnockoutExplorer(Explorer):
             "in brackets: the change from nothing knocked out; the samples use one seed",
         )
 
+    def _samples(self, head, mode: str) -> dict:
+        """The prompts continued with `head` knocked out, by skill: sampled when first shown."""
+        if (head, mode) not in self.samples:
+            with one_thread():
+                sampled = self.ablation.knockout_samples(
+                    self.model, self.prompts, self.NUM_TOKENS, [head] if head else [], mode
+                )  # (3, 16)
+            tokens = map(self.data.to_tokens, sampled)
+            self.samples[(head, mode)] = dict(zip(self.PROMPTS, tokens, strict=True))
+        return self.samples[(head, mode)]
+
     def redraw(self) -> None:
-        """Each setting's picture is drawn once, then kept: the samples' text is slow to draw
-        (about 20 ms a line)."""
+        """Each setting's picture is drawn the first time it is shown, then kept: the samples'
+        text is slow to draw (about 20 ms a line)."""
         v = self.values()
         key = (v["head"], v["mode"])
         if key in self._pictures:
