@@ -1,10 +1,15 @@
-"""KnockoutExplorer (lesson 06): every setting shows the knock-out it names."""
+"""Lesson 06's ablation explorers: AblationExplorer with every control swept, and
+KnockoutExplorer, whose every setting shows the knock-out it names."""
 
+import math
+
+import numpy as np
 import pytest
 
+from benchmarks.explorers import values_to_visit
 from course_lib import ablation, data
 from course_lib.model import load_pretrained
-from course_lib.widgets import KnockoutExplorer
+from course_lib.widgets import AblationExplorer, KnockoutExplorer
 from helpers import picture
 
 
@@ -73,3 +78,56 @@ def test_a_setting_is_sampled_and_drawn_when_first_shown(explorer):
     for key, value in mine.items():
         assert repr(value) == repr(theirs[key]), key  # the same numbers, arrays included
     explorer.controls["head"].value = "none"
+
+
+def test_ablation_explorer_draws_the_results_it_is_given():
+    """AblationExplorer draws ablation.scale_comparison's results: handed in, the same ones
+    give the same picture and numbers without measuring again."""
+    e = AblationExplorer()
+    given = AblationExplorer(results=e.results)
+    assert given.results is e.results
+    for scale in (True, False):
+        for explorer in (e, given):
+            explorer.controls["scale"].value = scale
+            explorer.controls["setting"].value = "rope-h2"
+        assert picture(given) == picture(e)
+        assert repr(given.state()) == repr(e.state())
+
+
+def test_ablation_explorer_sweeps_every_control():
+    e = AblationExplorer()
+    for name, control in e.controls.items():
+        for value in values_to_visit(control, 8):
+            if value == control.value:
+                continue
+            before, heights = picture(e), e.state()["detector_scores"]
+            control.value = value
+            state = e.state()
+            assert picture(e) != before, (name, value)
+            assert all(math.isfinite(h) for h in state["detector_scores"].values())
+            assert state["detector_scores"] != heights
+            # the bars are each detector's best head in the table beside them
+            table = state["table"]
+            for i, score in enumerate(state["detector_scores"].values()):
+                assert score == pytest.approx(np.nanmax(table[2 * i : 2 * i + 2]))
+    # no positions: the previous-token job fails; without the scale, the loss rises
+    e.controls["scale"].value = True
+    e.controls["setting"].value = "none-h4"
+    assert e.state()["detector_scores"]["previous"] < 0.5
+    e.controls["setting"].value = "rope-h4"
+    with_scale = e.state()["val_loss"]
+    e.controls["scale"].value = False
+    state = e.state()
+    assert state["val_loss"] > with_scale + 0.05 and not state["uses_scale"]
+    assert "scale flipped: attention without 1/sqrt(d)" in state["readout"]
+    # trained without the scale: as good as with it, sharper heads; flipping it hurts too
+    e.controls["setting"].value = "rope-h4-noscale"
+    state = e.state()
+    assert "attention with 1/sqrt(d)" in state["readout"] and state["uses_scale"]
+    flipped_loss = state["val_loss"]
+    e.controls["scale"].value = True
+    state = e.state()
+    assert "trained without the scale: attention without 1/sqrt(d)" in state["readout"]
+    assert abs(state["val_loss"] - with_scale) < 0.02
+    assert flipped_loss > state["val_loss"] + 0.05
+    assert all(h >= 0.95 for h in state["detector_scores"].values())
