@@ -25,9 +25,10 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
-from course_lib import data
+from course_lib import data, heads, train
 from course_lib._validation import one_of
 from course_lib.attention import causal_mask, scaled_dot_product_attention
+from course_lib.model import flip_scale, generate
 from course_lib.runtime import evaluating
 
 SKILLS = ("overall", "agreement", "brackets")
@@ -224,3 +225,48 @@ def ablation_table(
         losses = _losses(model, ids, positions, () if label is None else [label], mode)
         rows.append([losses[s] for s in skills])
     return labels, torch.tensor(rows)
+
+
+# ---------------------------------------------------------------- lesson 06's explorers
+
+
+def knockout_tables(model, ids: torch.Tensor, *, modes=MODES, skills=SKILLS) -> tuple:
+    """ablation_table in each knock-out mode (lesson 06): (labels, {mode: table}), labels[0]
+    None (the baseline row), then every (layer, head); each table (1 + layers * H, skills)."""
+    tables = {}
+    for mode in modes:
+        labels, tables[mode] = ablation_table(model, ids, mode=mode, skills=skills)
+    return labels, tables
+
+
+def knockout_samples(
+    model, prompts: torch.Tensor, num_tokens: int, knocked_out=(), mode: str = "zero"
+) -> torch.Tensor:
+    """Prompt ids (B, T0) continued by num_tokens sampled tokens, with the given (layer, head)
+    pairs knocked out (lesson 06). One seed for every knock-out (model.generate's), so two
+    settings' samples differ only by what was knocked out. Returns (B, T0 + num_tokens)."""
+    with knockout(model, knocked_out, mode):
+        return generate(model, prompts, num_tokens)
+
+
+def scale_comparison(models: dict, ids: torch.Tensor) -> dict:
+    """Each model as trained and with its 1/sqrt(d) scale flipped (model.flip_scale) (lesson 06).
+
+    models: name -> TinyTransformer. Returns {(name, as_trained): {"scale": whether that
+    model's attention divides by sqrt(d), "val_loss": train.evaluate on ids (N, T),
+    "scores": heads.detector_scores on ids}}, as trained first for each name.
+    """
+    _check_ids(ids)
+    if not isinstance(models, dict) or not models:
+        got = type(models).__name__ if not isinstance(models, dict) else "an empty dict"
+        raise ValueError(f"models: expected a dict of name -> model, at least one, got {got}")
+    results = {}
+    for name, model in models.items():
+        for as_trained in (True, False):
+            m = model if as_trained else flip_scale(model)
+            results[(name, as_trained)] = {
+                "scale": m.config.scale,
+                "val_loss": train.evaluate(m, ids),
+                "scores": heads.detector_scores(m, ids),
+            }
+    return results

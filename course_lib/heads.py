@@ -88,3 +88,18 @@ def best_heads(scores: dict[str, torch.Tensor]) -> dict[str, tuple[int, int, flo
         layer, head = divmod(flat, table.shape[1])
         best[name] = (layer, head, float(table[layer, head]))
     return best
+
+
+@torch.no_grad()
+def sentence_attention(model, ids) -> dict:
+    """One sentence as lesson 06's explorer draws it (lesson 06): its "tokens", the model's
+    attention ("weights", one (H, T, T) tensor per layer) and each detector's (query, key)
+    "pairs" in it. ids: the sentence's token ids, a list or a 1-D tensor."""
+    ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+    if not ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise ValueError(f"ids: expected a non-empty sequence of int token ids, got {ids!r}")
+    tokens = data.to_tokens(ids)
+    with evaluating(model):
+        _, weights = model(torch.tensor([ids]), return_weights=True)  # [(1, H, T, T)] per layer
+    pairs = {name: find(tokens) for name, find in DETECTORS.items()}
+    return {"tokens": tokens, "weights": [w[0] for w in weights], "pairs": pairs}

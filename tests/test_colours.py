@@ -5,7 +5,9 @@ centred on 0. A line or bar whose label names a meaning has that meaning's colou
 (viz.COLOURS) in every lesson, and legend entries never differ by colour alone.
 """
 
+import importlib
 import inspect
+import pkgutil
 import re
 
 import numpy as np
@@ -125,20 +127,30 @@ VIZ_FIGURES = {
 
 
 def figure_making_functions() -> set[str]:
-    """Public functions of viz that return a Figure: annotated so, or ending `return fig`."""
+    """Public functions of every module of the viz package that return a Figure: annotated
+    so, or ending `return fig`. Each must also be reachable as viz.<name>, as lessons call it."""
     found = set()
-    for name, fn in inspect.getmembers(viz, inspect.isfunction):
-        if name.startswith("_") or fn.__module__ != viz.__name__:
-            continue
-        returns_fig = re.search(r"^\s+return fig\s*$", inspect.getsource(fn), re.MULTILINE)
-        if inspect.signature(fn).return_annotation is Figure or returns_fig:
-            found.add(name)
+    for module in pkgutil.iter_modules(viz.__path__, prefix=f"{viz.__name__}."):
+        members = importlib.import_module(module.name)
+        for name, fn in inspect.getmembers(members, inspect.isfunction):
+            if name.startswith("_") or fn.__module__ != module.name:
+                continue
+            returns_fig = re.search(r"^\s+return fig\s*$", inspect.getsource(fn), re.MULTILINE)
+            if inspect.signature(fn).return_annotation is Figure or returns_fig:
+                assert getattr(viz, name, None) is fn, f"viz.{name} is not {module.name}.{name}"
+                found.add(name)
     return found
 
 
 def test_every_figure_function_of_viz_is_checked():
     # a new figure function fails here until VIZ_FIGURES builds it
     assert figure_making_functions() == set(VIZ_FIGURES)
+
+
+def test_the_figure_search_sees_every_lesson_module():
+    # the search walks the package: each lesson's module is found and holds checked figures
+    homes = {getattr(viz, name).__module__.rsplit(".", 1)[1] for name in VIZ_FIGURES}
+    assert homes == set(viz.FIGURE_MODULES)
 
 
 # ---------------------------------------------------------------- the checks

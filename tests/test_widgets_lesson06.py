@@ -1,82 +1,19 @@
-"""TrainedHeadsExplorer and AblationExplorer: every control swept, pictures change."""
+"""TrainedHeadsExplorer (lesson 06): every control swept, pictures change."""
 
 import io
-import math
 
 import numpy as np
-import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
 from benchmarks.explorers import values_to_visit
 from course_lib import data, heads, viz
-from course_lib.widgets import AblationExplorer, TrainedHeadsExplorer, fresh_sentences
+from course_lib.widgets import TrainedHeadsExplorer, fresh_sentences
+from course_lib.widgets.ticks import TickStamp
 from helpers import picture
-
-WORDS = 'Dogs near the cat sing bone run ( sleeps ) " behind fishes .'.split()
 
 
 def pixels(explorer) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(picture(explorer))).convert("RGB"))
-
-
-def label_boxes(rgb, ax, renderer, count: int) -> list:
-    """Ink bounding box of each tick (mark and label) of a count x count map: y ticks in
-    their row's band left of the axes, x ticks in their column's band below it."""
-    ink = rgb.min(axis=2) < 200
-    height, frame = ink.shape[0], ax.get_window_extent(renderer)
-    half = frame.height / count / 2
-    boxes = []
-    for x, y in ax.transData.transform([(i, i) for i in range(count)]):
-        row_band = ink[int(height - y - half) + 1 : int(height - y + half), : int(frame.x0) - 1]
-        column_band = ink[int(height - frame.y0) + 1 :, int(x - half) + 1 : int(x + half)]
-        for band in (row_band, column_band):
-            ys, xs = np.nonzero(band)
-            boxes.append((xs.min(), xs.max(), ys.min(), ys.max()) if len(xs) else None)
-    return boxes
-
-
-def test_tick_stamp_puts_labels_where_matplotlib_puts_its_own():
-    T = len(WORDS)
-    fig, ax = viz.new_figure(5, 5)
-    ax.imshow(np.linspace(0, 1, T * T).reshape(T, T))
-    ax.set_xticks(range(T), WORDS, rotation=90, fontsize=8)
-    ax.set_yticks(range(T), WORDS, fontsize=8)
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    fig.set_layout_engine("none")
-    reference = np.asarray(canvas.buffer_rgba())[..., :3].copy()
-    expected = label_boxes(reference, ax, canvas.get_renderer(), T)
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-    def stamped(words, fontsize=8, kind="x90"):
-        canvas.draw()
-        stamp, renderer = viz.TickStamp(fig, fontsize=fontsize), canvas.get_renderer()
-        stamp.stamp(renderer, ax, kind, words)
-        stamp.stamp(renderer, ax, "y", words)
-        got = label_boxes(np.asarray(canvas.buffer_rgba())[..., :3], ax, renderer, T)
-        return max(
-            max(abs(int(a) - int(b)) for a, b in zip(e, g, strict=True)) if e and g else 99
-            for e, g in zip(expected, got, strict=True)
-        )
-
-    assert stamped(WORDS) <= 1  # pixels, from rounding
-    # a wrong font size, rotation or word order lands visibly elsewhere
-    assert stamped(WORDS, fontsize=9) >= 2
-    assert stamped(WORDS, kind="x") >= 5
-    assert stamped(WORDS[::-1]) >= 5
-
-
-def test_tick_stamp_names_bad_arguments():
-    fig, ax = viz.new_figure(3, 3)
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    stamp = viz.TickStamp(fig)
-    with pytest.raises(ValueError, match="kind: expected one of"):
-        stamp.prepare(["a"], "z")
-    with pytest.raises(ValueError, match=r"positions: expected one per label \(2\), got 3"):
-        stamp.stamp(canvas.get_renderer(), ax, "x", ["a", "b"], positions=[0, 1, 2])
 
 
 def test_trained_heads_explorer_sweeps_every_control():
@@ -189,7 +126,7 @@ def test_new_sentence_pictures_do_not_depend_on_what_came_before():
 def test_the_widest_words_fit_inside_the_picture():
     e = TrainedHeadsExplorer()
     longest = e.MAX_T  # the most tokens a sentence can show
-    stamp = viz.TickStamp(viz.new_figure()[0], fontsize=8)  # the explorer's label font
+    stamp = TickStamp(viz.new_figure()[0], fontsize=8)  # the explorer's label font
     widest = {stamp.widest(data.VOCAB, "y"), stamp.widest(data.VOCAB, "x90")}
     words = (sorted(widest) * longest)[:longest]
     e.controls["sentence"].value = " ".join(words)
@@ -201,42 +138,3 @@ def test_the_widest_words_fit_inside_the_picture():
     colour = (rgb.max(axis=2).astype(int) - rgb.min(axis=2)) > 60
     left_of_map = ink[:, : np.flatnonzero(colour.any(axis=0))[0] - 4]
     assert left_of_map.sum() > 20 * longest  # every row labelled
-
-
-def test_ablation_explorer_sweeps_every_control():
-    e = AblationExplorer()
-    for name, control in e.controls.items():
-        for value in values_to_visit(control, 8):
-            if value == control.value:
-                continue
-            before, heights = picture(e), e.state()["detector_scores"]
-            control.value = value
-            state = e.state()
-            assert picture(e) != before, (name, value)
-            assert all(math.isfinite(h) for h in state["detector_scores"].values())
-            assert state["detector_scores"] != heights
-            # the bars are each detector's best head in the table beside them
-            table = state["table"]
-            for i, score in enumerate(state["detector_scores"].values()):
-                assert score == pytest.approx(np.nanmax(table[2 * i : 2 * i + 2]))
-    # no positions: the previous-token job fails; without the scale, the loss rises
-    e.controls["scale"].value = True
-    e.controls["setting"].value = "none-h4"
-    assert e.state()["detector_scores"]["previous"] < 0.5
-    e.controls["setting"].value = "rope-h4"
-    with_scale = e.state()["val_loss"]
-    e.controls["scale"].value = False
-    state = e.state()
-    assert state["val_loss"] > with_scale + 0.05 and not state["uses_scale"]
-    assert "scale flipped: attention without 1/sqrt(d)" in state["readout"]
-    # trained without the scale: as good as with it, sharper heads; flipping it hurts too
-    e.controls["setting"].value = "rope-h4-noscale"
-    state = e.state()
-    assert "attention with 1/sqrt(d)" in state["readout"] and state["uses_scale"]
-    flipped_loss = state["val_loss"]
-    e.controls["scale"].value = True
-    state = e.state()
-    assert "trained without the scale: attention without 1/sqrt(d)" in state["readout"]
-    assert abs(state["val_loss"] - with_scale) < 0.02
-    assert flipped_loss > state["val_loss"] + 0.05
-    assert all(h >= 0.95 for h in state["detector_scores"].values())

@@ -1,7 +1,9 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
-One module per lesson on a small shared base (`base`: the Explorer class, its readout line,
-`state()` and `settings()`, the control helpers and ConceptCheck). Lessons import from here:
+One module per lesson (lesson 06 in two: `lesson06`, its trained heads, and
+`lesson06_ablation`) on a small shared base (`base`: the Explorer class, its readout line,
+`state()` and `settings()`, the control helpers and ConceptCheck), and `ticks`, the tick labels
+stamped from cached pictures that lessons 03 and 06 share (TickStamp). Lessons import from here:
 `from course_lib.widgets import ScalingExplorer, ConceptCheck`.
 """
 
@@ -15,11 +17,10 @@ from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson06 import (
     TRAINED_EXAMPLES,
     TYPED_SAMPLES,
-    AblationExplorer,
-    KnockoutExplorer,
     TrainedHeadsExplorer,
     fresh_sentences,
 )
+from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
 
 # every explorer, in lesson order
 EXPLORERS = (

@@ -8,6 +8,7 @@ from course_lib import viz
 from course_lib.attention import causal_mask
 from course_lib.runtime import one_thread
 from course_lib.widgets.base import Explorer, choice_buttons, compare_learner, toggle_buttons
+from course_lib.widgets.ticks import TickStamp
 
 # validation rows whose first sentence is short and leans on one skill: a song (previous
 # token), round brackets, quotes, and a subject behind two distractor nouns
@@ -113,8 +114,8 @@ class HeadsExplorer(Explorer):
         self.heading = fig.suptitle(" ")
         fig.text(0.5, 0.925, "rows: the query token; columns: the key it looks at",
                  ha="center", fontsize=9)  # fmt: skip
-        # token labels drawn from cached pictures of the vocabulary (viz.TickStamp)
-        self.words = viz.TickStamp(fig, fontsize=8, tick_length=0)
+        # token labels drawn from cached pictures of the vocabulary (TickStamp)
+        self.words = TickStamp(fig, fontsize=8, tick_length=0)
         tallest = self.words.reach(self.words.widest(data.VOCAB, "x90"), "x90")
         # up to four heads fill one row: the picture then ends below that row's labels
         below_row = top_row.y0 * fig.bbox.height - self.words.gap - tallest - 8

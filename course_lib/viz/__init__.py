@@ -1,0 +1,134 @@
+"""Pictures: tensors in, matplotlib Figures out. Nothing here changes a tensor.
+
+Figures are made with matplotlib.figure.Figure, not pyplot, so they are never shown twice
+and never pile up in pyplot's list of open figures; a notebook shows one by ending a cell
+with it. Lessons write `from course_lib import viz` and call `viz.attention_heatmap(...)`;
+each name lives in one module of this package:
+
+- `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
+  meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
+- `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
+- `lesson01` ... `lesson06`: each lesson's figures and the constants they draw with, in
+  lesson order (lesson 03's set_token_ticks is lesson 06's too).
+
+The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
+"""
+
+from course_lib.viz.lesson01 import attention_heatmap, draw_weight_bars, influence_figure
+from course_lib.viz.lesson02 import REFERENCE_STYLES, curve_panels, scale_sweep_figure
+from course_lib.viz.lesson03 import (
+    HEAD_MARKERS,
+    SQUEEZE_ABOVE,
+    ablation_heatmap,
+    detector_heatmap,
+    draw_head_map,
+    head_grid,
+    heads_sweep_figure,
+    set_token_ticks,
+)
+from course_lib.viz.lesson04 import (
+    cosine_scale,
+    encoding_heatmap,
+    length_generalisation_figure,
+    pair_arrow,
+    rotated_pair_figure,
+    setup_pair_axes,
+    similarity_figure,
+)
+from course_lib.viz.lesson05 import (
+    GRAD_LIMITS,
+    SCALE_LIMITS,
+    block_diagram,
+    depth_profile_figure,
+    draw_block_diagram,
+    ffn_width_figure,
+    pin_to_limits,
+    pinned_points,
+    setup_depth_axes,
+)
+from course_lib.viz.lesson06 import (
+    DETECTOR_STYLES,
+    attention_grid,
+    detector_heatmaps,
+    detector_timeline,
+    plot_history,
+)
+from course_lib.viz.render import canvas_png, to_png
+from course_lib.viz.style import (
+    BLUE,
+    COLOURS,
+    DPI,
+    GREEN,
+    LINE_MARKERS,
+    LINE_STYLES,
+    MARKERS,
+    ORANGE,
+    PALETTE,
+    PURPLE,
+    VERMILLION,
+    VIRIDIS_DARK,
+    colour,
+    draw_attention,
+    meaning,
+    new_figure,
+)
+
+# the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
+FIGURE_MODULES = ("lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06")
+
+__all__ = [
+    "BLUE",
+    "COLOURS",
+    "DETECTOR_STYLES",
+    "DPI",
+    "FIGURE_MODULES",
+    "GRAD_LIMITS",
+    "GREEN",
+    "HEAD_MARKERS",
+    "LINE_MARKERS",
+    "LINE_STYLES",
+    "MARKERS",
+    "ORANGE",
+    "PALETTE",
+    "PURPLE",
+    "REFERENCE_STYLES",
+    "SCALE_LIMITS",
+    "SQUEEZE_ABOVE",
+    "VERMILLION",
+    "VIRIDIS_DARK",
+    "ablation_heatmap",
+    "attention_grid",
+    "attention_heatmap",
+    "block_diagram",
+    "canvas_png",
+    "colour",
+    "cosine_scale",
+    "curve_panels",
+    "depth_profile_figure",
+    "detector_heatmap",
+    "detector_heatmaps",
+    "detector_timeline",
+    "draw_attention",
+    "draw_block_diagram",
+    "draw_head_map",
+    "draw_weight_bars",
+    "encoding_heatmap",
+    "ffn_width_figure",
+    "head_grid",
+    "heads_sweep_figure",
+    "influence_figure",
+    "length_generalisation_figure",
+    "meaning",
+    "new_figure",
+    "pair_arrow",
+    "pin_to_limits",
+    "pinned_points",
+    "plot_history",
+    "rotated_pair_figure",
+    "scale_sweep_figure",
+    "set_token_ticks",
+    "setup_depth_axes",
+    "setup_pair_axes",
+    "similarity_figure",
+    "to_png",
+]

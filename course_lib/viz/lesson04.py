@@ -1,0 +1,114 @@
+"""Lesson 04's figures: the sinusoidal encoding, position similarity, RoPE's rotated pairs
+and the loss by position past the trained length."""
+
+import seaborn as sns
+import torch
+from matplotlib.figure import Figure
+
+from course_lib.viz.style import LINE_STYLES, colour, new_figure
+
+
+def encoding_heatmap(pe, *, title="sinusoidal encoding") -> Figure:
+    """Heatmap of a (T, D) positional encoding: rows positions, columns dimensions (lesson 04)."""
+    data = pe.detach().cpu().numpy() if isinstance(pe, torch.Tensor) else pe
+    if data.ndim != 2:
+        raise ValueError(f"pe: expected a 2-D (T, D) encoding, got shape {data.shape}")
+    fig, ax = new_figure(6.4, 4.2)
+    image = ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    fig.colorbar(image, ax=ax, shrink=0.85, label="value")
+    ax.set_xlabel("dimension (even: sin, odd: cos)")
+    ax.set_ylabel("position")
+    ax.set_title(title)
+    return fig
+
+
+def cosine_scale(values) -> dict:
+    """How to colour cosines: viridis on 0..1 when none is negative, else a diverging map
+    centred on 0 (RdBu_r, -1..1), so that white means 0 (lesson 04)."""
+    if float(torch.as_tensor(values).min()) >= 0:
+        return {"cmap": "viridis", "vmin": 0.0, "vmax": 1.0}
+    return {"cmap": "RdBu_r", "vmin": -1.0, "vmax": 1.0}
+
+
+def similarity_figure(sim, rows=(0, 16, 40)) -> Figure:
+    """The (T, T) position similarity as a heatmap, and a few of its rows as curves (lesson 04)."""
+    data = sim.detach().cpu() if isinstance(sim, torch.Tensor) else torch.as_tensor(sim)
+    fig, (ax_map, ax_rows) = new_figure(11.0, 4.0, ncols=2, width_ratios=[1, 1.3])
+    scale = cosine_scale(data)
+    image = ax_map.imshow(data.numpy(), interpolation="nearest", **scale)
+    fig.colorbar(image, ax=ax_map, shrink=0.85, label="cosine similarity")
+    ax_map.set_xlabel("position")
+    ax_map.set_ylabel("position")
+    ax_map.set_title("every pair of positions")
+    for i, row in enumerate(rows):  # each row its own colour and dash pattern
+        style = LINE_STYLES[i % len(LINE_STYLES)]
+        ax_rows.plot(data[row].numpy(), style, label=f"position {row}")
+        ax_rows.axvline(row, color=ax_rows.lines[-1].get_color(), lw=0.8, ls=":")
+    ax_rows.set_ylim(scale["vmin"] - 0.05, scale["vmax"] + 0.05)
+    ax_rows.set_xlabel("other position")
+    ax_rows.set_ylabel("cosine similarity")
+    ax_rows.set_title("one row each: the peak is the position itself")
+    ax_rows.legend(fontsize=9, loc="lower right")
+    ax_rows.grid(True, alpha=0.3)
+    return fig
+
+
+def setup_pair_axes(ax, limit: float, title="pair 0 of q and k"):
+    """Square axes centred on 0 for drawing 2-vectors as arrows from the origin (lesson 04)."""
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-limit, limit)
+    ax.set_aspect("equal")
+    ax.axhline(0, color="0.8", lw=0.8)
+    ax.axvline(0, color="0.8", lw=0.8)
+    ax.set_xlabel("dimension 2i")
+    ax.set_ylabel("dimension 2i+1")
+    ax.set_title(title)
+
+
+def pair_arrow(ax, xy, **kw):
+    """A line from the origin to xy with a dot (or another marker) at its tip: a cheap,
+    movable arrow (lesson 04)."""
+    kw.setdefault("linestyle", "-")
+    kw.setdefault("marker", "o")
+    (line,) = ax.plot([0, float(xy[0])], [0, float(xy[1])], markevery=[1], **kw)
+    return line
+
+
+def rotated_pair_figure(pair, positions, theta: float = 1.0) -> Figure:
+    """One 2-D pair rotated by position * theta for a few positions, arrows from 0 (lesson 04)."""
+    from course_lib.positional import rotate_pair
+
+    pair = torch.as_tensor(pair, dtype=torch.float32)
+    positions = list(positions)
+    fig, ax = new_figure(4.6, 4.4)
+    setup_pair_axes(ax, 1.25 * float(pair.norm()), title=f"one pair rotated by p x {theta:g} rad")
+    # viridis without its palest end: every arrow stands out on white
+    colors = sns.color_palette("viridis", len(positions) + 1)[: len(positions)]
+    for p, color in zip(positions, colors, strict=True):
+        xy = rotate_pair(pair, p * theta)
+        pair_arrow(ax, xy, color=color, lw=2)
+        ax.annotate(f"p={p}", xy.tolist(), textcoords="offset points", xytext=(4, 4), fontsize=9)
+    return fig
+
+
+def length_generalisation_figure(curves: dict, train_len: int, *, smooth: int = 4) -> Figure:
+    """Loss by position for several models, trained length shaded (lesson 04).
+
+    curves: label -> (T-1,) mean loss of the prediction made at each position. Each curve
+    is drawn as a running mean over `smooth` positions (single positions are noisy).
+    """
+    fig, ax = new_figure(8.5, 3.8)
+    ax.axvspan(-0.5, train_len - 0.5, color="0.92", label=f"trained length (t < {train_len})")
+    for i, (label, values) in enumerate(curves.items()):
+        style = LINE_STYLES[i % len(LINE_STYLES)]  # told apart by dash pattern and colour
+        values = torch.as_tensor(values, dtype=torch.float32)
+        window = max(1, min(int(smooth), len(values)))
+        running = values.unfold(0, window, 1).mean(dim=1)  # (T - window,)
+        at = torch.arange(window - 1, len(values))  # (T - window + 1,)
+        ax.plot(at.numpy(), running.numpy(), style, color=colour(label), label=label)
+    ax.set_xlabel("position t of the prediction")
+    ax.set_ylabel(f"loss (nats, mean of {smooth} positions)")
+    ax.set_title("loss by position on sequences 4x longer than in training")
+    ax.legend(fontsize=9, loc="upper left")
+    ax.grid(True, alpha=0.3)
+    return fig
