@@ -41,3 +41,18 @@ def measure(request):
         return value
 
     return record
+
+
+@pytest.fixture(scope="session")
+def built_explorer():
+    """built_explorer(cls): one explorer of that kind, built with no arguments as a lesson
+    builds it, shared by every test that reads it (building all of them takes seconds). A test
+    that moves a control puts it back before it ends."""
+    built = {}
+
+    def get(cls):
+        if cls not in built:
+            built[cls] = cls()
+        return built[cls]
+
+    return get

@@ -8,11 +8,11 @@ from benchmarks import attention, explorers
 from course_lib.widgets import SoftmaxExplorer
 
 
-def test_every_explorer_is_found_and_every_control_can_be_moved():
+def test_every_explorer_is_found_and_every_control_can_be_moved(built_explorer):
     found = explorers.all_explorers()
     assert SoftmaxExplorer in found
     for cls in found:
-        explorer = cls()
+        explorer = built_explorer(cls)
         for name, control in explorer.controls.items():
             values = explorers.values_to_visit(control, 5)
             assert len(values) == 5, (cls.__name__, name)

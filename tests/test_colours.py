@@ -247,9 +247,9 @@ def test_viz_figure_reads_in_every_colour_vision(name):
     assert all_problems(fig) == []
 
 
-@pytest.fixture(scope="module", params=EXPLORERS, ids=lambda cls: cls.__name__)
-def explorer(request):
-    return request.param()
+@pytest.fixture(params=EXPLORERS, ids=lambda cls: cls.__name__)
+def explorer(request, built_explorer):
+    return built_explorer(request.param)
 
 
 def test_explorer_figure_reads_in_every_colour_vision(explorer):

@@ -18,9 +18,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 # ---------------------------------------------------------------- every explorer, via the base
 
 
-@pytest.fixture(scope="module", params=EXPLORERS, ids=lambda cls: cls.__name__)
-def explorer(request):
-    return request.param()  # with no arguments, as a lesson builds it
+@pytest.fixture(params=EXPLORERS, ids=lambda cls: cls.__name__)
+def explorer(request, built_explorer):
+    return built_explorer(request.param)  # with no arguments, as a lesson builds it
 
 
 def plain(value) -> bool:
@@ -162,10 +162,10 @@ def test_the_picture_has_a_text_alternative_in_numbers(explorer):
     assert any(ch.isdigit() for ch in explorer.state()["readout"])
     assert explorer.image.tooltip == alt
     name, values = next(iter(explorer.settings().items()))
-    explorer.controls[name].value = (
-        values[-1] if values[-1] != explorer.values()[name] else values[0]
-    )
+    start = explorer.controls[name].value
+    explorer.controls[name].value = values[-1] if values[-1] != start else values[0]
     assert explorer.image.tooltip == explorer.state()["alt"]  # it follows every change
+    explorer.controls[name].value = start
 
 
 def test_control_rows_place_each_control_once():
@@ -184,16 +184,15 @@ def test_control_rows_place_each_control_once():
         control_rows(controls, [["a", "b", "c", "a"]])
 
 
-@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
-def test_picture_fits_a_1000_px_notebook_at_its_own_size(cls):
+def test_picture_fits_a_1000_px_notebook_at_its_own_size(explorer):
     """A notebook 1000 px wide leaves about 930 px beside the prompts: a wider picture is cut
     off or shrunk (soft) there, and costs pixels nobody sees. 880 px leaves a margin."""
     import io
 
     from PIL import Image
 
-    width, _ = Image.open(io.BytesIO(picture(cls()))).size
-    assert width <= 880, f"{cls.__name__}: a {width} px picture"
+    width, _ = Image.open(io.BytesIO(picture(explorer))).size
+    assert width <= 880, f"{type(explorer).__name__}: a {width} px picture"
 
 
 def test_a_kept_static_picture_gives_the_same_picture_as_a_full_redraw():
