@@ -27,12 +27,12 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from course_lib import data, places
+from course_lib import data, places, train
 from course_lib.attention import causal_mask
 from course_lib.exercises.core import FAILED, Bug, Case, Exercise, Verdict, run
 from course_lib.model import TinyTransformer, load_pretrained
 from course_lib.positional import apply_rope
-from course_lib.train import TrainConfig, learning_rate, lm_loss
+from course_lib.train import TrainConfig, learning_rate, lm_loss, train_step
 
 ARGUMENTS = ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers")
 MAX_LEN = data.LONG_LEN  # the longest sequence a case feeds (rope-h4's max_len)
@@ -578,15 +578,8 @@ def _set_lr(optimizer, lr: float) -> None:
 
 
 def course_step(model, optimizer, ids, step, config):
-    """One step of course_lib.train.train's loop, in its order; returns the loss."""
-    _set_lr(optimizer, learning_rate(step, config))
-    loss = lm_loss(model, ids)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    if config.grad_clip is not None:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-    optimizer.step()
-    return loss.item()
+    """course_lib.train.train_step, returning only the loss, as the exercise's does."""
+    return train_step(model, optimizer, ids, step, config).loss
 
 
 def _step_with(*, lr=None, zero="before", clip="norm"):
@@ -686,11 +679,10 @@ def _small_model():
 
 def _step_cases() -> list[Case]:
     train_ids = data.load_split("train")
-    g = torch.Generator().manual_seed(8)
+    drawn = train.batches(train_ids, 4, torch.Generator().manual_seed(8))
 
-    def batches(n, size=4, length=17):
-        rows = torch.randint(len(train_ids), (n, size), generator=g)
-        return train_ids[rows][..., :length]  # (n, size, length)
+    def batches(n, length=17):
+        return torch.stack([next(drawn) for _ in range(n)])[..., :length]  # (n, 4, length)
 
     model = _small_model()
     base = TrainConfig(steps=40, warmup_steps=10)  # the course's lr, weight decay, grad_clip 1
