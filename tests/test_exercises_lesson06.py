@@ -713,3 +713,21 @@ def test_a_subclass_of_the_courses_model_is_refused():
     verdict = run_model(MyTransformer)
     assert not verdict.passed and verdict.bug == "subclass"
     assert "built on the course's TinyTransformer" in verdict.message
+
+
+def test_the_cases_load_their_checkpoints_once_and_leave_the_random_state(monkeypatch):
+    from course_lib.exercises.lesson06 import inputs
+
+    loads = []
+    real = inputs.load_pretrained
+    monkeypatch.setattr(inputs, "load_pretrained", lambda name: loads.append(name) or real(name))
+    inputs.case_inputs.cache_clear()
+    try:
+        state = torch.random.get_rng_state()
+        for _ in range(2):
+            for exercise in (MY_TRANSFORMER, NEXT_TOKEN_LOSS, by_name("train_step")):
+                exercise.case_list()
+        assert torch.equal(torch.random.get_rng_state(), state)
+        assert sorted(loads) == ["places-h1", "rope-h2", "rope-h4"]
+    finally:
+        inputs.case_inputs.cache_clear()
