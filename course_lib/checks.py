@@ -1,8 +1,9 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04 and 06 (the course's reference, the cases, the likely bugs with their hints); `course_lib.exercises.core.run` checks a function
-against it and returns a Verdict. The `check_<name>` here prints that Verdict's first line:
+lessons 03, 04 and 06 (the course's reference, the cases, the likely bugs with their hints);
+`course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
+`check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
 the next, more specific hint, and its last one names the section of the lesson that holds
 the idea.
