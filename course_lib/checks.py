@@ -1,8 +1,9 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
-Each exercise is an entry in course_lib/exercises/lessonNN.py (the course's reference, the
-cases, the likely bugs with their hints); `course_lib.exercises.core.run` checks a function
-against it and returns a Verdict. The `check_<name>` here prints that Verdict's first line:
+Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
+lessons 03, 04 and 06 (the course's reference, the cases, the likely bugs with their hints);
+`course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
+`check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
 the next, more specific hint, and its last one names the section of the lesson that holds
 the idea.
@@ -13,6 +14,7 @@ tools/nbgrader_metadata.py), so there the cell fails until the exercise passes.
 """
 
 from collections.abc import Callable
+from functools import partial
 
 from course_lib.exercises import (
     lesson00,
@@ -67,11 +69,17 @@ def hint(name: str | None = None) -> None:
     print(f"HINT {min(shown, len(steps) - 1) + 1}/{len(steps)}  {name}: {step}{tail}")
 
 
-def checker(exercise: Exercise) -> Callable:
-    """The check_<name>(fn) a lesson calls: run the exercise's check, print, return the Verdict."""
+def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
+    """The check_<name>(fn) a lesson calls: verdict(fn), printed; returns the Verdict.
+
+    verdict defaults to core.run(exercise, fn). Where what the learner writes is not a
+    function of the cases' arguments (lesson 06's class and training step), it is the
+    exercise's run_model / run_step, which adapt it and then call core.run.
+    """
+    judge = partial(run, exercise) if verdict is None else verdict
 
     def check(fn) -> Verdict:
-        return show(run(exercise, fn))
+        return show(judge(fn))
 
     check.exercise = exercise  # the entry it runs (tests find every exercise's checker by it)
     check.__name__ = f"check_{exercise.name}"
@@ -107,20 +115,6 @@ check_prenorm_block = checker(lesson05.PRENORM_BLOCK)
 check_layer_norm = checker(lesson05.LAYER_NORM)
 
 # ---------------------------------------------------------------- lesson 06
+check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
 check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
-
-
-def check_my_transformer(cls) -> Verdict:
-    """Check your MyTransformer class (lesson 06): checkpoints' weights in it, logits compared
-    with the course's TinyTransformer; print the verdict."""
-    return show(lesson06.run_model(cls))
-
-
-def check_train_step(fn) -> Verdict:
-    """Check your train_step (lesson 06): a few steps beside the course's from the same state;
-    print the verdict."""
-    return show(lesson06.run_step(fn))
-
-
-check_my_transformer.exercise = lesson06.MY_TRANSFORMER  # tests find each exercise's checker
-check_train_step.exercise = lesson06.TRAIN_STEP
+check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)

@@ -24,6 +24,7 @@ from types import SimpleNamespace
 import nbformat
 
 from course_lib.exercises import all_exercises
+from course_lib.exercises.stub import is_stub
 
 
 @dataclass
@@ -39,17 +40,6 @@ class Work:
     def report(self) -> str:
         width = max(map(len, self.origin), default=0)
         return "\n".join(f"{name:<{width}}  {why}" for name, why in self.origin.items())
-
-
-def _is_stub(node: ast.AST) -> bool:
-    """A def whose body raises NotImplementedError (a workspace stub the learner has not
-    replaced yet)."""
-    for child in ast.walk(node):
-        if isinstance(child, ast.Raise) and child.exc is not None:
-            exc = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
-            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
-                return True
-    return False
 
 
 def _exercise_cells(path: Path) -> tuple[list[str], list[str]]:
@@ -139,7 +129,7 @@ def _run_definitions(source: str, path: Path, namespace: dict, origin: dict) -> 
             module = ast.Module(body=[node], type_ignores=[])
             exec(compile(module, str(path), "exec"), namespace)
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
-            if _is_stub(node) and node.name in exercises:
+            if is_stub(node) and node.name in exercises:
                 namespace[node.name] = exercises[node.name].reference
                 origin[node.name] = "the course's (yours is not written yet)"
                 continue

@@ -11,6 +11,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -18,7 +19,7 @@ from tqdm.auto import tqdm
 
 import course_lib
 from course_lib import data, heads, places
-from course_lib.model import CHECKPOINT_DIR, PRETRAINED, ModelConfig, TinyTransformer
+from course_lib.model import CHECKPOINT_DIR, ModelConfig, TinyTransformer
 from course_lib.runtime import evaluating
 
 
@@ -81,6 +82,39 @@ def learning_rate(step: int, config: TrainConfig) -> float:
     return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def batches(train_ids: torch.Tensor, batch_size: int, generator: torch.Generator):
+    """Endless batches (batch_size, T) of rows of train_ids (N, T), drawn with replacement
+    from generator: the order train() sees them in, for a given seed (lesson 06)."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator: expected a torch.Generator, got {type(generator).__name__}")
+    while True:
+        yield train_ids[torch.randint(len(train_ids), (batch_size,), generator=generator)]
+
+
+class StepResult(NamedTuple):
+    """What one training step reports: its loss and each block's gradient norm (lesson 06)."""
+
+    loss: float  # the batch's loss before the update
+    grad_norms: list[float]  # per block, before clipping
+
+
+def train_step(model, optimizer, ids: torch.Tensor, step: int, config: TrainConfig) -> StepResult:
+    """One step of train(): the schedule's lr at `step` into every param group, this batch's
+    gradients only, the global norm clipped to config.grad_clip (unless None), the update
+    (lesson 06)."""
+    lr = learning_rate(step, config)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = lm_loss(model, ids)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norms = [_grad_norm(block) for block in model.blocks]
+    if config.grad_clip is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
+    return StepResult(loss.item(), grad_norms)
+
+
 def train(
     model,
     train_ids,
@@ -103,22 +137,13 @@ def train(
     start = time.perf_counter()
     model.train()
     bar = tqdm(range(config.steps), disable=not progress, desc="training")
+    drawn = batches(train_ids, config.batch_size, generator)
     for step in bar:
-        lr = learning_rate(step, config)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        batch = train_ids[torch.randint(len(train_ids), (config.batch_size,), generator=generator)]
-        loss = lm_loss(model, batch)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        history.grad_norm.append([_grad_norm(block) for block in model.blocks])
-        if config.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-
+        loss, grad_norms = train_step(model, optimizer, next(drawn), step, config)
+        history.grad_norm.append(grad_norms)
         history.step.append(step)
-        history.train_loss.append(loss.item())
-        history.lr.append(lr)
+        history.train_loss.append(loss)
+        history.lr.append(optimizer.param_groups[0]["lr"])
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             history.val_step.append(step)
             history.val_loss.append(evaluate(model, valid_ids))
@@ -126,7 +151,7 @@ def train(
                 callback(step + 1, model)
                 model.train()
         val = f"{history.val_loss[-1]:.3f}" if history.val_loss else "-"
-        bar.set_postfix(loss=f"{loss.item():.3f}", val=val, refresh=False)
+        bar.set_postfix(loss=f"{loss:.3f}", val=val, refresh=False)
     history.wall_time = time.perf_counter() - start
     model.eval()
     return history
@@ -157,7 +182,6 @@ for _h in (1, 2, 4, 8):
         replace(_PLACES, num_heads=_h),
         TrainConfig(steps=400, eval_every=50),
     )
-assert tuple(RECIPES) == PRETRAINED
 # lesson 06's live run: the rope-h4 recipe cut to 400 steps (same warm-up), which still
 # reaches every detector's bar (previous >= 0.9, bracket >= 0.7, subject >= 0.7) in ~30 s
 CAPSTONE = (_BASE, TrainConfig(steps=400, eval_every=50))

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import nbformat
 
+from course_lib.exercises.stub import stub_source
+
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
 _DEF = re.compile(r"^(?:def|class)\s+(\w+)\b")  # a top-level function or class: the exercise
@@ -30,11 +32,7 @@ def stub_solutions(source: str, where: str = "this cell") -> str:
                 raise ValueError(f"{where}, line {number}: {BEGIN} inside another solution region")
             inside = True
             indent = line[: len(line) - len(line.lstrip())]
-            name = exercise or "this exercise"
-            out.append(f"{indent}# YOUR CODE HERE")
-            out.append(
-                f'{indent}raise NotImplementedError("Exercise {name}: write your code here")'
-            )
+            out.extend(stub_source(exercise, indent).splitlines())
             continue
         if stripped == END:
             if not inside:

@@ -5,9 +5,8 @@
 c = get_config()  # noqa: F821 (traitlets defines it when it loads this file)
 
 c.CourseDirectory.course_id = "transformer-course"
-# the learner version's stub, as in `make workspace`: the checker then says "not implemented yet"
-c.ClearSolutions.code_stub = {
-    "python": '# YOUR CODE HERE\nraise NotImplementedError("Exercise: write your code here")'
-}
+# c.ClearSolutions.code_stub (the learner version's stub) is not set here: deploy/nbgrader_course.py
+# appends it to the copy it writes, from course_lib.exercises.stub, the one place the stub's
+# text lives (nbgrader's own environment has no course_lib to import it from)
 # a cell may train a model (lesson 06: about a minute on 2 cores); nbgrader's default is 30 s
 c.Execute.timeout = 300

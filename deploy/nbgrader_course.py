@@ -18,13 +18,13 @@ from `make grader`'s environment with that kernel. Then, in GRADING_DIR:
 
 import argparse
 import json
-import shutil
 import stat
 import sys
 from pathlib import Path
 
 import nbformat
 
+from course_lib.exercises.stub import stub_source
 from tools.nbgrader_metadata import apply
 
 COURSE = Path(__file__).resolve().parents[1]
@@ -48,7 +48,11 @@ def lessons_with_exercises(folder: Path) -> list[Path]:
 
 def prepare(folder: Path, lessons: list[Path]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(COURSE / "deploy" / "nbgrader_config.py", folder / "nbgrader_config.py")
+    config = (COURSE / "deploy" / "nbgrader_config.py").read_text(encoding="utf-8")
+    # nbgrader's stub cannot name the exercise: stub_source() writes the unnamed stub, which a
+    # checker reads as "not implemented yet", as it reads the workspace's named one
+    stub = f"c.ClearSolutions.code_stub = {{'python': {stub_source()!r}}}\n"
+    (folder / "nbgrader_config.py").write_text(config + stub, encoding="utf-8")
     for lesson in lessons:  # graded copies: each checker cell asserts its verdict
         target = folder / "source" / lesson.stem / lesson.name
         target.parent.mkdir(parents=True, exist_ok=True)

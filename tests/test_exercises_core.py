@@ -1,5 +1,7 @@
 """The checkers' core and every exercise entry: no dead hint, strict comparisons, hints in steps."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -159,3 +161,13 @@ def test_a_stub_called_from_inside_is_named():
     verdict = run(TOY, lambda x: helper(x) * 2)
     assert verdict.status == core.NOT_IMPLEMENTED
     assert verdict.message.startswith("double: it calls helper, which is not implemented yet")
+
+
+def test_no_exercise_module_is_over_500_lines():
+    """A lesson with several long exercises keeps one module per exercise (lessons 03, 04, 06)."""
+    folder = Path(core.__file__).parent
+    sizes = {
+        str(p.relative_to(folder)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in sorted(folder.rglob("*.py"))
+    }
+    assert {name: n for name, n in sizes.items() if n > 500} == {}

@@ -1,7 +1,7 @@
 """Lesson 04's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops, math.cos,
-complex numbers, hard-coded axes), not taken from the bug list in course_lib/exercises/lesson04.py.
+complex numbers, hard-coded axes), not taken from the bug list in course_lib/exercises/lesson04/.
 """
 
 import math

@@ -27,6 +27,7 @@ from course_lib.exercises.lesson06 import (
     run_model,
     run_step,
 )
+from course_lib.exercises.stub import attempt
 from course_lib.model import TinyTransformer, load_card, load_pretrained
 from course_lib.runtime import one_thread
 from course_lib.train import learning_rate, lm_loss
@@ -609,7 +610,7 @@ def cell(cell_id: str, defs_only: bool = False) -> str:
 
 
 def _yours_or_course(my_transformer):
-    namespace = {"torch": torch, "TinyTransformer": TinyTransformer,
+    namespace = {"torch": torch, "TinyTransformer": TinyTransformer, "attempt": attempt,
                  "MyTransformer": my_transformer,
                  "valid_ids": data.load_split("valid")[:4]}  # fmt: skip
     exec(cell("my11", defs_only=True), namespace)
@@ -655,7 +656,7 @@ def test_a_written_model_is_used():
 
 def _uniform_cell(next_token_loss, capsys) -> str:
     namespace = {"torch": torch, "nn": nn, "math": math, "data": data, "train": train,
-                 "next_token_loss": next_token_loss,
+                 "next_token_loss": next_token_loss, "attempt": attempt,
                  "valid_ids": data.load_split("valid")[:8]}  # fmt: skip
     exec(cell("my11", defs_only=True), namespace)  # one_line
     exec(cell("my13"), namespace)  # Uniform
@@ -669,7 +670,7 @@ def test_the_uniform_model_prints_ln_v_for_a_right_loss_and_names_a_failing_one(
     out = _uniform_cell(SOLVED.next_token_loss, capsys)
     assert out.count(ln_v) == 2 and "your next_token_loss of Uniform()" in out, out
     out = _uniform_cell(stub, capsys)
-    assert "did not run (NotImplementedError" in out and out.count(ln_v) == 2, out
+    assert "did not run: yours is not written yet" in out and out.count(ln_v) == 2, out
 
     def summed(model, ids):
         logits = model(ids[:, :-1])
@@ -713,3 +714,21 @@ def test_a_subclass_of_the_courses_model_is_refused():
     verdict = run_model(MyTransformer)
     assert not verdict.passed and verdict.bug == "subclass"
     assert "built on the course's TinyTransformer" in verdict.message
+
+
+def test_the_cases_load_their_checkpoints_once_and_leave_the_random_state(monkeypatch):
+    from course_lib.exercises.lesson06 import inputs
+
+    loads = []
+    real = inputs.load_pretrained
+    monkeypatch.setattr(inputs, "load_pretrained", lambda name: loads.append(name) or real(name))
+    inputs.case_inputs.cache_clear()
+    try:
+        state = torch.random.get_rng_state()
+        for _ in range(2):
+            for exercise in (MY_TRANSFORMER, NEXT_TOKEN_LOSS, by_name("train_step")):
+                exercise.case_list()
+        assert torch.equal(torch.random.get_rng_state(), state)
+        assert sorted(loads) == ["places-h1", "rope-h2", "rope-h4"]
+    finally:
+        inputs.case_inputs.cache_clear()

@@ -1,6 +1,7 @@
 import json
 import math
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 import torch
@@ -77,6 +78,53 @@ def test_learning_rate_warms_up_then_decays_to_a_tenth():
     assert lrs[9] == pytest.approx(1e-3)
     assert all(a >= b for a, b in pairwise(lrs[9:]))
     assert train.learning_rate(100, config) == pytest.approx(1e-4)
+
+
+def test_batches_draw_rows_with_the_generator_in_order(splits):
+    train_ids, _ = splits
+    drawn = train.batches(train_ids, 5, torch.Generator().manual_seed(3))
+    g = torch.Generator().manual_seed(3)
+    for _ in range(3):
+        rows = torch.randint(len(train_ids), (5,), generator=g)
+        assert torch.equal(next(drawn), train_ids[rows])
+    with pytest.raises(TypeError, match="generator"):
+        next(train.batches(train_ids, 5, 3))
+
+
+def test_train_is_train_step_on_batches(splits):
+    """train() is train_step over batches(): the same losses, norms and weights, bit for bit."""
+    train_ids, valid_ids = splits
+    config = train.TrainConfig(steps=6, batch_size=4, warmup_steps=2, eval_every=6)
+    torch.manual_seed(1)
+    model = tiny_model()
+    by_hand = tiny_model()
+    by_hand.load_state_dict(model.state_dict())
+    history = train.train(model, train_ids, valid_ids, config, progress=False)
+    optimizer = torch.optim.AdamW(by_hand.parameters(), lr=config.lr, weight_decay=0.01)
+    drawn = train.batches(train_ids, config.batch_size, torch.Generator().manual_seed(0))
+    results = [
+        train.train_step(by_hand.train(), optimizer, next(drawn), step, config)
+        for step in range(config.steps)
+    ]
+    assert [r.loss for r in results] == history.train_loss
+    assert [r.grad_norms for r in results] == history.grad_norm
+    after = by_hand.state_dict()
+    assert all(torch.equal(after[k], v) for k, v in model.state_dict().items())
+
+
+def test_the_batch_sampler_is_written_once():
+    """train.batches is the one sampler: the lesson, its checker and tests call it."""
+    root = Path(__file__).resolve().parent.parent
+    sampler = "randint(len(train_ids)"
+    found = [
+        str(path.relative_to(root))
+        for folder in ("course_lib", "tests", "notebooks", "tools", "benchmarks")
+        for path in sorted((root / folder).rglob("*"))
+        if path.suffix in (".py", ".ipynb")
+        and sampler in path.read_text(encoding="utf-8")
+        and path.name != "test_train.py"
+    ]
+    assert found == ["course_lib/train.py"]
 
 
 def test_loss_by_position_matches_torch_cross_entropy(splits):

@@ -2,6 +2,8 @@
 
 `core` holds the Exercise/Bug/Verdict types and `run`, which checks a learner's function and
 returns a Verdict without printing. `lessonNN` holds lesson NN's entries in `EXERCISES`.
+`stub` writes and recognises the stub a learner's copy holds, and decides yours or the
+course's (for the checkers, the explorers, course_lib.mywork, the workspace and nbgrader).
 `course_lib.checks` turns each entry into the `check_<name>` a lesson calls, which prints.
 """
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from course_lib.exercises.stub import attempt
+
 PASSED, NOT_IMPLEMENTED, FAILED = "passed", "not implemented", "failed"
 DTYPE_HINT = (
     "The numbers are right; the dtype is part of the result too. A result should keep its "
@@ -207,14 +209,6 @@ def largest_gap(got, expected) -> str:
 # ---------------------------------------------------------------- running a check
 
 
-def stub_named(err: NotImplementedError) -> str | None:
-    """The exercise a workspace stub names ("Exercise split_heads: write your code here")."""
-    text = str(err)
-    if text.startswith("Exercise ") and ":" in text:
-        return text.removeprefix("Exercise ").split(":", 1)[0].strip()
-    return None
-
-
 def _copy_args(values):
     """Copies to hand the learner: tensors cloned (requires_grad kept), modules deep-copied."""
     out = []
@@ -261,18 +255,16 @@ def run(exercise: Exercise, fn) -> Verdict:
         label = case_label(exercise.reference, case)
         mine = _copy_args(case.args)
         mine_kw = dict(zip(case.kwargs, _copy_args(case.kwargs.values()), strict=True))
-        try:
-            got = fn(*mine, **mine_kw)
-        except NotImplementedError as err:
-            other = stub_named(err)
-            if other is not None and other != name:
-                return Verdict(
-                    False,
-                    f"{name}: it calls {other}, which is not implemented yet. Write {other} first, "
-                    "run its cell, then run this check again.",
-                    (),
-                    NOT_IMPLEMENTED,
-                )
+        tried = attempt(name, fn, *mine, **mine_kw)
+        if tried.missing not in (None, name):
+            return Verdict(
+                False,
+                f"{name}: it calls {tried.missing}, which is not implemented yet. Write "
+                f"{tried.missing} first, run its cell, then run this check again.",
+                (),
+                NOT_IMPLEMENTED,
+            )
+        if tried.missing is not None:
             return Verdict(
                 False,
                 f"{name}: not implemented yet. Replace the `raise NotImplementedError` line "
@@ -280,13 +272,15 @@ def run(exercise: Exercise, fn) -> Verdict:
                 (),
                 NOT_IMPLEMENTED,
             )
-        except Exception as err:  # the learner's code may fail in any way; report it
+        if tried.error is not None:
+            err = tried.error
             return _fail(
                 exercise,
                 f"your function raised {type(err).__name__}: {err} (case: {label})",
                 ("The exercise's text promises this case works: read its contract again "
                  "for the shapes and types it allows.", *exercise.hints),
             )  # fmt: skip
+        got = tried.value
         names = _names(exercise.reference, case)
         originals = [*case.args, *case.kwargs.values()]
         for arg_name, before, after in zip(names, originals, [*mine, *mine_kw.values()],

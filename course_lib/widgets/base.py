@@ -23,7 +23,7 @@ import traitlets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from course_lib import viz
-from course_lib.exercises.core import stub_named
+from course_lib.exercises.stub import attempt
 
 STYLE = {"description_width": "initial"}  # a control's description is never cut short
 MAX_SETTINGS = 16  # a control with at most this many values lists every one in settings()
@@ -180,21 +180,21 @@ def compare_learner(fn, args: tuple, course_value, what: str, setting: str, atol
     if fn is None:
         return course_value, ""
     course = course_value[0] if isinstance(course_value, tuple) else course_value
-    try:
-        got = fn(*args)
-    except NotImplementedError as err:
-        other = stub_named(err)
-        if other is not None and other != what:
-            return course_value, (
-                f"Your {what} calls your {other}, which is not written yet: the picture shows "
-                "the course's."
-            )
+    tried = attempt(what, fn, *args)
+    if tried.missing not in (None, what):
+        return course_value, (
+            f"Your {what} calls your {tried.missing}, which is not written yet: the picture "
+            "shows the course's."
+        )
+    if tried.missing is not None:
         return course_value, f"Your {what} is not written yet: the picture shows the course's."
-    except Exception as err:  # the learner's code may fail in any way: say how, show the course's
+    if tried.error is not None:
+        err = tried.error
         return course_value, (
             f"Your {what} raised {type(err).__name__} at {setting}: {err}. "
             "The picture shows the course's."
         )
+    got = tried.value
     mine = got[0] if isinstance(got, tuple | list) and isinstance(course_value, tuple) else got
     if not isinstance(mine, torch.Tensor) or mine.shape != course.shape:
         shape = tuple(mine.shape) if isinstance(mine, torch.Tensor) else type(mine).__name__

@@ -12,6 +12,7 @@ from course_lib.block import (
     gradient_reaching,
     run_stack,
 )
+from course_lib.exercises.stub import Attempt, attempt
 from course_lib.feedforward import activation
 from course_lib.runtime import one_thread
 from course_lib.widgets.base import (
@@ -113,23 +114,25 @@ class BlockExplorer(Explorer):
 
     def _run_yours(self, norm: str):
         """[x, h_1, ..., h_48]: the pre-norm, residual stack of this norm, every block computed
-        by your block function from the course's block's parts (or the error it raised)."""
+        by your block function from the course's block's parts (or an Attempt: why not)."""
         hidden = [self.x.detach().requires_grad_(True)]
-        try:
+
+        def stack():
             for part in self.stacks[(norm, True, True)]:
                 out = self.block(hidden[-1], part.attn, part.ff, part.norm1, part.norm2)
                 hidden.append(out)
                 if not isinstance(out, torch.Tensor) or out.shape != self.x.shape:
                     break  # the next block could not read it: compare_learner names the shape
-        except Exception as err:  # your code may fail in any way: the note says how
-            return err
-        return hidden
+            return hidden
+
+        tried = attempt(self.block_name, stack)  # your code may fail in any way: the note says how
+        return tried.value if tried.ran else tried
 
     def _your_stack(self, v: dict, hidden: list) -> tuple[list, str]:
         """(the stack to draw, the note): yours where your function ran and returned the
         right shape at this setting, else the course's; the note says how they compare."""
         names, what = {norm: label for label, norm in self.NORMS}, self.block_name
-        if any(isinstance(got, NotImplementedError) for got in self.yours.values()):
+        if any(isinstance(got, Attempt) and got.missing for got in self.yours.values()):
             return hidden, f"Your {what} is not written yet: the picture shows the course's."
         if not (v["prenorm"] and v["residual"]):
             return hidden, (
@@ -140,8 +143,8 @@ class BlockExplorer(Explorer):
         setting = f"depth {depth}, {names[v['norm']]}, pre-norm, residual on"
 
         def your_output():
-            if isinstance(yours, Exception):
-                raise yours
+            if isinstance(yours, Attempt):
+                raise yours.error
             return yours[min(depth, len(yours) - 1)]
 
         course = hidden[depth]

@@ -1,0 +1,103 @@
+"""Lesson 03's merge_heads exercise: (B, H, T, d) -> (B, T, D)."""
+
+import torch
+
+from course_lib.exercises.core import Bug, Case, Exercise
+
+
+def merge_heads_reference(y):
+    B, H, T, d = y.shape
+    return y.transpose(1, 2).reshape(B, T, H * d)  # (B, T, H, d) -> (B, T, D)
+
+
+def _merge_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(4)
+    return [
+        Case((torch.randn(2, 3, 5, 4, generator=g),), label="three heads of width 4"),
+        Case((torch.randn(1, 4, 7, 2, generator=g),), label="four heads of width 2"),
+        Case((torch.randn(3, 2, 3, 8, generator=g),), label="two heads of width 8"),
+        Case((torch.randn(2, 1, 4, 6, generator=g),), label="one head"),
+        Case(
+            (torch.randn(2, 5, 3, 2, generator=g, dtype=torch.float64),),
+            label="a float64 y: the result keeps y's dtype",
+        ),
+    ]
+
+
+def _merge_no_swap(y):
+    B, H, T, d = y.shape
+    return y.reshape(B, T, H * d)  # the right shape, read in memory order
+
+
+def _merge_swap_only(y):
+    return y.transpose(1, 2)  # (B, T, H, d)
+
+
+def _merge_interleaved(y):
+    B, H, T, d = y.shape
+    return y.permute(0, 2, 3, 1).reshape(B, T, H * d)  # (B, T, d, H) -> (B, T, D)
+
+
+def _merge_sum(y):
+    return y.sum(dim=1)  # (B, T, d)
+
+
+def _merge_along_tokens(y):
+    return torch.cat(y.unbind(dim=1), dim=1)  # (B, H * T, d)
+
+
+MERGE_HEADS = Exercise(
+    name="merge_heads",
+    lesson="03",
+    reference=merge_heads_reference,
+    cases=_merge_cases,
+    idea="the section 'From one wide attention to H narrow ones': the numbered tensor cut into "
+    "heads (merging puts every number back where it came from), and the worked example's way "
+    "back from the table to the row",
+    bugs=(
+        Bug(
+            "swap_only",
+            _merge_swap_only,
+            "your result has shape (B, T, H, d): the axes are back in order, but the heads "
+            "are not joined yet",
+            "after the swap, each token still holds H separate pieces of width d; join the "
+            "last two axes into one of width H * d.",
+        ),
+        Bug(
+            "no_swap",
+            _merge_no_swap,
+            "right shape, but token t's row holds numbers of other tokens",
+            "you read (B, H, T, d) straight into (B, T, H * d) without bringing the token "
+            "axis in front of the head axis first: a reshape reads in memory order, where "
+            "all of head 0's tokens come before head 1's.",
+        ),
+        Bug(
+            "interleaved",
+            _merge_interleaved,
+            "right shape, but the heads are interleaved feature by feature",
+            "head h's d numbers must sit side by side, as the block h*d .. (h+1)*d - 1 of the "
+            "token's row; yours alternate between heads, which is what joining the axes in "
+            "the order (d, H) instead of (H, d) gives.",
+        ),
+        Bug(
+            "sum",
+            _merge_sum,
+            "your result is d wide, not D: you added the heads together",
+            "merging puts the heads side by side, so the width goes back to D = H * d; "
+            "nothing is added.",
+        ),
+        Bug(
+            "along_tokens",
+            _merge_along_tokens,
+            "your result has H * T rows: the heads were joined one after another along the tokens",
+            "the heads of one token go side by side along the feature axis: the result keeps "
+            "T tokens, each H * d wide.",
+        ),
+    ),
+    hints=(
+        "merge_heads undoes split_heads: merge_heads(split_heads(x, H)) must be x again, so "
+        "token t's row is head 0's d numbers, then head 1's, and so on.",
+        "A tensor whose axes were swapped is no longer laid out in memory in its new order: "
+        "view cannot join its axes, reshape can (or .contiguous() first).",
+    ),
+)

@@ -1,0 +1,49 @@
+"""Lesson 04's exercises: sinusoidal encoding, rotating a pair, the RoPE score, RoPE on heads.
+
+CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
+- sinusoidal_encoding(seq_len, d_model) -> (T, D) float32, sin in even columns, cos in odd.
+- rotate_pair(pair, angle): pair (..., 2), angle a number or a tensor broadcastable to
+  pair[..., 0] -> the pairs turned counter-clockwise, pair's dtype.
+- rope_score(q, k, m, n) -> 0-d tensor: q (d,) rotated to position m dotted with k (d,)
+  rotated to position n, interleaved pairs (2i, 2i+1), theta_i = 10000**(-2i/d).
+- rope_heads(x) -> x's shape and dtype: x (..., T, d) (in the model (B, H, T, d)), the
+  vector at position t (0..T-1) rotated pair by pair by t * theta_i, as apply_rope.
+
+Every wrong version below is a mistake a learner makes, written the way it comes out; a test
+(tests/test_exercises_lesson04.py) writes each again as a learner would and checks its hint.
+
+One module per exercise: sinusoidal_encoding, rotate_pair, rope_score, rope_heads.
+"""
+
+from course_lib.exercises.lesson04.rope_heads import (
+    ROPE_HEADS,
+    rope_heads_reference,
+)
+from course_lib.exercises.lesson04.rope_score import (
+    ROPE_SCORE,
+    rope_score_reference,
+)
+from course_lib.exercises.lesson04.rotate_pair import (
+    ROTATE_PAIR,
+    rotate_pair_reference,
+)
+from course_lib.exercises.lesson04.sinusoidal_encoding import (
+    BASE,
+    SINUSOIDAL_ENCODING,
+    sinusoidal_reference,
+)
+
+EXERCISES = (SINUSOIDAL_ENCODING, ROTATE_PAIR, ROPE_SCORE, ROPE_HEADS)
+
+__all__ = [
+    "ROPE_HEADS",
+    "rope_heads_reference",
+    "ROPE_SCORE",
+    "rope_score_reference",
+    "ROTATE_PAIR",
+    "rotate_pair_reference",
+    "BASE",
+    "SINUSOIDAL_ENCODING",
+    "sinusoidal_reference",
+    "EXERCISES",
+]
