@@ -5,6 +5,7 @@ from pathlib import Path
 
 import nbformat
 
+from course_lib.exercises.stub import stub_source
 from course_lib.workspace import prepare
 
 # A learner's attention with a classic slip, the softmax over the queries instead of the
@@ -25,7 +26,7 @@ def write_learners_folder(root: Path, notebooks: Path) -> None:
     prepare(notebooks, root)
     path = root / SLIPPED_LESSON
     notebook = nbformat.read(path, as_version=4)
-    stub = f'raise NotImplementedError("Exercise {SLIPPED_EXERCISE}: write your code here")'
+    stub = stub_source(SLIPPED_EXERCISE).splitlines()[-1].strip()  # the raise line
     (cell,) = [c for c in notebook.cells if c.cell_type == "code" and stub in c.source]
     cell.source = LEARNER_SLIP
     nbformat.write(notebook, path)
