@@ -1,5 +1,5 @@
 """Ablation: knock parts of a trained TinyTransformer out and measure what each skill loses
-(lessons 03, 05 and 06).
+(lessons 03, 05 and 06), or run it without the 1/sqrt(d) scale it was trained with (lesson 06).
 
 A detector (course_lib.heads) says where a head looks; knocking the head out says what the
 model needs it for. The loss is split by skill, using the positions course_lib.data marks:
@@ -20,6 +20,8 @@ Knocking out never changes the model: forward hooks, removed when the call ends,
 one head (or one feed-forward layer) hands on, and only while the call runs.
 """
 
+import copy
+import dataclasses
 from contextlib import contextmanager
 
 import torch
@@ -28,6 +30,7 @@ import torch.nn.functional as F
 from course_lib import data
 from course_lib._validation import one_of
 from course_lib.attention import causal_mask, scaled_dot_product_attention
+from course_lib.model import TinyTransformer
 from course_lib.runtime import evaluating
 
 SKILLS = ("overall", "agreement", "brackets")
@@ -224,3 +227,27 @@ def ablation_table(
         losses = _losses(model, ids, positions, () if label is None else [label], mode)
         rows.append([losses[s] for s in skills])
     return labels, torch.tensor(rows)
+
+
+# ---------------------------------------------------------------- the scale
+
+
+def flip_scale(model: TinyTransformer) -> TinyTransformer:
+    """A copy of a model with the same weights and the 1/sqrt(d) scale switched: off if the
+    model uses it, on if it does not (lesson 06's ablation). Flipping twice gives the model back.
+
+    Switching the scale off multiplies every score by sqrt(d); so does multiplying every
+    query projection by sqrt(d), since RoPE's rotation is linear (the tests check both agree).
+    """
+    clone = copy.deepcopy(model)
+    clone.config = dataclasses.replace(clone.config, scale=not clone.config.scale)
+    for block in clone.blocks:
+        block.attn.scale = clone.config.scale
+    return clone
+
+
+def without_scale(model: TinyTransformer) -> TinyTransformer:
+    """A copy of a model trained with the 1/sqrt(d) scale, run without it (lesson 06)."""
+    if not model.config.scale:
+        raise ValueError("model: expected one trained with the 1/sqrt(d) scale, got scale=False")
+    return flip_scale(model)

@@ -1,8 +1,7 @@
 """TinyTransformer: a causal language model made of the course's own blocks (lesson 06)."""
 
-import copy
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -139,7 +138,7 @@ def _check_name(name) -> None:
         raise ValueError(f"name: expected one of {', '.join(PRETRAINED)}; got {name!r}")
 
 
-# ---------------------------------------------------------------- lesson 06: sampling, the scale
+# ---------------------------------------------------------------- lesson 06: sampling
 
 
 @torch.no_grad()
@@ -165,24 +164,3 @@ def generate(
             probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
             ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
     return ids
-
-
-def flip_scale(model: TinyTransformer) -> TinyTransformer:
-    """A copy of a model with the same weights and the 1/sqrt(d) scale switched: off if the
-    model uses it, on if it does not (lesson 06's ablation). Flipping twice gives the model back.
-
-    Switching the scale off multiplies every score by sqrt(d); so does multiplying every
-    query projection by sqrt(d), since RoPE's rotation is linear (the tests check both agree).
-    """
-    clone = copy.deepcopy(model)
-    clone.config = replace(clone.config, scale=not clone.config.scale)
-    for block in clone.blocks:
-        block.attn.scale = clone.config.scale
-    return clone
-
-
-def without_scale(model: TinyTransformer) -> TinyTransformer:
-    """A copy of a model trained with the 1/sqrt(d) scale, run without it (lesson 06)."""
-    if not model.config.scale:
-        raise ValueError("model: expected one trained with the 1/sqrt(d) scale, got scale=False")
-    return flip_scale(model)

@@ -186,3 +186,23 @@ def test_bad_input_names_the_parameter(ids):
     with pytest.raises(ValueError, match=r"layer: expected an int in 0\.\.1 .*got 2"):
         with ablation.without_feedforward(model, 2):
             pass
+
+
+# ---------------------------------------------------------------- the scale
+
+
+def test_flip_scale_turns_the_scale_on_for_a_model_trained_without_it():
+    ids = data.load_split("valid")[:4]
+    model = load_pretrained("rope-h4-noscale")
+    flipped = ablation.flip_scale(model)
+    assert flipped.config.scale is True and model.config.scale is False
+    edited = load_pretrained("rope-h4-noscale")  # the scale on = queries divided by sqrt(d)
+    D = edited.config.d_model
+    with torch.no_grad():
+        for block in edited.blocks:
+            block.attn.qkv.weight[:D] /= 4
+            block.attn.qkv.bias[:D] /= 4
+    torch.testing.assert_close(flipped(ids), edited(ids), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ablation.flip_scale(flipped)(ids), model(ids))
+    with pytest.raises(ValueError, match="model: expected one trained with the 1/sqrt"):
+        ablation.without_scale(model)

@@ -18,7 +18,8 @@ import math
 import torch
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.positional import apply_rope, apply_rope_half, rotate_pair, sinusoidal_encoding
+from course_lib.position_demos import rotate_pair
+from course_lib.positional import apply_rope, apply_rope_half, sinusoidal_encoding
 
 BASE = 10000.0
 

@@ -276,7 +276,7 @@ class AblationExplorer(Explorer):
 
     Everything is computed once at construction on 100 validation sequences. The scale has
     two ablations: a checkpoint trained without 1/sqrt(d), and (unticking "as trained") any
-    checkpoint's own weights run with the scale flipped, see model.flip_scale.
+    checkpoint's own weights run with the scale flipped, see ablation.flip_scale.
     """
 
     PICTURE = (
@@ -296,7 +296,8 @@ class AblationExplorer(Explorer):
 
     def __init__(self, num_sequences: int = 100):
         from course_lib import data, heads, train
-        from course_lib.model import flip_scale, load_pretrained
+        from course_lib.ablation import flip_scale
+        from course_lib.model import load_pretrained
 
         self.detectors = tuple(heads.DETECTORS)
         ids = data.load_split("valid")[:num_sequences]  # (N, T)
