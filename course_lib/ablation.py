@@ -103,13 +103,9 @@ def _head_hooks(attn, heads: list[int], mode: str):
 
     def replace(_module, args):
         y = args[0].clone()  # (B, T, D): the heads' outputs side by side, before the projection
-        B, T, _ = y.shape
-        d = attn.d_head
+        T, d = y.shape[1], attn.d_head
         if mode == "mean":
-            qkv = attn.qkv(seen["x"]).view(B, T, 3, attn.num_heads, d)  # (B, T, 3, H, d)
-            q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, d)
-            if attn.rope is not None:
-                q, k = attn.rope(q), attn.rope(k)
+            q, k, v = attn.qkv_heads(seen["x"])  # each (B, H, T, d)
             mask = causal_mask(T, device=y.device)
         for h in heads:
             if mode == "zero":

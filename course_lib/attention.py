@@ -83,6 +83,12 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=True):
     factor = scale_factor(scale, q.shape[-1])
     if mask is not None:
         check_mask(mask, scores_shape)
+    return attend(q, k, v, mask, factor)
+
+
+def attend(q, k, v, mask, factor: float):
+    """The arithmetic of scaled_dot_product_attention without its checks, for a caller whose
+    q, k, v and mask are right by construction, as inside a model's layers (lesson 01)."""
     scores = (
         q @ k.transpose(-2, -1)
     ) * factor  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)

@@ -54,6 +54,7 @@ class TransformerBlock(nn.Module):
         dropout: float = 0.0,
         rope=None,
         scale: bool = True,
+        check_inputs: bool = True,
     ):
         super().__init__()
         positive_int("d_ff", d_ff)
@@ -62,7 +63,9 @@ class TransformerBlock(nn.Module):
             raise ValueError(f"dropout: expected a probability in [0, 1), got {dropout!r}")
         self.prenorm = bool(prenorm)
         self.residual = bool(residual)
-        self.attn = MultiHeadAttention(d_model, num_heads, rope=rope, scale=scale)
+        self.attn = MultiHeadAttention(
+            d_model, num_heads, rope=rope, scale=scale, check_inputs=check_inputs
+        )
         self.norm1 = make_norm(norm, d_model)
         self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
         self.norm2 = make_norm(norm, d_model)

@@ -68,15 +68,27 @@ class TinyTransformer(nn.Module):
             scale,
         )  # fmt: skip
         self.embed = nn.Embedding(vocab_size, d_model)
-        # RoPE has no weights, so one instance serves every block
-        rope = RotaryEmbedding(d_model // num_heads) if positional == "rope" else None
+        # RoPE has no weights, so one instance (and one cos/sin table) serves every block
+        rope = (
+            RotaryEmbedding(d_model // num_heads, max_len=max_len) if positional == "rope" else None
+        )
+        # built once and sliced to (T, T) in forward; like pe, not saved with the weights
+        self.register_buffer("causal", causal_mask(max_len), persistent=False)  # (L, L)
         if positional == "sinusoidal":
             # not a parameter and not saved: rebuilt from the formula on load
             self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
         self.blocks = nn.ModuleList(
+            # forward checks idx once; the blocks skip their checks (check_mask syncs the host)
             TransformerBlock(
-                d_model, num_heads, d_ff, norm=norm, prenorm=prenorm, rope=rope, scale=scale
-            )
+                d_model,
+                num_heads,
+                d_ff,
+                norm=norm,
+                prenorm=prenorm,
+                rope=rope,
+                scale=scale,
+                check_inputs=False,
+            )  # fmt: skip
             for _ in range(num_layers)
         )
         self.norm = make_norm(norm, d_model)
@@ -106,7 +118,7 @@ class TinyTransformer(nn.Module):
         x = self.embed(idx)  # (B, T, D)
         if self.config.positional == "sinusoidal":
             x = x + self.pe[:T]  # (B, T, D) + (T, D)
-        mask = causal_mask(T, device=idx.device)  # (T, T)
+        mask = self.causal[:T, :T]  # (T, T)
         weights = []
         for block in self.blocks:
             if return_weights:

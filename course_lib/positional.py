@@ -60,11 +60,30 @@ def _rope_cos_sin(x: torch.Tensor, positions: torch.Tensor, base) -> tuple:
             f"positions: expected shape ({x.shape[-2]},) to match x's length T, "
             f"got {tuple(positions.shape)}"
         )
+    return _cos_sin(positions, x.shape[-1], base, x.dtype)
+
+
+def _cos_sin(positions: torch.Tensor, d: int, base: float, dtype) -> tuple:
     # angles in float64 for float64 inputs: float32 numbers near 1000 are 6e-5 apart, too
     # coarse to check the relative-position property to 1e-5 (lesson 04 measures the drift)
-    precision = torch.float64 if x.dtype == torch.float64 else torch.float32
-    angles = rope_angles(positions, x.shape[-1], base, precision)  # (T, d/2)
-    return angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    precision = torch.float64 if dtype == torch.float64 else torch.float32
+    angles = rope_angles(positions, d, base, precision)  # (T, d/2)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def _rotate_interleaved(x, cos, sin):
+    even, odd = x[..., 0::2], x[..., 1::2]  # each (..., T, d/2)
+    rotated = torch.stack(
+        (even * cos - odd * sin, even * sin + odd * cos), dim=-1
+    )  # (..., T, d/2, 2)
+    return rotated.flatten(-2)  # (..., T, d)
+
+
+def _rotate_half(x, cos, sin):
+    first, second = x.chunk(2, dim=-1)  # each (..., T, d/2)
+    return torch.cat(
+        (first * cos - second * sin, first * sin + second * cos), dim=-1
+    )  # (..., T, d)
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
@@ -75,11 +94,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
     This is the interleaved layout of the RoPE paper; apply_rope_half is the other one.
     """
     cos, sin = _rope_cos_sin(x, positions, base)  # (T, d/2) each
-    even, odd = x[..., 0::2], x[..., 1::2]  # each (..., T, d/2)
-    rotated = torch.stack(
-        (even * cos - odd * sin, even * sin + odd * cos), dim=-1
-    )  # (..., T, d/2, 2)
-    return rotated.flatten(-2)  # (..., T, d)
+    return _rotate_interleaved(x, cos, sin)  # (..., T, d)
 
 
 def apply_rope_half(
@@ -92,10 +107,7 @@ def apply_rope_half(
     apply_rope(x)[..., half_layout_order(d)].
     """
     cos, sin = _rope_cos_sin(x, positions, base)  # (T, d/2) each
-    first, second = x.chunk(2, dim=-1)  # each (..., T, d/2)
-    return torch.cat(
-        (first * cos - second * sin, first * sin + second * cos), dim=-1
-    )  # (..., T, d)
+    return _rotate_half(x, cos, sin)  # (..., T, d)
 
 
 def half_layout_order(d: int) -> torch.Tensor:
@@ -112,23 +124,59 @@ class RotaryEmbedding(nn.Module):
     """Applies RoPE to queries or keys at positions 0..T-1; no learned parameters (lesson 04).
 
     layout "interleaved" pairs dimensions (2i, 2i+1), as apply_rope; "half" pairs (i, i + d/2),
-    as apply_rope_half.
+    as apply_rope_half. cos and sin of positions 0..max_len-1 are computed once, here; they
+    are buffers (they follow .to(device)) but not saved with the weights.
     """
 
-    def __init__(self, d_head: int, base: float = 10000.0, layout: str = "interleaved"):
+    def __init__(
+        self,
+        d_head: int,
+        base: float = 10000.0,
+        layout: str = "interleaved",
+        *,
+        max_len: int = 1024,
+    ):
         super().__init__()
         self.d_head = _check_even("d_head", d_head)
         self.base = _check_base(base)
         self.layout = one_of("layout", layout, ROPE_LAYOUTS)  # which dimensions form a pair
+        self.max_len = positive_int("max_len", max_len)
+        cos, sin = _cos_sin(torch.arange(max_len), d_head, self.base, torch.float32)
+        self.register_buffer("cos", cos, persistent=False)  # (max_len, d/2)
+        self.register_buffer("sin", sin, persistent=False)  # (max_len, d/2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        cos, sin = self._tables(x)  # (T, d/2) each
+        return self._rotate(x, cos, sin)  # (..., T, d)
+
+    def rotate_qk(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """q and k (..., T, d_head) rotated, with one slice of the tables for both (lesson 04)."""
+        cos, sin = self._tables(q)  # (T, d/2) each
+        return self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+
+    def _tables(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if x.dim() >= 1 and x.shape[-1] != self.d_head:
             raise ValueError(
                 f"x: expected last dimension d_head = {self.d_head}, got shape {tuple(x.shape)}"
             )
-        positions = torch.arange(x.shape[-2], device=x.device)  # (T,)
-        rotate = apply_rope if self.layout == "interleaved" else apply_rope_half
-        return rotate(x, positions, self.base)
+        float_tensor("x", x, min_dim=2)
+        T = x.shape[-2]
+        if T > self.max_len:
+            raise ValueError(
+                f"x: expected at most max_len = {self.max_len} positions, got T = {T}; "
+                "build the RotaryEmbedding with a larger max_len"
+            )
+        if x.dtype == torch.float64:  # float64 angles, exactly as apply_rope computes them
+            return _cos_sin(torch.arange(T, device=x.device), self.d_head, self.base, x.dtype)
+        return self.cos[:T].to(x.dtype), self.sin[:T].to(x.dtype)  # (T, d/2) each
+
+    def _rotate(self, x, cos, sin):
+        if self.layout == "interleaved":
+            return _rotate_interleaved(x, cos, sin)
+        return _rotate_half(x, cos, sin)
 
     def extra_repr(self) -> str:
-        return f"d_head={self.d_head}, base={self.base:g}, layout={self.layout!r}"
+        return (
+            f"d_head={self.d_head}, base={self.base:g}, layout={self.layout!r}, "
+            f"max_len={self.max_len}"
+        )
