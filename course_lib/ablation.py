@@ -1,5 +1,5 @@
 """Ablation: knock parts of a trained TinyTransformer out and measure what each skill loses
-(lessons 03, 05 and 06).
+(lessons 03, 05 and 06), or run it without the 1/sqrt(d) scale it was trained with (lesson 06).
 
 A detector (course_lib.heads) says where a head looks; knocking the head out says what the
 model needs it for. The loss is split by skill, using the positions course_lib.data marks:
@@ -20,6 +20,8 @@ Knocking out never changes the model: forward hooks, removed when the call ends,
 one head (or one feed-forward layer) hands on, and only while the call runs.
 """
 
+import copy
+import dataclasses
 from contextlib import contextmanager
 
 import torch
@@ -28,7 +30,7 @@ import torch.nn.functional as F
 from course_lib import data, heads, train
 from course_lib._validation import one_of
 from course_lib.attention import causal_mask, scaled_dot_product_attention
-from course_lib.model import flip_scale, generate
+from course_lib.model import TinyTransformer, generate
 from course_lib.runtime import evaluating
 
 SKILLS = ("overall", "agreement", "brackets")
@@ -101,13 +103,9 @@ def _head_hooks(attn, heads: list[int], mode: str):
 
     def replace(_module, args):
         y = args[0].clone()  # (B, T, D): the heads' outputs side by side, before the projection
-        B, T, _ = y.shape
-        d = attn.d_head
+        T, d = y.shape[1], attn.d_head
         if mode == "mean":
-            qkv = attn.qkv(seen["x"]).view(B, T, 3, attn.num_heads, d)  # (B, T, 3, H, d)
-            q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, d)
-            if attn.rope is not None:
-                q, k = attn.rope(q), attn.rope(k)
+            q, k, v = attn.qkv_heads(seen["x"])  # each (B, H, T, d)
             mask = causal_mask(T, device=y.device)
         for h in heads:
             if mode == "zero":
@@ -250,7 +248,7 @@ def knockout_samples(
 
 
 def scale_comparison(models: dict, ids: torch.Tensor) -> dict:
-    """Each model as trained and with its 1/sqrt(d) scale flipped (model.flip_scale) (lesson 06).
+    """Each model as trained and with its 1/sqrt(d) scale flipped (flip_scale) (lesson 06).
 
     models: name -> TinyTransformer. Returns {(name, as_trained): {"scale": whether that
     model's attention divides by sqrt(d), "val_loss": train.evaluate on ids (N, T),
@@ -270,3 +268,27 @@ def scale_comparison(models: dict, ids: torch.Tensor) -> dict:
                 "scores": heads.detector_scores(m, ids),
             }
     return results
+
+
+# ---------------------------------------------------------------- the scale
+
+
+def flip_scale(model: TinyTransformer) -> TinyTransformer:
+    """A copy of a model with the same weights and the 1/sqrt(d) scale switched: off if the
+    model uses it, on if it does not (lesson 06's ablation). Flipping twice gives the model back.
+
+    Switching the scale off multiplies every score by sqrt(d); so does multiplying every
+    query projection by sqrt(d), since RoPE's rotation is linear (the tests check both agree).
+    """
+    clone = copy.deepcopy(model)
+    clone.config = dataclasses.replace(clone.config, scale=not clone.config.scale)
+    for block in clone.blocks:
+        block.attn.scale = clone.config.scale
+    return clone
+
+
+def without_scale(model: TinyTransformer) -> TinyTransformer:
+    """A copy of a model trained with the 1/sqrt(d) scale, run without it (lesson 06)."""
+    if not model.config.scale:
+        raise ValueError("model: expected one trained with the 1/sqrt(d) scale, got scale=False")
+    return flip_scale(model)

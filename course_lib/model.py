@@ -1,8 +1,7 @@
 """TinyTransformer: a causal language model made of the course's own blocks (lesson 06)."""
 
-import copy
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -69,15 +68,27 @@ class TinyTransformer(nn.Module):
             scale,
         )  # fmt: skip
         self.embed = nn.Embedding(vocab_size, d_model)
-        # RoPE has no weights, so one instance serves every block
-        rope = RotaryEmbedding(d_model // num_heads) if positional == "rope" else None
+        # RoPE has no weights, so one instance (and one cos/sin table) serves every block
+        rope = (
+            RotaryEmbedding(d_model // num_heads, max_len=max_len) if positional == "rope" else None
+        )
+        # built once and sliced to (T, T) in forward; like pe, not saved with the weights
+        self.register_buffer("causal", causal_mask(max_len), persistent=False)  # (L, L)
         if positional == "sinusoidal":
             # not a parameter and not saved: rebuilt from the formula on load
             self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
         self.blocks = nn.ModuleList(
+            # forward checks idx once; the blocks skip their checks (check_mask syncs the host)
             TransformerBlock(
-                d_model, num_heads, d_ff, norm=norm, prenorm=prenorm, rope=rope, scale=scale
-            )
+                d_model,
+                num_heads,
+                d_ff,
+                norm=norm,
+                prenorm=prenorm,
+                rope=rope,
+                scale=scale,
+                check_inputs=False,
+            )  # fmt: skip
             for _ in range(num_layers)
         )
         self.norm = make_norm(norm, d_model)
@@ -107,7 +118,7 @@ class TinyTransformer(nn.Module):
         x = self.embed(idx)  # (B, T, D)
         if self.config.positional == "sinusoidal":
             x = x + self.pe[:T]  # (B, T, D) + (T, D)
-        mask = causal_mask(T, device=idx.device)  # (T, T)
+        mask = self.causal[:T, :T]  # (T, T)
         weights = []
         for block in self.blocks:
             if return_weights:
@@ -139,7 +150,7 @@ def _check_name(name) -> None:
         raise ValueError(f"name: expected one of {', '.join(PRETRAINED)}; got {name!r}")
 
 
-# ---------------------------------------------------------------- lesson 06: sampling, the scale
+# ---------------------------------------------------------------- lesson 06: sampling
 
 
 @torch.no_grad()
@@ -165,24 +176,3 @@ def generate(
             probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
             ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
     return ids
-
-
-def flip_scale(model: TinyTransformer) -> TinyTransformer:
-    """A copy of a model with the same weights and the 1/sqrt(d) scale switched: off if the
-    model uses it, on if it does not (lesson 06's ablation). Flipping twice gives the model back.
-
-    Switching the scale off multiplies every score by sqrt(d); so does multiplying every
-    query projection by sqrt(d), since RoPE's rotation is linear (the tests check both agree).
-    """
-    clone = copy.deepcopy(model)
-    clone.config = replace(clone.config, scale=not clone.config.scale)
-    for block in clone.blocks:
-        block.attn.scale = clone.config.scale
-    return clone
-
-
-def without_scale(model: TinyTransformer) -> TinyTransformer:
-    """A copy of a model trained with the 1/sqrt(d) scale, run without it (lesson 06)."""
-    if not model.config.scale:
-        raise ValueError("model: expected one trained with the 1/sqrt(d) scale, got scale=False")
-    return flip_scale(model)

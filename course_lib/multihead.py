@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib._validation import float_tensor, positive_int
-from course_lib.attention import check_mask, scaled_dot_product_attention
+from course_lib.attention import attend, check_mask, scale_factor
 
 
 class MultiHeadAttention(nn.Module):
@@ -16,7 +16,14 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, *, bias: bool = True, rope=None, scale: bool = True
+        self,
+        d_model: int,
+        num_heads: int,
+        *,
+        bias: bool = True,
+        rope=None,
+        scale: bool = True,
+        check_inputs: bool = True,
     ):
         super().__init__()
         if not isinstance(scale, bool):
@@ -42,11 +49,29 @@ class MultiHeadAttention(nn.Module):
         # True: torch's fused kernel when weights are not asked for (same numbers, faster);
         # False: always the from-scratch path that lesson 01 builds.
         self.fused = True
+        # False inside TinyTransformer: the model checks its ids once and passes a causal mask
+        # that is valid by construction, so its layers skip the checks (one costs a host sync)
+        self.check_inputs = bool(check_inputs)
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, D) -> (B, H, T, d)."""
+    def qkv_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v of x (B, T, D), each (B, H, T, d), with RoPE on q and k if given (lesson 03)."""
         B, T, _ = x.shape
-        return x.view(B, T, self.num_heads, self.d_head).transpose(1, 2)  # (B, H, T, d)
+        qkv = self.qkv(x).view(B, T, 3, self.num_heads, self.d_head)  # (B, T, 3, H, d)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, d)
+        if self.rope is not None:
+            q, k = self.rope.rotate_qk(q, k)  # each (B, H, T, d)
+        return q, k, v
+
+    def check(self, x, mask) -> None:
+        """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (lesson 03)."""
+        float_tensor("x", x, min_dim=3)
+        B, T, D = x.shape[0], x.shape[1], x.shape[-1]
+        if x.dim() != 3 or D != self.num_heads * self.d_head:
+            raise ValueError(
+                f"x: expected shape (B, T, {self.num_heads * self.d_head}), got {tuple(x.shape)}"
+            )
+        if mask is not None:
+            check_mask(mask, torch.Size((B, self.num_heads, T, T)))
 
     def to_torch(self) -> nn.MultiheadAttention:
         """torch.nn.MultiheadAttention (batch_first) holding copies of these weights, to check
@@ -68,21 +93,14 @@ class MultiHeadAttention(nn.Module):
         return twin
 
     def forward(self, x: torch.Tensor, mask=None, return_weights: bool = False):
-        float_tensor("x", x, min_dim=3)
+        if self.check_inputs:
+            self.check(x, mask)
         B, T, D = x.shape
-        if x.dim() != 3 or D != self.num_heads * self.d_head:
-            raise ValueError(
-                f"x: expected shape (B, T, {self.num_heads * self.d_head}), got {tuple(x.shape)}"
-            )
-        if mask is not None:
-            check_mask(mask, torch.Size((B, self.num_heads, T, T)))
-        qkv = self.qkv(x).view(B, T, 3, self.num_heads, self.d_head)  # (B, T, 3, H, d)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, d)
-        if self.rope is not None:
-            q, k = self.rope(q), self.rope(k)
+        q, k, v = self.qkv_heads(x)  # each (B, H, T, d)
         if return_weights or not self.fused:
-            # (B, H, T, d), (B, H, T, T)
-            y, weights = scaled_dot_product_attention(q, k, v, mask, scale=self.scale)
+            # scaled_dot_product_attention's arithmetic; q, k, v are this layer's own
+            factor = scale_factor(self.scale, self.d_head)
+            y, weights = attend(q, k, v, mask, factor)  # (B, H, T, d), (B, H, T, T)
         else:
             factor = None if self.scale else 1.0  # None: torch's default 1/sqrt(d)
             y, weights = (

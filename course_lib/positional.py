@@ -60,11 +60,30 @@ def _rope_cos_sin(x: torch.Tensor, positions: torch.Tensor, base) -> tuple:
             f"positions: expected shape ({x.shape[-2]},) to match x's length T, "
             f"got {tuple(positions.shape)}"
         )
+    return _cos_sin(positions, x.shape[-1], base, x.dtype)
+
+
+def _cos_sin(positions: torch.Tensor, d: int, base: float, dtype) -> tuple:
     # angles in float64 for float64 inputs: float32 numbers near 1000 are 6e-5 apart, too
     # coarse to check the relative-position property to 1e-5 (lesson 04 measures the drift)
-    precision = torch.float64 if x.dtype == torch.float64 else torch.float32
-    angles = rope_angles(positions, x.shape[-1], base, precision)  # (T, d/2)
-    return angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    precision = torch.float64 if dtype == torch.float64 else torch.float32
+    angles = rope_angles(positions, d, base, precision)  # (T, d/2)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def _rotate_interleaved(x, cos, sin):
+    even, odd = x[..., 0::2], x[..., 1::2]  # each (..., T, d/2)
+    rotated = torch.stack(
+        (even * cos - odd * sin, even * sin + odd * cos), dim=-1
+    )  # (..., T, d/2, 2)
+    return rotated.flatten(-2)  # (..., T, d)
+
+
+def _rotate_half(x, cos, sin):
+    first, second = x.chunk(2, dim=-1)  # each (..., T, d/2)
+    return torch.cat(
+        (first * cos - second * sin, first * sin + second * cos), dim=-1
+    )  # (..., T, d)
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
@@ -75,11 +94,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
     This is the interleaved layout of the RoPE paper; apply_rope_half is the other one.
     """
     cos, sin = _rope_cos_sin(x, positions, base)  # (T, d/2) each
-    even, odd = x[..., 0::2], x[..., 1::2]  # each (..., T, d/2)
-    rotated = torch.stack(
-        (even * cos - odd * sin, even * sin + odd * cos), dim=-1
-    )  # (..., T, d/2, 2)
-    return rotated.flatten(-2)  # (..., T, d)
+    return _rotate_interleaved(x, cos, sin)  # (..., T, d)
 
 
 def apply_rope_half(
@@ -92,10 +107,7 @@ def apply_rope_half(
     apply_rope(x)[..., half_layout_order(d)].
     """
     cos, sin = _rope_cos_sin(x, positions, base)  # (T, d/2) each
-    first, second = x.chunk(2, dim=-1)  # each (..., T, d/2)
-    return torch.cat(
-        (first * cos - second * sin, first * sin + second * cos), dim=-1
-    )  # (..., T, d)
+    return _rotate_half(x, cos, sin)  # (..., T, d)
 
 
 def half_layout_order(d: int) -> torch.Tensor:
@@ -112,139 +124,59 @@ class RotaryEmbedding(nn.Module):
     """Applies RoPE to queries or keys at positions 0..T-1; no learned parameters (lesson 04).
 
     layout "interleaved" pairs dimensions (2i, 2i+1), as apply_rope; "half" pairs (i, i + d/2),
-    as apply_rope_half.
+    as apply_rope_half. cos and sin of positions 0..max_len-1 are computed once, here; they
+    are buffers (they follow .to(device)) but not saved with the weights.
     """
 
-    def __init__(self, d_head: int, base: float = 10000.0, layout: str = "interleaved"):
+    def __init__(
+        self,
+        d_head: int,
+        base: float = 10000.0,
+        layout: str = "interleaved",
+        *,
+        max_len: int = 1024,
+    ):
         super().__init__()
         self.d_head = _check_even("d_head", d_head)
         self.base = _check_base(base)
         self.layout = one_of("layout", layout, ROPE_LAYOUTS)  # which dimensions form a pair
+        self.max_len = positive_int("max_len", max_len)
+        cos, sin = _cos_sin(torch.arange(max_len), d_head, self.base, torch.float32)
+        self.register_buffer("cos", cos, persistent=False)  # (max_len, d/2)
+        self.register_buffer("sin", sin, persistent=False)  # (max_len, d/2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        cos, sin = self._tables(x)  # (T, d/2) each
+        return self._rotate(x, cos, sin)  # (..., T, d)
+
+    def rotate_qk(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """q and k (..., T, d_head) rotated, with one slice of the tables for both (lesson 04)."""
+        cos, sin = self._tables(q)  # (T, d/2) each
+        return self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+
+    def _tables(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if x.dim() >= 1 and x.shape[-1] != self.d_head:
             raise ValueError(
                 f"x: expected last dimension d_head = {self.d_head}, got shape {tuple(x.shape)}"
             )
-        positions = torch.arange(x.shape[-2], device=x.device)  # (T,)
-        rotate = apply_rope if self.layout == "interleaved" else apply_rope_half
-        return rotate(x, positions, self.base)
+        float_tensor("x", x, min_dim=2)
+        T = x.shape[-2]
+        if T > self.max_len:
+            raise ValueError(
+                f"x: expected at most max_len = {self.max_len} positions, got T = {T}; "
+                "build the RotaryEmbedding with a larger max_len"
+            )
+        if x.dtype == torch.float64:  # float64 angles, exactly as apply_rope computes them
+            return _cos_sin(torch.arange(T, device=x.device), self.d_head, self.base, x.dtype)
+        return self.cos[:T].to(x.dtype), self.sin[:T].to(x.dtype)  # (T, d/2) each
+
+    def _rotate(self, x, cos, sin):
+        if self.layout == "interleaved":
+            return _rotate_interleaved(x, cos, sin)
+        return _rotate_half(x, cos, sin)
 
     def extra_repr(self) -> str:
-        return f"d_head={self.d_head}, base={self.base:g}, layout={self.layout!r}"
-
-
-# ---------------------------------------------------------------- lesson 04
-
-
-def _int_positions(name: str, positions) -> torch.Tensor:
-    if isinstance(positions, int) and not isinstance(positions, bool):
-        positions = torch.tensor([positions])
-    if not isinstance(positions, torch.Tensor):
-        raise TypeError(
-            f"{name}: expected an int or a 1-D integer tensor, got {type(positions).__name__}"
+        return (
+            f"d_head={self.d_head}, base={self.base:g}, layout={self.layout!r}, "
+            f"max_len={self.max_len}"
         )
-    if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
-        raise TypeError(f"{name}: expected integer positions, got dtype {positions.dtype}")
-    if positions.dim() != 1:
-        raise ValueError(f"{name}: expected a 1-D tensor, got shape {tuple(positions.shape)}")
-    return positions
-
-
-def sinusoidal_at(positions, d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """(T, D) sinusoidal encodings of any integer positions, negative ones too (lesson 04).
-
-    Row p equals sinusoidal_encoding(...)[p] for p >= 0; sin and cos accept any angle, so
-    the same formula gives a row for p < 0 (lesson 04's score-by-offset pictures use them).
-    """
-    positions = _int_positions("positions", positions)
-    _check_even("d_model", d_model)
-    base = _check_base(base)
-    angles = rope_angles(positions, d_model, base)  # (T, D/2): the same p / base**(2i/D)
-    pe = torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # (T, D/2, 2) -> (T, D)
-    return pe.to(torch.float32)
-
-
-def position_similarity(seq_len: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """(T, T) cosine similarity between the sinusoidal encodings of every two positions (lesson 04).
-
-    Every row has norm sqrt(D/2) (each pair is a point on the unit circle), so this is the
-    plain dot product divided by D/2: 1 on the diagonal, and it depends only on p - q.
-    """
-    pe = sinusoidal_encoding(seq_len, d_model, base)  # (T, D)
-    return pe @ pe.T / (d_model / 2)  # (T, D) @ (D, T) -> (T, T)
-
-
-def rotate_pair(pair: torch.Tensor, angle) -> torch.Tensor:
-    """Rotate 2-vectors pair (..., 2) counter-clockwise by angle radians (lesson 04)."""
-    float_tensor("pair", pair)
-    if pair.shape[-1] != 2:
-        raise ValueError(f"pair: expected a last dimension of 2, got shape {tuple(pair.shape)}")
-    angle = torch.as_tensor(angle, dtype=pair.dtype)
-    cos, sin = angle.cos(), angle.sin()
-    x, y = pair[..., 0], pair[..., 1]
-    return torch.stack((x * cos - y * sin, x * sin + y * cos), dim=-1)  # (..., 2)
-
-
-def rope_scores(q: torch.Tensor, k: torch.Tensor, m, n, base: float = 10000.0) -> torch.Tensor:
-    """(P,) scores q_m . k_n: q (d,) rotated to positions m, k (d,) to positions n (lesson 04).
-
-    m and n are ints or (P,) integer tensors (broadcast together).
-    """
-    float_tensor("q", q)
-    float_tensor("k", k)
-    if q.dim() != 1 or q.shape != k.shape:
-        raise ValueError(
-            "q, k: expected two 1-D vectors of one even width, "
-            f"got {tuple(q.shape)}, {tuple(k.shape)}"
-        )
-    m, n = torch.broadcast_tensors(_int_positions("m", m), _int_positions("n", n))  # (P,) each
-    # float64: in float32 a score drifts by up to about 1e-4 between shift 0 and shift 1000
-    # (tests/test_lesson04.py measures it over seeds and kernel paths; lesson 04 explains it)
-    q_rot = apply_rope(q.double().expand(len(m), -1), m, base)  # (P, d)
-    k_rot = apply_rope(k.double().expand(len(n), -1), n, base)  # (P, d)
-    return (q_rot * k_rot).sum(dim=-1).to(q.dtype)  # (P,)
-
-
-def additive_scores(x_q, x_k, w_q, w_k, m, n, base: float = 10000.0) -> torch.Tensor:
-    """(P,) scores when sinusoidal encodings are added to the embeddings first (lesson 04).
-
-    q = (x_q + PE[m]) W_q and k = (x_k + PE[n]) W_k; x_q, x_k (D,), w_q, w_k (D, d).
-    """
-    for name, value in (("x_q", x_q), ("x_k", x_k), ("w_q", w_q), ("w_k", w_k)):
-        float_tensor(name, value)
-    m, n = torch.broadcast_tensors(_int_positions("m", m), _int_positions("n", n))  # (P,) each
-    D = x_q.shape[-1]
-    q = (x_q + sinusoidal_at(m, D, base)) @ w_q  # (P, D) @ (D, d) -> (P, d)
-    k = (x_k + sinusoidal_at(n, D, base)) @ w_k  # (P, D) @ (D, d) -> (P, d)
-    return (q * k).sum(dim=-1)  # (P,)
-
-
-def permutation_demo(words, permutation, D: int = 16, d: int = 8, *, positions=None, seed: int = 0):
-    """Attention outputs (T, d) for words and for words reordered by permutation (lesson 04).
-
-    Returns (out, out_permuted). Embeddings and projections are random but fixed
-    (course_lib.attention.toy_embeddings, project_qkv); positions = None, "sinusoidal"
-    (added to the embeddings) or "rope" (queries and keys rotated). Without positions,
-    out_permuted equals out[permutation]: attention only reorders its answers.
-    """
-    from course_lib.attention import project_qkv, scaled_dot_product_attention, toy_embeddings
-
-    if positions not in (None, "sinusoidal", "rope"):
-        raise ValueError(f"positions: expected None, 'sinusoidal' or 'rope', got {positions!r}")
-    permutation = _int_positions("permutation", permutation)
-    if sorted(permutation.tolist()) != list(range(len(words))):
-        raise ValueError(
-            f"permutation: expected a reordering of 0..{len(words) - 1}, got {permutation.tolist()}"
-        )
-    x = toy_embeddings(list(words), D, seed)  # (T, D)
-    outputs = []
-    for seq in (x, x[permutation]):  # (T, D) each
-        where = torch.arange(len(words))  # (T,)
-        if positions == "sinusoidal":
-            seq = seq + sinusoidal_encoding(len(words), D)  # (T, D)
-        q, k, v = project_qkv(seq, d, seed)  # (T, d) each
-        if positions == "rope":
-            q, k = apply_rope(q, where), apply_rope(k, where)
-        outputs.append(scaled_dot_product_attention(q, k, v)[0])  # (T, d)
-    return outputs[0], outputs[1]

@@ -25,8 +25,8 @@ import torch
 
 import course_lib
 from course_lib import data, heads
-from course_lib.attention import softmax_entropy
 from course_lib.model import ModelConfig, TinyTransformer
+from course_lib.saturation import softmax_entropy
 from course_lib.train import TrainConfig, evaluate, train
 
 SWEEP_PATH = data.DATA_DIR / "scale-sweep.json"

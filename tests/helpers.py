@@ -1,5 +1,7 @@
 """Helpers the test files share (pytest puts tests/ on sys.path: `from helpers import ...`)."""
 
+import torch
+
 
 def stub(*args, **kwargs):
     """What a workspace copy holds before the learner writes the exercise."""
@@ -34,3 +36,11 @@ def notebook_functions(*names: str) -> dict:
     work = collect(names, Path(__file__).resolve().parent.parent / "notebooks")
     assert all(origin.endswith(": yours") for origin in work.origin.values()), work.origin
     return work.functions
+
+
+def stack_inputs(seed, B=2, T=8, D=16, dtype=torch.float32):
+    """Input x and probe (B, T, D) for lesson 05's stacks, from seed 100 + seed."""
+    g = torch.Generator().manual_seed(100 + seed)
+    return torch.randn(B, T, D, generator=g, dtype=dtype), torch.randn(
+        B, T, D, generator=g, dtype=dtype
+    )

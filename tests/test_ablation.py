@@ -221,13 +221,12 @@ def test_knockout_samples_sample_with_the_heads_knocked_out():
 
 def test_scale_comparison_measures_each_model_as_trained_and_flipped(ids):
     from course_lib import heads
-    from course_lib.model import flip_scale
 
     models = {"a": random_model(4), "b": random_model(5, positional="none")}
     results = ablation.scale_comparison(models, ids)
     assert list(results) == [("a", True), ("a", False), ("b", True), ("b", False)]
     for (name, as_trained), result in results.items():
-        m = models[name] if as_trained else flip_scale(models[name])
+        m = models[name] if as_trained else ablation.flip_scale(models[name])
         assert result["scale"] is as_trained  # random models are built with the scale
         assert result["val_loss"] == train.evaluate(m, ids)
         want = heads.detector_scores(m, ids)
@@ -237,3 +236,23 @@ def test_scale_comparison_measures_each_model_as_trained_and_flipped(ids):
         ablation.scale_comparison({}, ids)
     with pytest.raises(ValueError, match="ids: expected a"):
         ablation.scale_comparison(models, ids[0])
+
+
+# ---------------------------------------------------------------- the scale
+
+
+def test_flip_scale_turns_the_scale_on_for_a_model_trained_without_it():
+    ids = data.load_split("valid")[:4]
+    model = load_pretrained("rope-h4-noscale")
+    flipped = ablation.flip_scale(model)
+    assert flipped.config.scale is True and model.config.scale is False
+    edited = load_pretrained("rope-h4-noscale")  # the scale on = queries divided by sqrt(d)
+    D = edited.config.d_model
+    with torch.no_grad():
+        for block in edited.blocks:
+            block.attn.qkv.weight[:D] /= 4
+            block.attn.qkv.bias[:D] /= 4
+    torch.testing.assert_close(flipped(ids), edited(ids), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ablation.flip_scale(flipped)(ids), model(ids))
+    with pytest.raises(ValueError, match="model: expected one trained with the 1/sqrt"):
+        ablation.without_scale(model)

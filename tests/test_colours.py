@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from course_lib import heads, positional, viz
+from course_lib import heads, position_demos, positional, viz
 from course_lib.train import History
 from course_lib.widgets import EXPLORERS
 
@@ -88,7 +88,7 @@ VIZ_FIGURES = {
     "plot_history": lambda: viz.plot_history(HISTORY, smooth=5),
     "encoding_heatmap": lambda: viz.encoding_heatmap(positional.sinusoidal_encoding(16, 8)),
     "similarity_figure": lambda: viz.similarity_figure(
-        positional.position_similarity(64, 32), rows=(0, 16, 40)
+        position_demos.position_similarity(64, 32), rows=(0, 16, 40)
     ),
     "rotated_pair_figure": lambda: viz.rotated_pair_figure(torch.tensor([1.0, 0.4]), range(6)),
     "length_generalisation_figure": lambda: viz.length_generalisation_figure(
@@ -264,9 +264,9 @@ def test_every_figure_cycles_through_the_palette():
 
 def test_cosines_are_coloured_by_their_sign():
     # lesson 04's similarities lie in 0.35..1: sequential; a narrow encoding's go below 0
-    assert positional.position_similarity(64, 32).min() > 0
-    assert viz.cosine_scale(positional.position_similarity(64, 32))["cmap"] == "viridis"
-    signed = positional.position_similarity(16, 2)
+    assert position_demos.position_similarity(64, 32).min() > 0
+    assert viz.cosine_scale(position_demos.position_similarity(64, 32))["cmap"] == "viridis"
+    signed = position_demos.position_similarity(16, 2)
     assert signed.min() < 0
     assert colormap_problems(viz.similarity_figure(signed, rows=(0, 8))) == []
     (image,) = viz.similarity_figure(signed, rows=(0, 8)).axes[0].images

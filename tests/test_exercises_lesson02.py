@@ -7,10 +7,10 @@ import nbformat
 import pytest
 import torch
 
-from course_lib.attention import typical_gradient_norms
 from course_lib.checks import check_entropy, check_vanishing_width
 from course_lib.exercises.core import run
 from course_lib.exercises.lesson02 import ENTROPY, VANISHING_WIDTH
+from course_lib.saturation import typical_gradient_norms
 from helpers import notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "02_scaling.ipynb"

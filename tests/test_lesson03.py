@@ -51,7 +51,11 @@ def test_numbered_example_gives_each_head_a_block_of_neighbours():
     # the lesson prints the layout from its rule (token t, feature f holds 10 t + f; D = 6,
     # H = 2) as plain lists; the course's layer cuts the same way
     numbered = (10 * torch.arange(3)[:, None] + torch.arange(6))[None]  # (1, 3, 6)
-    cut = MultiHeadAttention(6, 2).split_heads(numbered)  # (1, 2, 3, 3)
+    layer = MultiHeadAttention(6, 2)
+    with torch.no_grad():  # projections that hand x on unchanged: q = k = v = x
+        layer.qkv.weight.copy_(torch.eye(6).repeat(3, 1))  # (3D, D)
+        layer.qkv.bias.zero_()
+    cut, _, _ = layer.qkv_heads(numbered.float())  # q of shape (1, 2, 3, 3)
     assert cut[0, 0].tolist() == [[0, 1, 2], [10, 11, 12], [20, 21, 22]]
     assert cut[0, 1].tolist() == [[3, 4, 5], [13, 14, 15], [23, 24, 25]]
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_lib import positional, viz
+from course_lib import position_demos, positional, viz
 from course_lib.data import load_split
 from course_lib.model import load_card, load_pretrained
 from course_lib.train import loss_by_position
@@ -47,24 +47,20 @@ def test_attention_without_positions_only_reorders_against_torch(seed):
 
 @pytest.mark.parametrize("seed", range(10))
 def test_demo_is_equivariant_without_positions_and_not_with_them(seed, measure):
-    out_1, out_2 = positional.permutation_demo(FIRST, ORDER, seed=seed)
+    out_1, out_2 = position_demos.permutation_demo(FIRST, ORDER, seed=seed)
     # worst over seeds 0-9 and the native/generic/AVX2 paths: 4.8e-7, same on every path
     assert measure("no positions: max |reordered - out|", (out_2 - out_1[ORDER]).abs().max()) < 1e-5
     # worst gaps over seeds 0-9 and the three paths, same on every path: sinusoidal 0.31,
     # rope 0.098
     for way, bar in (("sinusoidal", 0.05), ("rope", 0.02)):
-        out_1, out_2 = positional.permutation_demo(FIRST, ORDER, positions=way, seed=seed)
+        out_1, out_2 = position_demos.permutation_demo(FIRST, ORDER, positions=way, seed=seed)
         gap = (out_2 - out_1[ORDER]).abs().max()
         assert measure(f"{way}: max |reordered - out|", gap) > bar, way
 
 
 def test_causal_mask_alone_breaks_the_symmetry(measure):
-    from course_lib.attention import (
-        causal_mask,
-        project_qkv,
-        scaled_dot_product_attention,
-        toy_embeddings,
-    )
+    from course_lib.attention import causal_mask, scaled_dot_product_attention
+    from course_lib.toy import project_qkv, toy_embeddings
 
     def attend(words, seed):
         q, k, v = project_qkv(toy_embeddings(words, D=16, seed=seed), d=8, seed=seed)
@@ -77,18 +73,8 @@ def test_causal_mask_alone_breaks_the_symmetry(measure):
         assert measure("causal: max |reordered - out|", gap) > 0.1
 
 
-def test_sinusoidal_at_extends_the_table():
-    positions = torch.arange(-5, 40)
-    table = positional.sinusoidal_at(positions, 16)
-    torch.testing.assert_close(table[5:], positional.sinusoidal_encoding(40, 16))
-    p, i = -3.0, 2
-    angle = torch.tensor(p / 10000 ** (2 * i / 16))
-    torch.testing.assert_close(table[2, 2 * i], angle.sin())
-    torch.testing.assert_close(table[2, 2 * i + 1], angle.cos())
-
-
 def test_position_similarity_depends_only_on_the_distance(measure):
-    sim = positional.position_similarity(64, 32)
+    sim = position_demos.position_similarity(64, 32)
     pe = positional.sinusoidal_encoding(64, 32)
     torch.testing.assert_close(sim, F.cosine_similarity(pe[:, None], pe[None, :], dim=-1))
     for offset in range(64):
@@ -116,14 +102,14 @@ def test_rope_score_is_unchanged_by_a_common_shift(seed, measure):
     q, k = torch.randn(16, generator=g), torch.randn(16, generator=g)
     m, n = torch.randint(0, 64, (2,), generator=g).tolist()
     shifts = torch.tensor([0, 1, 7, 31, 100, 500, 1000, 4096])
-    scores = positional.rope_scores(q, k, m + shifts, n + shifts)
+    scores = position_demos.rope_scores(q, k, m + shifts, n + shifts)
     # worst over seeds 0-9 and the native/generic/AVX2 paths: the shift changes nothing
     # (exactly 0 on every path); complex form 2.4e-7 (generic); offset +5 0.67 (every path)
     assert measure("max |score change| under shifts", (scores - scores[0]).abs().max()) < 1e-5
     expected = rope_score_complex(q, k, m, n)
     assert measure("|score - complex form|", abs(scores[0].item() - expected.item())) < 1e-5
     # while a different offset gives a different score
-    other = positional.rope_scores(q, k, m + 5, n)
+    other = position_demos.rope_scores(q, k, m + 5, n)
     assert measure("|score change| offset +5", (other - scores[0]).abs().max()) > 1e-3
 
 
@@ -133,23 +119,13 @@ def test_sinusoidal_added_score_changes_under_a_common_shift(seed, measure):
     x_q, x_k = torch.randn(16, generator=g), torch.randn(16, generator=g)
     w_q, w_k = torch.randn(16, 16, generator=g) / 4, torch.randn(16, 16, generator=g) / 4
     shifts = torch.arange(0, 100)
-    scores = positional.additive_scores(x_q, x_k, w_q, w_k, 7 + shifts, 3 + shifts)
+    scores = position_demos.additive_scores(x_q, x_k, w_q, w_k, 7 + shifts, 3 + shifts)
     # by hand, no helper: q = (x_q + PE[m]) W_q
     pe = positional.sinusoidal_encoding(110, 16)
     by_hand = ((x_q + pe[7 + shifts]) @ w_q * ((x_k + pe[3 + shifts]) @ w_k)).sum(-1)
     torch.testing.assert_close(scores, by_hand)
     # worst over seeds 0-9 and the native/generic/AVX2 paths: 7.2, same on every path
     assert measure("max |score change| under shifts", (scores - scores[0]).abs().max()) > 0.5
-
-
-def test_rotate_pair_is_a_counter_clockwise_rotation():
-    turned = positional.rotate_pair(torch.tensor([1.0, 0.0]), torch.pi / 2)
-    torch.testing.assert_close(turned, torch.tensor([0.0, 1.0]))
-    pairs = torch.randn(10, 2)
-    angles = torch.rand(10) * 6
-    turned = positional.rotate_pair(pairs, angles)
-    expected = torch.view_as_real(torch.view_as_complex(pairs) * torch.exp(1j * angles))
-    torch.testing.assert_close(turned, expected)
 
 
 # ---------------------------------------------------------------- length generalisation
@@ -223,7 +199,7 @@ def test_notebook_table_and_figure_show_the_cards():
 def test_more_pairs_widen_the_peak_and_keep_far_positions_apart(measure):
     # the formula's own numbers (no seeds, no kernel dependence beyond 1e-6): D = 8 offsets
     # 1/2/4 0.88/0.64/0.57, far max 0.80; D = 128 0.97/0.90/0.76, far max 0.66
-    rows = {D: positional.position_similarity(64, D)[20] for D in (8, 128)}
+    rows = {D: position_demos.position_similarity(64, D)[20] for D in (8, 128)}
     far = {D: torch.cat((row[:10], row[31:])).max() for D, row in rows.items()}
     # at D = 8 a position 11+ steps away is more alike than the neighbour 2 steps away
     assert measure("D=8: far max - offset 2", far[8] - rows[8][22]) > 0.1

@@ -10,14 +10,8 @@ import torch
 
 import course_lib
 from course_lib import data, heads, train
-from course_lib.model import (
-    TinyTransformer,
-    flip_scale,
-    generate,
-    load_card,
-    load_pretrained,
-    without_scale,
-)
+from course_lib.ablation import without_scale
+from course_lib.model import TinyTransformer, generate, load_card, load_pretrained
 from course_lib.mywork import earlier_work
 from course_lib.runtime import one_thread
 
@@ -157,23 +151,6 @@ def test_without_scale_is_the_same_as_queries_times_sqrt_d(measure):
     assert measure("layer 0 mean top weight: clone - original", sharper) > 0.05
     worse = train.evaluate(clone, ids) - train.evaluate(model, ids)
     assert measure("loss: clone - original", worse) > 0.05
-
-
-def test_flip_scale_turns_the_scale_on_for_a_model_trained_without_it():
-    ids = data.load_split("valid")[:4]
-    model = load_pretrained("rope-h4-noscale")
-    flipped = flip_scale(model)
-    assert flipped.config.scale is True and model.config.scale is False
-    edited = load_pretrained("rope-h4-noscale")  # the scale on = queries divided by sqrt(d)
-    D = edited.config.d_model
-    with torch.no_grad():
-        for block in edited.blocks:
-            block.attn.qkv.weight[:D] /= 4
-            block.attn.qkv.bias[:D] /= 4
-    torch.testing.assert_close(flipped(ids), edited(ids), rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(flip_scale(flipped)(ids), model(ids))
-    with pytest.raises(ValueError, match="model: expected one trained with the 1/sqrt"):
-        without_scale(model)
 
 
 def test_trained_without_the_scale_the_small_model_learns_as_well_and_sharper(measure):

@@ -14,6 +14,7 @@ from course_lib.model import (
     load_card,
     load_pretrained,
 )
+from course_lib.multihead import MultiHeadAttention
 
 V = len(data.VOCAB)
 
@@ -165,3 +166,36 @@ def test_unknown_name_lists_the_valid_ones():
         load_pretrained("rope-h3")
     with pytest.raises(ValueError, match="got 'gpt2'"):
         load_card("gpt2")
+
+
+def test_causal_mask_and_rope_tables_are_built_once_and_not_saved(monkeypatch):
+    model = small("rope")
+    L = model.config.max_len
+    assert model.causal.dtype == torch.bool and torch.equal(model.causal, causal_mask(L))
+    assert model.blocks[0].attn.rope.cos.shape[0] == L  # the tables are sized by max_len
+    assert not any(k.endswith(("causal", "cos", "sin")) for k in model.state_dict())
+
+    def rebuilt(*args, **kwargs):
+        raise AssertionError("built during forward")
+
+    # forward slices what __init__ built: nothing rebuilds the mask or the tables
+    monkeypatch.setattr("course_lib.model.causal_mask", rebuilt)
+    monkeypatch.setattr("course_lib.positional._cos_sin", rebuilt)
+    model(torch.randint(0, 11, (2, 5)))
+
+
+def test_layers_inside_the_model_skip_the_mask_check_a_lone_layer_keeps_it(monkeypatch):
+    model = small("rope")
+    ids = torch.randint(0, 11, (2, 5))
+    expected = model(ids)
+
+    def check_mask(*args):
+        raise AssertionError("check_mask ran inside the model")
+
+    monkeypatch.setattr("course_lib.multihead.check_mask", check_mask)
+    torch.testing.assert_close(model(ids), expected, rtol=0, atol=0)
+    model(ids, return_weights=True)
+    monkeypatch.undo()
+    empty_row = torch.zeros(5, 5, dtype=torch.bool)
+    with pytest.raises(ValueError, match="query row 0"):
+        MultiHeadAttention(32, 4)(torch.randn(1, 5, 32), empty_row)

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -136,3 +138,17 @@ def test_scale_must_be_a_bool_and_torch_has_no_unscaled_twin():
         MultiHeadAttention(16, 4, scale=0.5)
     with pytest.raises(ValueError, match="scale: expected True"):
         MultiHeadAttention(16, 4, scale=False).to_torch()
+
+
+def test_qkv_heads_is_the_one_split_forward_and_the_ablation_use():
+    mha = MultiHeadAttention(16, 2, rope=RotaryEmbedding(8))
+    x = torch.randn(2, 5, 16)
+    q, k, v = mha.qkv_heads(x)  # each (B, H, T, d)
+    by_hand = mha.qkv(x).view(2, 5, 3, 2, 8).permute(2, 0, 3, 1, 4)  # (3, B, H, T, d)
+    assert torch.equal(q, mha.rope(by_hand[0])) and torch.equal(k, mha.rope(by_hand[1]))
+    assert torch.equal(v, by_hand[2])
+    assert not hasattr(MultiHeadAttention, "split_heads")  # the dead copy stays deleted
+    # the split is written once in the package: the ablation's "mean" knock-out calls qkv_heads
+    package = Path(__file__).resolve().parent.parent / "course_lib"
+    holders = [p.name for p in package.rglob("*.py") if ".permute(2, 0, 3, 1, 4)" in p.read_text()]
+    assert holders == ["multihead.py"], holders

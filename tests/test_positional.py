@@ -210,3 +210,28 @@ def test_rotary_embedding_half_layout():
 def test_bad_input_is_named(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_rotary_tables_are_built_once_sized_by_max_len_and_not_saved():
+    rope = RotaryEmbedding(8, max_len=16)
+    assert rope.cos.shape == rope.sin.shape == (16, 4)
+    assert dict(rope.state_dict()) == {}  # rebuilt from the formula, like the sinusoids
+    assert "max_len=16" in repr(rope)
+    x = torch.randn(2, 3, 16, 8)
+    torch.testing.assert_close(rope(x), apply_rope(x, torch.arange(16)), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="x: expected at most max_len = 16 positions, got T = 17"):
+        rope(torch.randn(17, 8))
+    with pytest.raises(ValueError, match="max_len: expected a positive int, got 0"):
+        RotaryEmbedding(8, max_len=0)
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rotate_qk_is_the_module_on_q_and_on_k_bit_for_bit(layout, dtype):
+    rope = RotaryEmbedding(8, layout=layout, max_len=32)
+    q, k = torch.randn(2, 2, 9, 8, dtype=dtype), torch.randn(2, 2, 9, 8, dtype=dtype)
+    rotate = apply_rope if layout == "interleaved" else apply_rope_half
+    q_rot, k_rot = rope.rotate_qk(q, k)
+    for ours, x in ((q_rot, q), (k_rot, k)):
+        assert torch.equal(ours, rope(x))
+        assert torch.equal(ours, rotate(x, torch.arange(9)))  # float64: float64 angles, as before

@@ -238,7 +238,7 @@ def test_scaling_explorer_histogram_bins_follow_the_spread(d_k, scale):
 
 
 def explorer_scores(explorer, d_k, scale):
-    from course_lib.attention import typical_gradient_norms
+    from course_lib.saturation import typical_gradient_norms
 
     scores = typical_gradient_norms(d_k, scale=scale, T=explorer.T, n=explorer.n, seed=0)[3]
     return scores.numpy().ravel()

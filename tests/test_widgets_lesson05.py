@@ -10,7 +10,7 @@ import torch
 from matplotlib.colors import same_color
 
 from course_lib import viz
-from course_lib.block import build_stack, stack_profile
+from course_lib.deep_stack import build_stack, stack_profile
 from course_lib.widgets import BlockExplorer
 from helpers import picture
 

@@ -12,8 +12,8 @@ import math
 
 import torch
 
-from course_lib.attention import typical_gradient_norms, vanishing_gradient_width
 from course_lib.exercises.core import Bug, Case, Exercise
+from course_lib.saturation import typical_gradient_norms, vanishing_gradient_width
 
 # ---------------------------------------------------------------- entropy
 

@@ -76,7 +76,7 @@ def pair_arrow(ax, xy, **kw):
 
 def rotated_pair_figure(pair, positions, theta: float = 1.0) -> Figure:
     """One 2-D pair rotated by position * theta for a few positions, arrows from 0 (lesson 04)."""
-    from course_lib.positional import rotate_pair
+    from course_lib.position_demos import rotate_pair
 
     pair = torch.as_tensor(pair, dtype=torch.float32)
     positions = list(positions)

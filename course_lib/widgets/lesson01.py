@@ -9,13 +9,9 @@ import torch
 from matplotlib.patches import Rectangle
 
 from course_lib import viz
-from course_lib.attention import (
-    causal_mask,
-    project_qkv,
-    scaled_dot_product_attention,
-    toy_embeddings,
-)
+from course_lib.attention import causal_mask, scaled_dot_product_attention
 from course_lib.runtime import one_thread
+from course_lib.toy import project_qkv, toy_embeddings
 from course_lib.widgets.base import Explorer, checkbox, choice_slider, compare_learner, slider
 
 TOY_SENTENCE = ("the", "cat", "chased", "the", "mouse", "because", "it", "was", "hungry")

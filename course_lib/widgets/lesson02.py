@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from course_lib import viz
-from course_lib.attention import softmax_entropy, typical_gradient_norms
+from course_lib.saturation import softmax_entropy, typical_gradient_norms
 from course_lib.widgets.base import Explorer, checkbox, choice_slider
 
 

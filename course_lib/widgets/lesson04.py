@@ -4,13 +4,8 @@ import numpy as np
 import torch
 
 from course_lib import viz
-from course_lib.positional import (
-    additive_scores,
-    apply_rope,
-    rope_scores,
-    sinusoidal_at,
-    sinusoidal_encoding,
-)
+from course_lib.position_demos import additive_scores, rope_scores, sinusoidal_at
+from course_lib.positional import apply_rope, sinusoidal_encoding
 from course_lib.widgets.base import (
     Explorer,
     choice_slider,

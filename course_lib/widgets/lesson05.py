@@ -5,7 +5,7 @@ import numpy as np
 import torch
 
 from course_lib import viz
-from course_lib.block import (
+from course_lib.deep_stack import (
     StackProfile,
     activation_scales,
     build_stack,

@@ -16,7 +16,7 @@ class AblationExplorer(Explorer):
     It draws what ablation.scale_comparison measures on 100 validation sequences: pass its
     result as `results`, or the explorer runs it once on the shipped checkpoints. The scale has
     two ablations: a checkpoint trained without 1/sqrt(d), and (unticking "as trained") any
-    checkpoint's own weights run with the scale flipped, see model.flip_scale.
+    checkpoint's own weights run with the scale flipped, see ablation.flip_scale.
     """
 
     PICTURE = (

@@ -4,7 +4,8 @@ import torch
 
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson04.sinusoidal_encoding import BASE
-from course_lib.positional import apply_rope, rotate_pair
+from course_lib.position_demos import rotate_pair
+from course_lib.positional import apply_rope
 
 # ---------------------------------------------------------------- rope_score
 

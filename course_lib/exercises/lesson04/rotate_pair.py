@@ -5,7 +5,7 @@ import math
 import torch
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.positional import rotate_pair
+from course_lib.position_demos import rotate_pair
 
 # ---------------------------------------------------------------- rotate_pair
 
