@@ -77,10 +77,11 @@ generic-rounding: $(STAMP)
 	$(GENERIC) $(PY) -m pytest -rs -p no:xdist --ignore=tests/browser tests $(NBVAL) notebooks \
 		-m "rounding and not retrains"
 
-# the edit-test loop: unit and claim tests, no notebooks, no training, no browser
+# the edit-test loop: unit and claim tests, no notebooks, no training, no browser, no hub,
+# no explorers (`make test` runs all of them)
 quick: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/browser \
-		-m "not slow and not retrains" tests
+	$(PY) -m pytest -q -n 2 --dist worksteal -p no:nbval --ignore=tests/browser \
+		--ignore=tests/class -m "not slow and not retrains and not explorers" tests
 
 # what `make test` leaves out, run by .ci/run: the retraining checks (native path), the
 # unit tests `make test` ran on one path only (generic path), everything again on AVX2, and

@@ -12,6 +12,14 @@ from course_lib.runtime import one_thread
 matplotlib.use("Agg")
 
 
+def pytest_collection_modifyitems(config, items):
+    # The explorers' tests build and redraw explorers (a PNG per change): a third of the unit
+    # tests' time. `make quick` leaves them to `make test`, which runs them all.
+    for item in items:
+        if item.path.name.startswith("test_widgets") or "built_explorer" in item.fixturenames:
+            item.add_marker(pytest.mark.explorers)
+
+
 @pytest.fixture(autouse=True)
 def seed():
     course_lib.set_seed(0)

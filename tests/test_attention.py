@@ -198,6 +198,7 @@ def test_broadcast_shape_agrees_with_torch(shapes):
     assert broadcast_shape(*shapes) == expected
 
 
+@pytest.mark.slow  # a fresh Python process: another test may have imported sympy in this one
 def test_attention_does_not_import_sympy():
     """torch.broadcast_shapes imports sympy on first use (~0.7 s); the lessons never need it."""
     code = (

@@ -2,8 +2,6 @@
 that assert their verdict. Grading itself runs in the class test (tests/class/test_nbgrader.py).
 """
 
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -32,14 +30,9 @@ def lesson(*cells):
     return new_notebook(cells=[new_markdown_cell("# Lesson"), *cells])
 
 
-def test_every_lesson_is_up_to_date():
-    done = subprocess.run(
-        [sys.executable, "-m", "tools.nbgrader_metadata", "--check", *map(str, LESSONS)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + "\nrun `make nbgrader-metadata`"
+def test_every_lesson_is_up_to_date(script, capsys):
+    code = script.main(["--check", *map(str, LESSONS)])  # what `make nbgrader-metadata` checks
+    assert code == 0, capsys.readouterr().out + "\nrun `make nbgrader-metadata`"
 
 
 def test_every_exercise_of_the_course_is_graded(script):
