@@ -20,7 +20,6 @@ measure what TCP_NODELAY buys.
 """
 
 import json
-import re
 import statistics
 import tempfile
 from datetime import datetime
@@ -30,6 +29,7 @@ import nbformat
 
 from course_lib.widgets import EXPLORERS, TYPED_SAMPLES
 from course_server.launch import CHROMIUM, CHROMIUM_FLAGS, start_lab
+from tools.lab_page import start_run_all
 
 PROBE = Path(__file__).with_name("browser_probe.js")
 TARGET_MEDIAN_MS, TARGET_P95_MS, TARGET_WORST_MS = 40.0, 60.0, 100.0
@@ -37,8 +37,6 @@ TARGET_MEDIAN_MS, TARGET_P95_MS, TARGET_WORST_MS = 40.0, 60.0, 100.0
 VIEWPORT = {"width": 1400, "height": 1000}
 IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
 EXPLORER = ".jp-OutputArea-output:has(img.widget-image)"
-STARTED = """() => [...document.querySelectorAll('.jp-InputArea-prompt')]
-    .some(p => /[*\\d]/.test(p.textContent))"""
 STEPS = (
     ("input_to_send", "input -> websocket send"),
     ("send_to_kernel", "send -> kernel starts handling"),
@@ -127,23 +125,6 @@ def breakdown(log: dict, origin: float) -> dict | None:
     }
 
 
-def run_all(page) -> None:
-    """Run All Cells, accepting the kernel JupyterLab proposes if it asks (a new notebook)."""
-    for _ in range(3):
-        try:  # a new notebook can ask which kernel to start, a little after it opens
-            page.locator(".jp-Dialog .jp-mod-accept").click(timeout=5_000)
-        except Exception:
-            pass
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click()
-        page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click()
-        try:
-            page.wait_for_function(STARTED, timeout=10_000)
-            return
-        except Exception:
-            continue
-    raise RuntimeError("Run All Cells did not start the notebook")
-
-
 def move_control(page, output, index: int, kind: str, step: int):
     """Arm the probe and move control `index` once; text boxes get a sentence typed first."""
     control = output.locator(f"[data-bench='{index}']")
@@ -226,7 +207,7 @@ def measure(moves: int = 5, nodelay: bool = True, shots: Path | None = None, sca
                 page = context.new_page()
                 page.goto(lab.url("/lab/tree/explorers.ipynb?reset"))
                 page.wait_for_selector(IDLE, timeout=120_000)
-                run_all(page)
+                start_run_all(page, tries=3, timeout_ms=10_000, accept_kernel=True)
                 try:
                     page.wait_for_function(
                         f"n => document.querySelectorAll({EXPLORER!r}).length >= n",

@@ -44,3 +44,22 @@ def stack_inputs(seed, B=2, T=8, D=16, dtype=torch.float32):
     return torch.randn(B, T, D, generator=g, dtype=dtype), torch.randn(
         B, T, D, generator=g, dtype=dtype
     )
+
+
+def built_checkpoint(name: str, model_config, train_config, folder, monkeypatch):
+    """(card, model): shipped recipe `name` swapped for a tiny one, built into folder as
+    `python -m course_lib.train` builds it; the card read back equals the one returned and
+    the saved weights load (weights_only) into the model its config describes."""
+    import json
+
+    import torch
+
+    from course_lib import train
+    from course_lib.model import ModelConfig, TinyTransformer
+
+    monkeypatch.setitem(train.RECIPES, name, (model_config, train_config))
+    card = train.build_checkpoint(name, folder, progress=False)
+    assert json.loads((folder / f"{name}.json").read_text()) == card
+    model = TinyTransformer.from_config(ModelConfig(**card["config"]))
+    model.load_state_dict(torch.load(folder / f"{name}.pt", weights_only=True))
+    return card, model

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from course_lib import places
 from course_lib.model import CHECKPOINT_DIR, ModelConfig, TinyTransformer, load_pretrained
 from course_lib.train import RECIPES, places_run
+from helpers import built_checkpoint
 
 V = len(places.VOCAB)
 
@@ -167,11 +168,7 @@ def test_build_checkpoint_writes_a_places_card(tmp_path, monkeypatch):
 
     config = ModelConfig(V, d_model=16, num_heads=2, d_ff=32, num_layers=1, max_len=32)
     quick = train.TrainConfig(steps=4, batch_size=4, eval_every=2)
-    monkeypatch.setitem(train.RECIPES, "places-h2", (config, quick))
-    card = train.build_checkpoint("places-h2", tmp_path, progress=False)
-    assert json.loads((tmp_path / "places-h2.json").read_text()) == card
-    model = TinyTransformer.from_config(ModelConfig(**card["config"]))
-    model.load_state_dict(torch.load(tmp_path / "places-h2.pt", weights_only=True))
+    card, model = built_checkpoint("places-h2", config, quick, tmp_path, monkeypatch)
     assert [step for step, _ in card["accuracy_by_step"]] == [2, 4]
     assert set(card["detectors"]) == {"1 back", "2 back", "3 back"}
     assert 0 <= card["accuracy"] <= 1 and card["parameters"] == sum(

@@ -1,4 +1,3 @@
-import json
 import math
 from itertools import pairwise
 from pathlib import Path
@@ -10,6 +9,7 @@ from torch.testing import assert_close
 
 from course_lib import data, train, viz
 from course_lib.model import PRETRAINED, ModelConfig, TinyTransformer
+from helpers import built_checkpoint
 
 V = len(data.VOCAB)
 
@@ -150,11 +150,7 @@ def test_recipes_cover_every_shipped_name():
 def test_build_checkpoint_writes_a_loadable_state_dict_and_card(tmp_path, monkeypatch):
     config = ModelConfig(V, d_model=16, num_heads=2, d_ff=32, num_layers=1, max_len=data.LONG_LEN)
     quick = train.TrainConfig(steps=3, batch_size=4, eval_every=3)
-    monkeypatch.setitem(train.RECIPES, "rope-h4", (config, quick))
-    card = train.build_checkpoint("rope-h4", tmp_path, progress=False)
-    assert json.loads((tmp_path / "rope-h4.json").read_text()) == card
-    model = TinyTransformer.from_config(ModelConfig(**card["config"]))
-    model.load_state_dict(torch.load(tmp_path / "rope-h4.pt", weights_only=True))
+    card, _ = built_checkpoint("rope-h4", config, quick, tmp_path, monkeypatch)
     lengths = card["length_generalisation"]
     assert lengths["train_len"] == data.SEQ_LEN and lengths["eval_len"] == 4 * data.SEQ_LEN
     assert len(lengths["loss_by_position"]) == 4 * data.SEQ_LEN - 1

@@ -30,6 +30,8 @@ import pytest
 from learners_folder import SLIPPED_EXERCISE, SLIPPED_LESSON
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from tools.lab_page import click_menu, start_run_all
+
 LESSONS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
@@ -79,8 +81,6 @@ ALL_RAN = """(expected) => {
     const failed = document.querySelector('[data-mime-type="application/vnd.jupyter.error"]');
     return ran.length >= expected || failed !== null;
 }""".replace("IDLE", IDLE)
-STARTED = """() => [...document.querySelectorAll('.jp-InputArea-prompt')]
-    .some(p => /[*\\d]/.test(p.textContent))"""
 CLOSED_ALL = "() => document.querySelectorAll('.jp-Notebook').length === 0"
 PICTURE_CHANGED = """([images, before]) => images.some((img, i) => img.src !== before[i])"""
 
@@ -114,22 +114,6 @@ def lesson_facts(path: Path, opened: Path | None = None) -> dict:
         "explorers": explorers,
         "concept_checks": checks,
     }
-
-
-def click_menu(page, menu: str, item: str) -> None:
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
-
-
-def start_run_all(page) -> None:
-    """Run > Run All Cells, once more if the first click landed while the page still settled."""
-    for attempt in range(2):
-        click_menu(page, "Run", "Run All Cells")
-        try:
-            page.wait_for_function(STARTED, timeout=15_000)
-            return
-        except PlaywrightTimeout:
-            assert attempt == 0, "Run All Cells did not start the notebook"
 
 
 def errors_shown(page, facts) -> list[str]:

@@ -19,9 +19,9 @@ from urllib.parse import quote, urlsplit
 
 import nbformat
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from localhub import Kernel, Slider, home, processes_of
+from tools.lab_page import start_run_all
 
 LESSON = "course/notebooks/00_start_here.ipynb"
 DELETED = "course/notebooks/01_attention_qkv.ipynb"
@@ -36,8 +36,6 @@ ALL_RAN = """(expected) => {
         || document.querySelector('[data-mime-type="application/vnd.jupyter.error"]') !== null;
 }""".replace("IDLE", IDLE)
 SRC_CHANGED = "([selector, before]) => document.querySelector(selector).src !== before"
-STARTED = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]
-    .some(p => /[*\\d]/.test(p.textContent))"""
 # the learner's own JupyterLab setting, as the course's browser test sets it: every cell stays
 # in the page (JupyterLab otherwise renders the outputs of cells out of view only when reached)
 LAB_SETTINGS = (
@@ -154,7 +152,7 @@ def learner_in_the_browser(page, hub, name, link, artefacts) -> None:
     cells = nbformat.read(home(name) / LESSON, 4).cells
     code_cells = [c for c in cells if c.cell_type == "code" and c.source.strip()]
     explorer = next(i for i, c in enumerate(cells) if "Explorer()" in c.source)
-    run_all(page)
+    start_run_all(page, tries=3, timeout_ms=20_000)
     page.wait_for_function(ALL_RAN, arg=len(code_cells), timeout=240_000)
     page.screenshot(path=str(artefacts / "lesson00-ran.png"), full_page=True)
     assert page.locator('[data-mime-type="application/vnd.jupyter.error"]').count() == 0
@@ -173,20 +171,6 @@ def learner_in_the_browser(page, hub, name, link, artefacts) -> None:
     page.screenshot(path=str(artefacts / "lesson00-slider-moved.png"), full_page=True)
     assert page.locator(".widget-readout").first.inner_text() != readout
     (artefacts / "browser.json").write_text(json.dumps({"slider_to_picture_s": seconds}))
-
-
-def run_all(page, tries: int = 3) -> None:
-    """Run > Run All Cells; again if nothing started (a click while the kernel still connects
-    can be lost, as the course's browser test found)."""
-    for _ in range(tries):
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click()
-        page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click()
-        try:
-            page.wait_for_function(STARTED, timeout=20_000)
-            return
-        except PlaywrightTimeout:
-            continue
-    raise AssertionError(f"Run All Cells started nothing, {tries} times")
 
 
 def test_every_kernel_websocket_has_tcp_nodelay(kernels, learners):

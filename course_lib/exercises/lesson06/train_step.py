@@ -123,7 +123,7 @@ def _small_model():
 def _step_cases() -> list[Case]:
     drawn = train.batches(case_inputs().train, 4, torch.Generator().manual_seed(8))
 
-    def batches(n, length=17):
+    def stacked(n, length=17):
         return torch.stack([next(drawn) for _ in range(n)])[..., :length]  # (n, 4, length)
 
     model = _small_model()
@@ -132,13 +132,13 @@ def _step_cases() -> list[Case]:
     hard = replace(base, lr=1e-2, weight_decay=0.1, grad_clip=0.02)
     never = replace(base, grad_clip=None)
     return [
-        Case((model, batches(3), 0, tight), label="3 steps from step 0, in the warm-up, "
+        Case((model, stacked(3), 0, tight), label="3 steps from step 0, in the warm-up, "
              "grad_clip 0.05"),
-        Case((model, batches(2), 9, base), label="steps 9 and 10: the last of the warm-up, "
+        Case((model, stacked(2), 9, base), label="steps 9 and 10: the last of the warm-up, "
              "the first of the cosine"),
-        Case((model, batches(3), 30, base), label="steps 30 to 32, late in the cosine"),
-        Case((model, batches(3), 12, hard), label="grad_clip 0.02, lr 1e-2, weight_decay 0.1"),
-        Case((model, batches(2), 5, never), label="grad_clip None: never clip"),
+        Case((model, stacked(3), 30, base), label="steps 30 to 32, late in the cosine"),
+        Case((model, stacked(3), 12, hard), label="grad_clip 0.02, lr 1e-2, weight_decay 0.1"),
+        Case((model, stacked(2), 5, never), label="grad_clip None: never clip"),
     ]  # fmt: skip
 
 
