@@ -1,5 +1,7 @@
 """Helpers the test files share (pytest puts tests/ on sys.path: `from helpers import ...`)."""
 
+import functools
+
 import torch
 
 
@@ -28,22 +30,21 @@ def picture(explorer) -> bytes:
 
 def notebook_functions(*names: str) -> dict:
     """The exercise functions `names` as the course's own lessons define them, read and run as
-    a later lesson gets them (course_lib.mywork.collect); each must be the lesson's own."""
+    a later lesson gets them (course_lib.mywork.collect); each must be the lesson's own. Read
+    once per process for each set of names: the functions are the lessons' solutions, which
+    no test changes."""
+    return dict(_notebook_functions(names))
+
+
+@functools.cache
+def _notebook_functions(names: tuple[str, ...]) -> tuple:
     from pathlib import Path
 
     from course_lib.mywork import collect
 
     work = collect(names, Path(__file__).resolve().parent.parent / "notebooks")
     assert all(origin.endswith(": yours") for origin in work.origin.values()), work.origin
-    return work.functions
-
-
-def stack_inputs(seed, B=2, T=8, D=16, dtype=torch.float32):
-    """Input x and probe (B, T, D) for lesson 05's stacks, from seed 100 + seed."""
-    g = torch.Generator().manual_seed(100 + seed)
-    return torch.randn(B, T, D, generator=g, dtype=dtype), torch.randn(
-        B, T, D, generator=g, dtype=dtype
-    )
+    return tuple(work.functions.items())
 
 
 def built_checkpoint(name: str, model_config, train_config, folder, monkeypatch):
@@ -51,8 +52,6 @@ def built_checkpoint(name: str, model_config, train_config, folder, monkeypatch)
     `python -m course_lib.train` builds it; the card read back equals the one returned and
     the saved weights load (weights_only) into the model its config describes."""
     import json
-
-    import torch
 
     from course_lib import train
     from course_lib.model import ModelConfig, TinyTransformer
