@@ -47,6 +47,14 @@ def _notebook_functions(names: tuple[str, ...]) -> tuple:
     return tuple(work.functions.items())
 
 
+def stack_inputs(seed, B=2, T=8, D=16, dtype=torch.float32):
+    """Input x and probe (B, T, D) for lesson 05's stacks, from seed 100 + seed."""
+    g = torch.Generator().manual_seed(100 + seed)
+    return torch.randn(B, T, D, generator=g, dtype=dtype), torch.randn(
+        B, T, D, generator=g, dtype=dtype
+    )
+
+
 def built_checkpoint(name: str, model_config, train_config, folder, monkeypatch):
     """(card, model): shipped recipe `name` swapped for a tiny one, built into folder as
     `python -m course_lib.train` builds it; the card read back equals the one returned and
