@@ -26,11 +26,12 @@ UNIT_AND_NBVAL := -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser test
 # the browser test needs none of the notebook, property-test or parallel plugins, nor the
 # unit tests' conftest (which imports torch): without them pytest starts in 1 s, not 12 s
 # (nbformat's import alone builds a URI grammar for 2.6 s)
-BROWSER_TEST := -m pytest -rs --confcutdir=tests/browser -p no:nbval -p no:hypothesispytest \
-	-p no:xdist -p no:xdist.looponfail -p no:anyio tests/browser
+BROWSER_PYTEST := -m pytest -rs --confcutdir=tests/browser -p no:nbval -p no:hypothesispytest \
+	-p no:xdist -p no:xdist.looponfail -p no:anyio
+BROWSER_TEST := $(BROWSER_PYTEST) tests/browser
 
 .PHONY: lab test quick portable unit nbval notebooks workspace venv clean bench lint html \
-	browser margins generic-rounding
+	browser margins generic-then-site browser-lessons
 
 venv: $(STAMP)
 
@@ -65,17 +66,22 @@ lab: workspace $(LAB_OVERRIDES)
 #    notebook's cells in one kernel), every lesson within its run-time budget
 #    (tools/lesson_budget.py).
 # 2. At the same time, each on one core: on torch's generic kernel path the notebooks and the
-#    tests that measure rounding-sensitive values (marked `rounding` by conftest.py), and the
-#    browser test, which runs every lesson as a learner first meets it (the unsolved
-#    workspace copy) in JupyterLab; --output-sync prints each one's output whole when it ends.
+#    tests that measure rounding-sensitive values (marked `rounding` by conftest.py), then the
+#    static site built and opened from disk; and the browser test of the lessons, which runs
+#    every lesson as a learner first meets it (the unsolved workspace copy) in JupyterLab.
+#    --output-sync prints each lane's output whole when it ends.
 # Retraining checks (`retrains`) and the other unit tests on other paths: `make portable`.
 test: $(STAMP) $(LAB_OVERRIDES) lint
 	$(PY) $(UNIT_AND_NBVAL) -m "not retrains" --lesson-budget
-	$(MAKE) --no-print-directory -j2 --output-sync=target generic-rounding browser
+	$(MAKE) --no-print-directory -j2 --output-sync=target generic-then-site browser-lessons
 
-generic-rounding: $(STAMP)
+generic-then-site: $(STAMP)
 	$(GENERIC) $(PY) -m pytest -rs -p no:xdist --ignore=tests/browser tests $(NBVAL) notebooks \
 		-m "rounding and not retrains"
+	$(PY) $(BROWSER_PYTEST) tests/browser/test_static_site.py
+
+browser-lessons: $(STAMP) $(LAB_OVERRIDES)
+	$(PY) $(BROWSER_PYTEST) tests/browser/test_lessons_in_jupyterlab.py
 
 # the edit-test loop: unit and claim tests, no notebooks, no training, no browser, no hub,
 # no explorers (`make test` runs all of them)
