@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tools.lesson_budget import over_budget
+
 # jsonschema, which nbformat imports to validate notebooks, builds a grammar for its optional
 # IRI format check (the rfc3987_syntax package) at import: about 1.2 s in every test process.
 # No notebook schema uses a "format" keyword, so the check can never run on a notebook; the
 # test processes go without it (None in sys.modules makes `import rfc3987_syntax` fail, which
 # jsonschema treats as the package being absent). The lessons' own kernels are untouched.
 sys.modules.setdefault("rfc3987_syntax", None)
-
-from tools.lesson_budget import over_budget  # noqa: E402 (after the line above)
 
 PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "OMP_NUM_THREADS")
 DURATIONS = Path(__file__).resolve().parent / "artefacts" / "lesson-durations.json"
