@@ -64,15 +64,19 @@ lab: workspace $(LAB_OVERRIDES)
 # -rs prints why anything was skipped (e.g. the browser test without Chromium: one line).
 # 1. Unit tests and notebooks on two workers, whole files each (--dist loadfile keeps one
 #    notebook's cells in one kernel), every lesson within its run-time budget
-#    (tools/lesson_budget.py).
-# 2. At the same time, each on one core: on torch's generic kernel path the notebooks and the
-#    tests that measure rounding-sensitive values (marked `rounding` by conftest.py), then the
-#    static site built and opened from disk; and the browser test of the lessons, which runs
-#    every lesson as a learner first meets it (the unsolved workspace copy) in JupyterLab.
+#    (tools/lesson_budget.py). One thread per kernel: beside the other worker, a kernel's
+#    second torch thread only waits for a core (lesson 03's cells took 14-20 s so, 5-6 s with
+#    one thread); the unit tests run on one thread anyway (tests/conftest.py). `make portable`
+#    runs the notebooks with the default thread count and with 4.
+# 2. At the same time, each on one core: on torch's generic kernel path (default threads)
+#    the notebooks and the tests that measure rounding-sensitive values (marked `rounding` by
+#    conftest.py), then the static site built and opened from disk; and the browser test of
+#    the lessons, which runs every lesson as a learner first meets it (the unsolved workspace
+#    copy) in JupyterLab, its kernels on one thread (it compares no numbers).
 #    --output-sync prints each lane's output whole when it ends.
 # Retraining checks (`retrains`) and the other unit tests on other paths: `make portable`.
 test: $(STAMP) $(LAB_OVERRIDES) lint
-	$(PY) $(UNIT_AND_NBVAL) -m "not retrains" --lesson-budget
+	OMP_NUM_THREADS=1 $(PY) $(UNIT_AND_NBVAL) -m "not retrains" --lesson-budget
 	$(MAKE) --no-print-directory -j2 --output-sync=target generic-then-site browser-lessons
 
 generic-then-site: $(STAMP)
@@ -81,7 +85,7 @@ generic-then-site: $(STAMP)
 	$(PY) $(BROWSER_PYTEST) tests/browser/test_static_site.py
 
 browser-lessons: $(STAMP) $(LAB_OVERRIDES)
-	$(PY) $(BROWSER_PYTEST) tests/browser/test_lessons_in_jupyterlab.py
+	OMP_NUM_THREADS=1 $(PY) $(BROWSER_PYTEST) tests/browser/test_lessons_in_jupyterlab.py
 
 # the edit-test loop: unit and claim tests, no notebooks, no training, no browser, no hub,
 # no explorers (`make test` runs all of them)
@@ -91,13 +95,13 @@ quick: $(STAMP)
 
 # what `make test` leaves out, run by .ci/run: the retraining checks (native path), the
 # unit tests `make test` ran on one path only (generic path), everything again on AVX2, and
-# the notebooks with 1 and 4 threads
+# the notebooks with the default thread count and with 4 (`make test` ran them with 1)
 portable: $(STAMP)
 	$(PY) -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser -m retrains tests
 	$(GENERIC) $(PY) -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser \
 		-m "not rounding and not path_independent and not retrains" tests
 	$(AVX2) $(PY) $(UNIT_AND_NBVAL) -m "not path_independent"
-	OMP_NUM_THREADS=1 $(PY) -m pytest -rs -n 2 --dist loadfile $(NBVAL) notebooks
+	$(PY) -m pytest -rs -n 2 --dist loadfile $(NBVAL) notebooks
 	OMP_NUM_THREADS=4 $(PY) -m pytest -rs -n 2 --dist loadfile $(NBVAL) notebooks
 
 # every claim test's measured values under each kernel path (for the comments beside them)
