@@ -1,7 +1,6 @@
 """Root pytest hooks: the notebooks that strict nbval runs, the kernel path in the report,
 which tests measure rounding-sensitive values, and every lesson's run-time budget."""
 
-import json
 import os
 import sys
 from collections import defaultdict
@@ -19,7 +18,6 @@ from tools.lesson_budget import over_budget
 sys.modules.setdefault("rfc3987_syntax", None)
 
 PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "OMP_NUM_THREADS")
-DURATIONS = Path(__file__).resolve().parent / "artefacts" / "lesson-durations.json"
 _lesson_seconds: dict[str, float] = defaultdict(float)  # notebook stem -> summed cell time
 _over: list[str] = []
 
@@ -72,8 +70,6 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session, exitstatus):
     if not _lesson_seconds or hasattr(session.config, "workerinput"):  # a worker: not here
         return
-    DURATIONS.parent.mkdir(exist_ok=True)
-    DURATIONS.write_text(json.dumps({k: round(v, 1) for k, v in _lesson_seconds.items()}, indent=1))
     _over[:] = over_budget(_lesson_seconds)
     if _over and session.config.getoption("--lesson-budget"):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
