@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from course_lib._validation import one_of, positive_int
+from course_lib._validation import one_of
 from course_lib.multihead import MultiHeadAttention
 
 NORMS = ("layer", "batch", "none")
@@ -35,6 +35,13 @@ def make_norm(norm: str, d_model: int) -> nn.Module:
     return nn.Identity()
 
 
+class NoFeedForward(nn.Module):
+    """Stands in for the feed-forward layer of a block built with d_ff = 0: adds nothing."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
+
+
 class TransformerBlock(nn.Module):
     """Pre-norm by default: x + attn(norm1(x)), then x + ff(norm2(x)) (lesson 05).
 
@@ -57,7 +64,10 @@ class TransformerBlock(nn.Module):
         check_inputs: bool = True,
     ):
         super().__init__()
-        positive_int("d_ff", d_ff)
+        if isinstance(d_ff, bool) or not isinstance(d_ff, int):
+            raise TypeError(f"d_ff: expected an int >= 0, got {type(d_ff).__name__} {d_ff!r}")
+        if d_ff < 0:
+            raise ValueError(f"d_ff: expected an int >= 0 (0: no feed-forward layer), got {d_ff}")
         one_of("norm", norm, NORMS)
         if not isinstance(dropout, int | float) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout: expected a probability in [0, 1), got {dropout!r}")
@@ -67,7 +77,12 @@ class TransformerBlock(nn.Module):
             d_model, num_heads, rope=rope, scale=scale, check_inputs=check_inputs
         )
         self.norm1 = make_norm(norm, d_model)
-        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        # d_ff = 0: a block without its feed-forward layer, for the variant table (lesson 05)
+        self.ff = (
+            nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+            if d_ff
+            else NoFeedForward()
+        )
         self.norm2 = make_norm(norm, d_model)
         self.drop = nn.Dropout(dropout)
 

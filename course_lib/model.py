@@ -35,6 +35,7 @@ class ModelConfig:
     norm: str = "layer"  # "layer", "batch" or "none", as in TransformerBlock
     prenorm: bool = True  # pre-norm blocks (the modern default) or post-norm
     scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 06)
+    residual: bool = True  # False drops every block's "x +", for the variant table (lesson 05)
 
 
 class TinyTransformer(nn.Module):
@@ -57,6 +58,7 @@ class TinyTransformer(nn.Module):
         norm: str = "layer",
         prenorm: bool = True,
         scale: bool = True,
+        residual: bool = True,
     ):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("num_layers", num_layers)):
@@ -65,7 +67,7 @@ class TinyTransformer(nn.Module):
         one_of("positional", positional, POSITIONAL)
         self.config = ModelConfig(
             vocab_size, d_model, num_heads, d_ff, num_layers, max_len, positional, norm, prenorm,
-            scale,
+            scale, residual,
         )  # fmt: skip
         self.embed = nn.Embedding(vocab_size, d_model)
         # RoPE has no weights, so one instance (and one cos/sin table) serves every block
@@ -85,6 +87,7 @@ class TinyTransformer(nn.Module):
                 d_ff,
                 norm=norm,
                 prenorm=prenorm,
+                residual=residual,
                 rope=rope,
                 scale=scale,
                 check_inputs=False,
@@ -99,7 +102,8 @@ class TinyTransformer(nn.Module):
     def from_config(cls, config: ModelConfig) -> "TinyTransformer":
         """Build the model a ModelConfig describes (lesson 06)."""
         kwargs = asdict(config)
-        positional = {k: kwargs.pop(k) for k in ("positional", "norm", "prenorm", "scale")}
+        keywords = ("positional", "norm", "prenorm", "scale", "residual")
+        positional = {k: kwargs.pop(k) for k in keywords}
         return cls(**kwargs, **positional)
 
     def forward(self, idx: torch.Tensor, return_weights: bool = False):

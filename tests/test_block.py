@@ -73,7 +73,8 @@ def test_return_weights_gives_per_head_maps():
             ValueError,
             r"norm: expected one of \('layer', 'batch', 'none'\), got 'group'",
         ),
-        ({"d_ff": 0}, ValueError, "d_ff: expected a positive int, got 0"),
+        ({"d_ff": -1}, ValueError, "d_ff: expected an int >= 0 .0: no feed-forward layer., got -1"),
+        ({"d_ff": 2.5}, TypeError, "d_ff: expected an int >= 0, got float 2.5"),
         ({"dropout": 1.5}, ValueError, "dropout: expected a probability"),
         ({"num_heads": 3}, ValueError, "num_heads: expected a divisor of d_model = 8"),
     ],
@@ -82,3 +83,20 @@ def test_bad_construction_is_named(kwargs, error, message):
     args = {"d_model": 8, "num_heads": 2, "d_ff": 16} | kwargs
     with pytest.raises(error, match=message):
         TransformerBlock(**args)
+
+
+def test_a_block_without_feed_forward_layer_is_attention_and_its_residual():
+    torch.manual_seed(0)
+    block = TransformerBlock(8, 2, 0).eval()
+    x = torch.randn(2, 5, 8)
+    mask = torch.tril(torch.ones(5, 5, dtype=torch.bool))
+    assert sum(p.numel() for p in block.ff.parameters()) == 0
+    torch.testing.assert_close(block(x, mask), x + block.attn(block.norm1(x), mask))
+
+
+def test_a_block_without_residuals_keeps_only_the_updates():
+    torch.manual_seed(0)
+    block = TransformerBlock(8, 2, 16, residual=False).eval()
+    x = torch.randn(2, 5, 8)
+    a = block.attn(block.norm1(x))
+    torch.testing.assert_close(block(x), block.ff(block.norm2(a)))

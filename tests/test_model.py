@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 import torch
 from torch import nn
@@ -95,6 +97,9 @@ def test_config_round_trip():
     rebuilt = TinyTransformer.from_config(model.config)
     expected = ModelConfig(V, 32, 4, 64, 2, 24, "sinusoidal", "layer", False)
     assert rebuilt.config == model.config == expected
+    bare = TinyTransformer.from_config(replace(expected, residual=False, d_ff=0))
+    assert not any(block.residual for block in bare.blocks)
+    assert sum(p.numel() for b in bare.blocks for p in b.ff.parameters()) == 0
 
 
 @pytest.mark.parametrize(

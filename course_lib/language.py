@@ -1,0 +1,272 @@
+"""The toy language as a program, and the best loss any model can reach on it (lesson 06).
+
+A line is sentences one after another, cut at the line's length. A sentence reads like
+
+    Dogs near cat with birds eat fishes ( dog [ cats ] ) .psp
+
+and each part of it asks for one skill, at the positions `next_token_distributions` names:
+
+- "subject": the verb agrees with the subject (number: eats / eat; kind: each animal has its
+  own verbs), never with the one or two nouns in between, drawn independently;
+- "induction": the first time a line uses a preposition, the noun after it is drawn at
+  random; every later time, the same noun comes again: after [near][cat] ... [near], [cat].
+  Copying it needs two layers: a head that tags each token with the one before it, and a
+  head that finds the earlier copy of the current token and reads what followed;
+- "object": "eats" and "sees" take an object whose number is the exclusive or of the
+  subject's number and the number of the noun just before the verb: plural when exactly one
+  of them is plural. No sum of the two nouns' features tells that apart, so the feed-forward
+  layer has to;
+- "song": "sings" starts three syllables that repeat (la mi do la mi do ...), six words for a
+  singular subject and nine for a plural one: each word after the third copies the word three
+  back;
+- "bracket": every sentence ends in an aside, ( ... ) or [ ... ], holding a noun and maybe
+  another aside, up to three deep; each closer matches the innermost open one;
+- "mark": the full stop spells the numbers of the sentence's last three nouns, oldest first,
+  s for singular and p for plural: ".psp". Three places at once, at one position.
+
+Everything else ("other") is word choice that no model can predict.
+
+The language is written once, as `step`: given the generator's state, every next token it
+may write with its probability and the state after it. Sampling follows `step` with a random
+number generator; `next_token_distributions` runs the same `step` forward over a given text,
+keeping every state the generator could be in and its probability (exact inference, no
+sampling), so it gives the exact probability of each next token and with it the loss floor.
+"""
+
+import math
+import random
+from dataclasses import dataclass, replace
+
+import torch
+
+KINDS = ("dog", "cat", "bird", "fish")
+NOUN_FORMS = (("dog", "dogs"), ("cat", "cats"), ("bird", "birds"), ("fish", "fishes"))
+SUBJECTS = tuple(form.capitalize() for pair in NOUN_FORMS for form in pair)  # Dog Dogs Cat ...
+NOUNS = tuple(form for pair in NOUN_FORMS for form in pair)  # dog dogs cat cats ...
+PREPOSITIONS = ("near", "with", "behind", "under")
+VERB_FORMS = {  # singular -> plural
+    "runs": "run", "eats": "eat", "sees": "see", "hides": "hide", "sings": "sing",
+}  # fmt: skip
+CAN = {  # each kind's own verbs, by their singular forms; every kind sings
+    "dog": ("runs", "eats", "sings"),
+    "cat": ("hides", "eats", "sings"),
+    "bird": ("sees", "runs", "sings"),
+    "fish": ("hides", "sees", "sings"),
+}
+TAKES_OBJECT = ("eats", "sees")
+SYLLABLES = ("la", "mi", "do", "re", "fa", "so", "ti", "ka")
+SONG_LENGTH = (6, 9)  # words of a song: singular subject, plural subject
+OPENERS = {"(": ")", "[": "]"}
+MAX_DEPTH = 3  # asides nest at most this deep
+MAX_DISTRACTORS = 2  # nouns between the subject and the verb: 1 to this many
+MARKS = tuple("." + a + b + c for a in "sp" for b in "sp" for c in "sp")  # .sss .ssp ... .ppp
+
+VOCAB: tuple[str, ...] = (
+    *MARKS, *SUBJECTS, *NOUNS, *PREPOSITIONS,
+    *(form for pair in VERB_FORMS.items() for form in pair),
+    *SYLLABLES, *(b for pair in OPENERS.items() for b in pair),
+)  # fmt: skip
+SKILLS = ("subject", "induction", "object", "song", "bracket", "mark", "other")
+
+
+def _noun(token: str) -> tuple[int, int]:
+    """(kind, number) of a noun or subject token; number 0 is singular, 1 plural."""
+    index = (SUBJECTS if token[0].isupper() else NOUNS).index(token)
+    return divmod(index, 2)
+
+
+@dataclass(frozen=True)
+class State:
+    """Where the generator is: what it writes next, and what it remembers to write it."""
+
+    phase: str = "start"  # start, prep, noun, more, object, song, aside, anoun, nest, ...
+    bound: tuple = ()  # (preposition, noun) for each preposition the line has used
+    subject: str = ""
+    preposition: str = ""  # the one just written, while its noun is still to come
+    nouns: tuple = ()  # the number of each noun of the sentence so far
+    distractors: int = 0  # nouns between the subject and the verb
+    song: tuple = ()  # the song's syllables so far, at most three
+    sung: int = 0  # words of the song written
+    stack: tuple = ()  # the open asides, innermost last
+
+
+def step(state: State) -> list[tuple[float, str, State]]:
+    """Every (probability, next token, state after it) the generator may take from `state`.
+
+    The probabilities sum to 1. (Inference does not rely on each token leaving one state:
+    `next_token_distributions` adds up every state a text could have left.)
+    """
+    phase = state.phase
+    if phase == "start":
+        return [
+            (1 / len(SUBJECTS), s, replace(state, phase="prep", subject=s, nouns=(_noun(s)[1],)))
+            for s in SUBJECTS
+        ]
+    if phase == "noun":
+        preposition = state.preposition
+        bound = dict(state.bound)
+        nouns = (bound[preposition],) if preposition in bound else NOUNS
+        return [
+            (1 / len(nouns), n, replace(state, phase="more", distractors=state.distractors + 1,
+                                        nouns=(*state.nouns, _noun(n)[1]), preposition="",
+                                        bound=tuple({**bound, preposition: n}.items())))
+            for n in nouns
+        ]  # fmt: skip
+    if phase in ("prep", "more"):
+        another = 1.0 if phase == "prep" else 0.5 if state.distractors < MAX_DISTRACTORS else 0.0
+        out = [(another / len(PREPOSITIONS), p, replace(state, phase="noun", preposition=p))
+               for p in PREPOSITIONS] if another else []  # fmt: skip
+        if phase == "prep":
+            return out
+        kind, number = _noun(state.subject)
+        verbs = CAN[KINDS[kind]]
+        for verb in verbs:
+            after = "object" if verb in TAKES_OBJECT else "song" if verb == "sings" else "aside"
+            form = VERB_FORMS[verb] if number else verb
+            out.append(((1 - another) / len(verbs), form, replace(state, phase=after)))
+        return out
+    if phase == "object":
+        number = _noun(state.subject)[1] ^ state.nouns[-1]
+        return [
+            (1 / len(KINDS), pair[number], replace(state, phase="aside",
+                                                   nouns=(*state.nouns, number)))
+            for pair in NOUN_FORMS
+        ]  # fmt: skip
+    if phase == "song":
+        length = SONG_LENGTH[_noun(state.subject)[1]]
+        after = "aside" if state.sung + 1 == length else "song"
+        if state.sung >= len(state.song) < 3:
+            new = [s for s in SYLLABLES if s not in state.song]
+            return [(1 / len(new), s, replace(state, phase=after, song=(*state.song, s),
+                                              sung=state.sung + 1)) for s in new]  # fmt: skip
+        word = state.song[state.sung % 3]
+        return [(1.0, word, replace(state, phase=after, sung=state.sung + 1))]
+    if phase == "aside":
+        return [(1 / len(OPENERS), o, replace(state, phase="anoun", stack=(o,))) for o in OPENERS]
+    if phase == "anoun":
+        return [
+            (1 / len(NOUNS), n, replace(state, phase="nest", nouns=(*state.nouns, _noun(n)[1])))
+            for n in NOUNS
+        ]
+    if phase in ("nest", "close"):
+        deeper = 0.5 if phase == "nest" and len(state.stack) < MAX_DEPTH else 0.0
+        out = [(deeper / len(OPENERS), o, replace(state, phase="anoun", stack=(*state.stack, o)))
+               for o in OPENERS] if deeper else []  # fmt: skip
+        rest = state.stack[:-1]
+        closed = replace(state, phase="close" if rest else "mark", stack=rest)
+        return [*out, (1 - deeper, OPENERS[state.stack[-1]], closed)]
+    if phase == "mark":
+        mark = "." + "".join("sp"[n] for n in state.nouns[-3:])
+        return [(1.0, mark, State(bound=state.bound))]
+    raise ValueError(f"state: unknown phase {phase!r}")
+
+
+# ---------------------------------------------------------------- writing text
+
+
+def sample_line(rng: random.Random, length: int) -> tuple[list[str], float]:
+    """One line of `length` tokens, and the log-probability of the choices that wrote it."""
+    state, tokens, log_p = State(), [], 0.0
+    while len(tokens) < length:
+        outcomes = step(state)
+        u, total = rng.random(), 0.0
+        for p, token, after in outcomes:  # noqa: B007 (the loop leaves the drawn outcome)
+            total += p
+            if u < total:
+                break
+        tokens.append(token)
+        log_p += math.log(p)
+        state = after
+    return tokens, log_p
+
+
+# ---------------------------------------------------------------- the exact floor
+
+
+def _skill(before: dict, token: str, tokens: list[str], t: int) -> str:
+    """The skill the prediction of `token` from position t asks for (see the module doc)."""
+    phases = {state.phase for state in before}
+    (phase,) = phases
+    if phase == "noun":
+        seen = {preposition for state in before for preposition, _ in state.bound}
+        return "induction" if tokens[t] in seen else "other"
+    if phase == "more" and token not in PREPOSITIONS:
+        return "subject"
+    if phase == "object":
+        return "object"
+    if phase == "song" and next(iter(before)).sung >= 3:
+        return "song"
+    if phase in ("nest", "close") and token in OPENERS.values():
+        return "bracket"
+    return "mark" if phase == "mark" else "other"
+
+
+def next_token_distributions(tokens) -> tuple[list[dict[str, float]], list[str]]:
+    """For a line of tokens (from its start), the exact distribution of each next token.
+
+    Returns (dists, skills): dists[t] maps every token the generator may write after
+    tokens[:t + 1] to its probability, and skills[t] names the skill that predicting
+    tokens[t + 1] asks for; both have len(tokens) - 1 entries.
+    Raises ValueError at the first token the generator could not have written.
+    """
+    tokens = list(tokens)
+    beliefs = {}  # state -> probability given the tokens so far
+    for p, token, after in step(State()):
+        if token == tokens[0]:
+            beliefs[after] = beliefs.get(after, 0.0) + p
+    dists, skills = [], []
+    for t in range(len(tokens) - 1):
+        if not beliefs:
+            raise ValueError(f"tokens: {tokens[t]!r} at position {t} cannot follow {tokens[:t]}")
+        total = sum(beliefs.values())
+        dist: dict[str, float] = {}
+        updated: dict[State, float] = {}
+        for state, weight in beliefs.items():
+            for p, token, after in step(state):
+                dist[token] = dist.get(token, 0.0) + weight * p / total
+                if token == tokens[t + 1]:
+                    updated[after] = updated.get(after, 0.0) + weight * p / total
+        dists.append(dist)
+        skills.append(_skill(beliefs, tokens[t + 1], tokens, t))
+        beliefs = updated
+    if not beliefs:
+        raise ValueError(f"tokens: {tokens[-1]!r} at the end cannot follow {tokens[:-1]}")
+    return dists, skills
+
+
+def floor_losses(lines) -> tuple[torch.Tensor, list[list[str]]]:
+    """The loss floor of each prediction in `lines` (token lists, each from a line's start).
+
+    Returns (floor, skills): floor (N, T - 1) holds -log p of each true next token under the
+    generator itself, the least loss any model can expect there; skills[n][t] names the
+    skill that predicting lines[n][t + 1] asks for (lesson 06).
+    """
+    rows, skills = [], []
+    for tokens in lines:
+        dists, labels = next_token_distributions(tokens)
+        rows.append([-math.log(dist[tokens[t + 1]]) for t, dist in enumerate(dists)])
+        skills.append(labels)
+    return torch.tensor(rows, dtype=torch.float64), skills
+
+
+def excess_by_skill(
+    losses: torch.Tensor, floor: torch.Tensor, skills, start: int = 0, stop: int | None = None
+) -> dict[str, float]:
+    """Mean loss minus floor, over all predictions and over each skill's own (lesson 06).
+
+    losses and floor: (N, T - 1), a model's loss and the floor at each prediction; skills:
+    the labels floor_losses gave. Only predictions made at positions start..stop - 1 count.
+    A skill with no prediction in the range is left out.
+    """
+    if losses.shape != floor.shape:
+        raise ValueError(
+            f"losses: expected the floor's shape {tuple(floor.shape)}, got {tuple(losses.shape)}"
+        )
+    gap = (losses.double() - floor)[:, start:stop]  # (N, T')
+    labels = [row[start:stop] for row in skills]
+    out = {"all": float(gap.mean())}
+    for skill in SKILLS:
+        mask = torch.tensor([[label == skill for label in row] for row in labels])
+        if mask.any():
+            out[skill] = float(gap[mask].mean())
+    return out
