@@ -1,8 +1,11 @@
 """Helpers the test files share (pytest puts tests/ on sys.path: `from helpers import ...`)."""
 
 import functools
+from pathlib import Path
 
 import torch
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def stub(*args, **kwargs):
