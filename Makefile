@@ -118,7 +118,7 @@ notebooks: $(STAMP)
 	$(PY) -m tools.run_notebooks notebooks/*.ipynb
 
 # ---------------------------------------------------------------- lint, html, browser (issue 8)
-LINT_PATHS := course_lib course_server tests tools notebooks deploy $(wildcard benchmarks)
+LINT_PATHS := course_lib course_server tests tools notebooks deploy setup.py $(wildcard benchmarks)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)

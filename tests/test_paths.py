@@ -1,10 +1,13 @@
-"""Where the course's files are (course_lib/paths.py): one rule, which finds data/ and the
-lessons in the repository and inside an installed package."""
+"""Where the course's files are (course_lib/paths.py), and what a wheel carries (setup.py): one
+rule, which finds data/ and the lessons in the repository and inside an installed package.
+tests/test_wheel.py builds a real wheel and runs the lessons from it (`make portable`)."""
+
+from pathlib import Path
 
 import pytest
 
 from course_lib import data, ffn_width, model, paths, scale_sweep
-from helpers import ROOT
+from helpers import ROOT, build_script, tree_files
 
 # files and paths only: the same on every kernel path (`make test` runs it on one)
 pytestmark = pytest.mark.path_independent
@@ -37,3 +40,14 @@ def test_an_installed_package_holds_them_inside_itself(tmp_path):
     repository = tmp_path / "repository"
     (repository / "course_lib").mkdir(parents=True)
     assert paths.course_root(repository / "course_lib") == repository
+
+
+def test_the_wheel_carries_every_data_file_and_lesson_where_the_rule_looks():
+    build = build_script()
+    assert build.INSTALLED == Path("course_lib", paths.INSTALLED)
+    carried = [path.as_posix() for path in build.carried(ROOT)]
+    assert carried == sorted(tree_files("data", "notebooks/*.ipynb"))
+    for name in model.PRETRAINED:
+        assert {f"data/checkpoints/{name}.pt", f"data/checkpoints/{name}.json"} <= set(carried)
+    lessons = [name for name in carried if name.startswith("notebooks/")]
+    assert lessons == [f"notebooks/{p.name}" for p in sorted(paths.LESSONS_DIR.glob("*.ipynb"))]
