@@ -74,9 +74,10 @@ lab: workspace $(LAB_OVERRIDES)
 #    the lessons, which runs every lesson as a learner first meets it (the unsolved workspace
 #    copy) in JupyterLab, its kernels on one thread (it compares no numbers).
 #    --output-sync prints each lane's output whole when it ends.
-# Retraining checks (`retrains`) and the other unit tests on other paths: `make portable`.
+# Retraining checks (`retrains`), the installed wheel (`wheel`) and the other unit tests on
+# other paths: `make portable`.
 test: $(STAMP) $(LAB_OVERRIDES) lint
-	OMP_NUM_THREADS=1 $(PY) $(UNIT_AND_NBVAL) -m "not retrains" --lesson-budget
+	OMP_NUM_THREADS=1 $(PY) $(UNIT_AND_NBVAL) -m "not retrains and not wheel" --lesson-budget
 	$(MAKE) --no-print-directory -j2 --output-sync=target generic-then-site browser-lessons
 
 generic-then-site: $(STAMP)
@@ -94,14 +95,16 @@ quick: $(STAMP)
 		--ignore=tests/class -m "not slow and not retrains and not explorers" tests
 
 # what `make test` leaves out, run by .ci/run: the retraining checks (native path), the
-# unit tests `make test` ran on one path only (generic path), everything again on AVX2, and
-# the notebooks with the default thread count and with 4 (`make test` ran them with 1)
+# unit tests `make test` ran on one path only (generic path), everything again on AVX2, the
+# course as a wheel installed into a fresh venv, whose lessons run from a folder outside the
+# repository with the default thread count (tests/test_wheel.py), and the notebooks with 4
+# threads (`make test` ran them with 1)
 portable: $(STAMP)
 	$(PY) -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser -m retrains tests
 	$(GENERIC) $(PY) -m pytest -rs -n 2 --dist loadfile --ignore=tests/browser \
-		-m "not rounding and not path_independent and not retrains" tests
-	$(AVX2) $(PY) $(UNIT_AND_NBVAL) -m "not path_independent"
-	$(PY) -m pytest -rs -n 2 --dist loadfile $(NBVAL) notebooks
+		-m "not rounding and not path_independent and not retrains and not wheel" tests
+	$(AVX2) $(PY) $(UNIT_AND_NBVAL) -m "not path_independent and not wheel"
+	$(PY) -m pytest -rs -p no:xdist --durations=4 -m wheel tests/test_wheel.py
 	OMP_NUM_THREADS=4 $(PY) -m pytest -rs -n 2 --dist loadfile $(NBVAL) notebooks
 
 # every claim test's measured values under each kernel path (for the comments beside them)
@@ -109,7 +112,7 @@ margins: $(STAMP)
 	$(PY) -m tools.claim_margins
 
 unit: $(STAMP)
-	$(PY) -m pytest tests --ignore=tests/browser
+	$(PY) -m pytest tests --ignore=tests/browser -m "not wheel"
 
 nbval: $(STAMP)
 	$(PY) -m pytest $(NBVAL) notebooks
@@ -118,7 +121,7 @@ notebooks: $(STAMP)
 	$(PY) -m tools.run_notebooks notebooks/*.ipynb
 
 # ---------------------------------------------------------------- lint, html, browser (issue 8)
-LINT_PATHS := course_lib course_server tests tools notebooks deploy $(wildcard benchmarks)
+LINT_PATHS := course_lib course_server tests tools notebooks deploy setup.py $(wildcard benchmarks)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)

@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from course_lib._validation import positive_int
+from course_lib.paths import DATA_DIR
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 SEQ_LEN = 32  # L: the length every model is trained on
 LONG_LEN = 4 * SEQ_LEN  # the held-out long sequences, to test length generalisation
 

@@ -28,7 +28,7 @@ from course_lib.feedforward import NoFeedForward
 from course_lib.model import TinyTransformer
 from course_lib.train import RECIPES, train
 
-RESULTS = Path(__file__).resolve().parent.parent / "data" / "ffn-width.json"
+RESULTS = data.DATA_DIR / "ffn-width.json"
 # d_ff: none at all (attention only), D / 4, D, 2 D, 4 D (the shipped models), 8 D
 WIDTHS = (0, 16, 64, 128, 256, 512)
 SEEDS = (0, 1, 2)

@@ -2,7 +2,6 @@
 
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -10,11 +9,12 @@ from torch import nn
 from course_lib._validation import one_of, positive_int
 from course_lib.attention import causal_mask
 from course_lib.block import TransformerBlock, make_norm
+from course_lib.paths import DATA_DIR
 from course_lib.positional import RotaryEmbedding, sinusoidal_encoding
 from course_lib.runtime import evaluating
 
 POSITIONAL = ("rope", "sinusoidal", "none")
-CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "data" / "checkpoints"
+CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 PRETRAINED = (
     "rope-h1", "rope-h2", "rope-h4", "rope-h8", "sinusoidal-h4", "none-h4", "rope-h4-noscale",
     "places-h1", "places-h2", "places-h4", "places-h8",  # lesson 03's three-places task

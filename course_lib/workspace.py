@@ -1,8 +1,10 @@
 """The learner's workspace: copies of the lessons with exercise solutions replaced by stubs.
 
-`python -m course_lib.workspace notebooks workspace` (run by `make lab` and `make workspace`)
-writes a copy of every lesson that is not in the workspace yet, and never touches one
-that is: a learner's edits survive every update, and lessons added later appear.
+`python -m course_lib.workspace DIR` writes a copy of every lesson that is not in DIR yet, and
+never touches one that is: a learner's edits survive every update, and lessons added later
+appear. The lessons are the course's own (`course_lib.paths.LESSONS_DIR`: the repository's
+notebooks/, or the installed package's copy); `python -m course_lib.workspace LESSONS DIR`
+reads another folder (`make lab` and `make workspace` run `... notebooks workspace`).
 
 In the course's own notebooks, the code a learner should write sits between the lines
 `# BEGIN SOLUTION` and `# END SOLUTION`. In the copy, that region becomes a stub that
@@ -16,6 +18,7 @@ from pathlib import Path
 import nbformat
 
 from course_lib.exercises.stub import stub_source
+from course_lib.paths import LESSONS_DIR
 
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
@@ -81,11 +84,13 @@ def prepare(lessons: Path, workspace: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m course_lib.workspace LESSONS_DIR WORKSPACE_DIR", file=sys.stderr)
+    if len(argv) not in (1, 2):
+        print("usage: python -m course_lib.workspace [LESSONS_DIR] WORKSPACE_DIR", file=sys.stderr)
         return 2
-    written = prepare(Path(argv[0]), Path(argv[1]))
-    kept = len(list(Path(argv[1]).glob("*.ipynb"))) - len(written)
+    lessons = argv[0] if len(argv) == 2 else LESSONS_DIR
+    workspace = argv[-1]
+    written = prepare(Path(lessons), Path(workspace))
+    kept = len(list(Path(workspace).glob("*.ipynb"))) - len(written)
     print(f"workspace: {len(written)} new lesson(s) copied, {kept} existing kept untouched")
     for path in written:
         print(f"  + {path}")

@@ -1,8 +1,13 @@
 """Helpers the test files share (pytest puts tests/ on sys.path: `from helpers import ...`)."""
 
 import functools
+import importlib.util
+import subprocess
+from pathlib import Path
 
 import torch
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def stub(*args, **kwargs):
@@ -70,3 +75,21 @@ def built_checkpoint(name: str, model_config, train_config, folder, monkeypatch)
     model = TinyTransformer.from_config(ModelConfig(**card["config"]))
     model.load_state_dict(torch.load(folder / f"{name}.pt", weights_only=True))
     return card, model
+
+
+def tree_files(*pathspecs: str) -> list[str]:
+    """The course's files as git sees them (a clone's, plus new ones not ignored), relative to
+    the repository's top; only those matching pathspecs (e.g. "*.py") when given."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", *pathspecs],
+        cwd=ROOT, check=True, capture_output=True,
+    ).stdout.decode()  # fmt: skip
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+def build_script():
+    """The repository's setup.py as a module (what it carries into a wheel), not run."""
+    spec = importlib.util.spec_from_file_location("course_build", ROOT / "setup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

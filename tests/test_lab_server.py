@@ -21,6 +21,7 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from course_server.launch import answers, free_port, wait_until
+from helpers import tree_files
 
 pytestmark = pytest.mark.path_independent
 
@@ -34,15 +35,6 @@ SHARED_SETTINGS = (
     '"course_server": True',
     "ServerApp.ip",
 )
-
-
-def tree_files() -> list[str]:
-    """The course's files as git sees them: tracked, and new ones not ignored."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, check=True, capture_output=True,
-    ).stdout.decode()  # fmt: skip
-    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
 
 
 def files_containing(text: str) -> list[str]:

@@ -2,7 +2,6 @@
 `tools.<name>`, so nothing in the course edits sys.path to find them (or any helper code).
 tools/run_notebooks.py's `execute` is the one place a notebook is run with nbclient."""
 
-import subprocess
 from pathlib import Path
 
 import nbformat
@@ -10,19 +9,12 @@ import pytest
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from helpers import tree_files
 from tools.run_notebooks import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.path_independent
-
-
-def python_files() -> list[str]:
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "*.py"],
-        cwd=ROOT, check=True, capture_output=True,
-    ).stdout.decode()  # fmt: skip
-    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
 
 
 def test_tools_is_a_package():
@@ -33,7 +25,7 @@ def test_no_module_edits_sys_path():
     here = Path(__file__).resolve().relative_to(ROOT).as_posix()
     edits = [
         name
-        for name in python_files()
+        for name in tree_files("*.py")
         if name != here
         and any(f"sys.path.{verb}(" in (ROOT / name).read_text() for verb in ("insert", "append"))
     ]
@@ -44,7 +36,7 @@ def test_notebooks_are_run_in_one_place():
     here = Path(__file__).resolve().relative_to(ROOT).as_posix()
     found = [
         name
-        for name in python_files()
+        for name in tree_files("*.py")
         if name != here and "NotebookClient(" in (ROOT / name).read_text()
     ]
     assert found == ["tools/run_notebooks.py"], f"a NotebookClient is set up in {found}"

@@ -82,6 +82,18 @@ def test_learner_edits_survive_and_new_lessons_appear(tmp_path, capsys):
     assert "1 new lesson(s) copied, 1 existing kept untouched" in capsys.readouterr().out
 
 
+def test_one_folder_given_is_the_workspace_for_the_course_lessons(tmp_path, capsys):
+    # `python -m course_lib.workspace DIR`, as a learner with the installed package runs it
+    from course_lib.paths import LESSONS_DIR
+
+    assert main([str(tmp_path / "mine")]) == 0
+    names = sorted(p.name for p in (tmp_path / "mine").glob("*.ipynb"))
+    assert names == sorted(p.name for p in LESSONS_DIR.glob("*.ipynb")) and names
+    said = capsys.readouterr().out
+    assert f"{len(names)} new lesson(s) copied, 0 existing kept untouched" in said
+    assert main([]) == main(["a", "b", "c"]) == 2  # usage
+
+
 def test_every_course_notebook_stubs_cleanly(tmp_path):
     from pathlib import Path
 
