@@ -102,14 +102,16 @@ class GroupedQueryAttention(nn.Module):
         self.check_inputs = bool(check_inputs)
 
     def grouped_heads(self, x: torch.Tensor) -> tuple:
-        """q (B, H, T, d) and k, v (B, H_kv, T, d) of x (B, T, D), RoPE on q and k if given."""
+        """q (B, H, T, d) and k, v (B, H_kv, T, d) of x (B, T, D), RoPE on q and k if given
+        (the GQA lesson)."""
         q, k, v = split_qkv(self.qkv(x), self.num_heads, self.num_kv_heads)
         if self.rope is not None:
             q, k = self.rope.rotate_qk(q, k)  # (B, H, T, d), (B, H_kv, T, d)
         return q, k, v
 
     def check(self, x, mask) -> None:
-        """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T)."""
+        """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (the GQA
+        lesson)."""
         float_tensor("x", x, min_dim=3)
         D = self.num_heads * self.d_head
         if x.dim() != 3 or x.shape[-1] != D:

@@ -58,14 +58,16 @@ class KVCache:
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple:
         """Store k, v (B, H_kv, T, d) after the filled positions; return all of them so far,
-        (B, H_kv, length + T, d) each. The caller moves length on once every layer wrote."""
+        (B, H_kv, length + T, d) each. The caller moves length on once every layer wrote
+        (the KV-cache lesson)."""
         stop = self.length + k.shape[-2]
         self.keys[layer][:, :, self.length : stop] = k
         self.values[layer][:, :, self.length : stop] = v
         return self.keys[layer][:, :, :stop], self.values[layer][:, :, :stop]
 
     def nbytes(self) -> int:
-        """Bytes of the keys and values held for the filled positions, all layers."""
+        """Bytes of the keys and values held for the filled positions, all layers (the KV-cache
+        lesson)."""
         return sum(t[:, :, : self.length].nbytes for t in self.keys + self.values)
 
 
@@ -95,7 +97,8 @@ def _check_ids(ids) -> None:
 
 
 def new_cache(model, batch: int) -> KVCache:
-    """An empty KVCache shaped for model's layers, for batch sequences of up to max_len."""
+    """An empty KVCache shaped for model's layers, for batch sequences of up to max_len (the
+    KV-cache lesson)."""
     _check_model(model)
     attn = model.blocks[0].attn
     return KVCache(
@@ -140,7 +143,8 @@ def cached_forward(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     keys and values join the cache (the KV-cache lesson).
 
     Position start + i sees the cached positions and new positions 0..i, as the causal mask
-    of the whole sequence would let it. With an empty cache this is model(ids).
+    of the whole sequence would let it. With an empty cache this is model(ids). Put the
+    model in eval mode first, as generate does (dropout, batch norm's running statistics).
     """
     _check_model(model)
     _check_ids(ids)
@@ -170,7 +174,8 @@ def cached_forward(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
 @torch.no_grad()
 def cached_logits(model, ids: torch.Tensor, prompt_len: int = 1) -> torch.Tensor:
     """Logits (B, T, V) of ids (B, T) as cached generation computes them: the first
-    prompt_len tokens in one pass, then one token per step. Compare with model(ids)."""
+    prompt_len tokens in one pass, then one token per step. Compare with model(ids) (the
+    KV-cache lesson)."""
     _check_ids(ids)
     positive_int("prompt_len", prompt_len)
     with evaluating(model):

@@ -15,7 +15,8 @@ from torch.profiler import ProfilerActivity, profile
 
 @dataclass(frozen=True)
 class Allocations:
-    """What one call allocated on the CPU, block by block, as torch's profiler saw it."""
+    """What one call allocated on the CPU, block by block, as torch's profiler saw it (the
+    tiled-attention lesson)."""
 
     count: int  # how many blocks were allocated
     largest_bytes: int  # the largest single block
@@ -28,7 +29,7 @@ def allocations(fn, *args, **kwargs) -> Allocations:
 
     The profiler logs each allocation and each free with its size, in order; the peak is the
     highest running total. The call's result is dropped at the end, so it counts as allocated.
-    Run it under torch.no_grad() to count a forward pass alone.
+    Run it under torch.no_grad() to count a forward pass alone (the tiled-attention lesson).
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a function to call, got {type(fn).__name__}")
@@ -53,7 +54,8 @@ def allocations(fn, *args, **kwargs) -> Allocations:
 
 @dataclass(frozen=True)
 class Saved:
-    """The tensors autograd saved during one forward pass, for its backward."""
+    """The tensors autograd saved during one forward pass, for its backward (the
+    tiled-attention lesson)."""
 
     shapes: tuple  # the shape of each saved tensor, in the order they were saved
     bytes: int  # their bytes, each block of memory counted once (q saved twice is one q)
@@ -63,7 +65,8 @@ def saved_for_backward(fn, *args, **kwargs) -> Saved:
     """Run fn(*args, **kwargs) and record every tensor autograd saves for the backward.
 
     The inputs that need gradients must have requires_grad=True; a tensor that is already
-    saved (an input, say) is counted once however many operations keep it.
+    saved (an input, say) is counted once however many operations keep it (the
+    tiled-attention lesson).
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a function to call, got {type(fn).__name__}")
