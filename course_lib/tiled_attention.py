@@ -6,7 +6,7 @@ row keeps m (the largest score so far), l (the sum of exp(score - m)) and acc (t
 exp(score - m) v). A new tile with a larger maximum m' makes every earlier term too big by
 exp(m' - m), so l and acc are multiplied by exp(m - m') before the tile's own terms are
 added. At the end acc / l is the softmax-weighted average, exactly; no (T_q, T_k) matrix
-exists at any time, only one (T_q, tile) block of scores. The backward does the same from
+exists at any time, only (T_q, tile) blocks of scores. The backward does the same from
 the saved log-sum-exp m + log l, recomputing each tile instead of storing it.
 """
 

@@ -74,6 +74,16 @@ def test_cached_logits_match_the_full_forward(positional, prompt_len):
     assert_close(cached_logits(model, x, prompt_len), model(x), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("positional", ["rope", "sinusoidal"])
+def test_chunks_after_a_cache_see_the_cache_and_their_own_past(positional):
+    model = tiny(positional)
+    x = ids()
+    cache = new_cache(model, 2)
+    with torch.no_grad():
+        chunks = [cached_forward(model, x[:, a:b], cache) for a, b in ((0, 5), (5, 12), (12, 24))]
+    assert_close(torch.cat(chunks, dim=1), model(x), atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize(
     "kwargs", [{"prenorm": False}, {"norm": "none"}, {"norm": "batch"}, {"scale": False},
                {"num_kv_heads": 2}, {"num_kv_heads": 1}]
