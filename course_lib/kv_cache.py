@@ -248,7 +248,9 @@ def token_costs(config, T: int, *, cached: bool, num_kv_heads=None, bytes_per_va
     def linear(n_in, n_out, bias=True):  # (multiply-adds, values read and written)
         return N * n_in * n_out, N * n_in + n_in * n_out + (n_out if bias else 0) + N * n_out
 
-    products = [linear(D, D + 2 * kv), linear(D, D), linear(D, config.d_ff), linear(config.d_ff, D)]
+    products = [linear(D, D + 2 * kv), linear(D, D)]
+    if config.d_ff:  # d_ff = 0: blocks without a feed-forward layer
+        products += [linear(D, config.d_ff), linear(config.d_ff, D)]
     # scores q.k and the weighted sum of v: N queries x T keys x H heads of d = D wide, twice
     attention = (2 * N * T * D, N * D + 2 * T * kv + N * D)
     layer_macs = sum(m for m, _ in products) + attention[0]

@@ -180,6 +180,25 @@ def test_token_costs_match_a_count_of_the_calls(T, num_kv_heads):
         assert expected == {"multiply_adds": count.multiply_adds, "bytes": count.bytes}
 
 
+class _NoFeedForward(torch.nn.Module):
+    """A block's feed-forward layer that adds nothing (d_ff = 0)."""
+
+    def forward(self, x):
+        return torch.zeros_like(x)
+
+
+def test_token_costs_without_feed_forward_layers():
+    model = tiny()
+    for block in model.blocks:
+        block.ff = _NoFeedForward()
+    x = ids(B=1, T=9)
+    with torch.no_grad(), Products() as recomputed:
+        model(x)
+    config = dataclasses.replace(model.config, d_ff=0)
+    expected = token_costs(config, 9, cached=False)
+    assert expected == {"multiply_adds": recomputed.multiply_adds, "bytes": recomputed.bytes}
+
+
 def test_cached_cost_grows_linearly_and_recomputing_quadratically():
     config = tiny().config
     cached = [token_costs(config, T, cached=True)["multiply_adds"] for T in (100, 200, 300)]
