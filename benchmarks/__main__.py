@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import attention, explorers, notebooks, training
+from benchmarks import attention, explorers, kernels, notebooks, training
 from benchmarks.class_capacity import kept_section, with_section
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -98,6 +98,80 @@ def browser_section(moves: int, before_after: bool) -> list[str]:
         f"Every control met its target: {mark(not missed)}"
         + (f" (missed: {', '.join(missed)})." if missed else "."),
     ]
+    return out
+
+
+def kernels_section(quick: bool) -> list[str]:
+    """Cached against recomputed generation, and tiled against fused attention (issue 27)."""
+    run_time = 0.3 if quick else 1.0
+    load_before = os.getloadavg()[0]
+    gen = kernels.generation(min_run_time=run_time)
+    c = gen["config"]
+    out = [
+        "## Generation with and without a KV cache, one torch thread",
+        "",
+        f"Random-weight TinyTransformer (V {c.vocab_size}, D {c.d_model}, H {c.num_heads}, "
+        f"d_ff {c.d_ff}, {c.num_layers} layers, max_len {c.max_len}); one new token's logits "
+        "at context length T (the new token included): cached, the token alone through the "
+        "model reading T cached keys and values (`course_lib.kv_cache.cached_forward`); "
+        "recomputed, all T tokens through again, as `generate` does. Multiply-adds from "
+        "`token_costs` (the same on every machine). Median of repeated steps "
+        f"(benchmarks/kernels.py); the machine's 1-minute load average was {load_before:.1f} "
+        f"when this section started (other work on the {os.cpu_count()} cores slows these "
+        "rows).",
+        "",
+    ]
+    out += table(
+        ["T", "cached tokens/s", "recomputed tokens/s", "speed-up", "cached multiply-adds",
+         "recomputed multiply-adds"],
+        [
+            [r["T"], f"{r['cached_tok_s']:.0f}", f"{r['recomputed_tok_s']:.1f}",
+             f"{r['cached_tok_s'] / r['recomputed_tok_s']:.0f}x", f"{r['cached_macs']:,}",
+             f"{r['recomputed_macs']:,}"]
+            for r in gen["rows"]
+            if r["T"] in kernels.REPORTED
+        ],
+    )  # fmt: skip
+    Ts = ", ".join(str(T) for T in kernels.CONTEXTS)
+    first, last = gen["rows"][0], gen["rows"][-1]
+    grow = {
+        kind: (last[f"{kind}_macs"] / first[f"{kind}_macs"], last[f"{kind}_s"] / first[f"{kind}_s"])
+        for kind in ("cached", "recomputed")
+    }
+    out += [
+        "",
+        f"Time per token grows as T^k, k fitted by least squares over T = {Ts}: cached "
+        f"k = {gen['cached_exponent']:.2f}, recomputed k = {gen['recomputed_exponent']:.2f}; "
+        f"between the last two (T = {kernels.CONTEXTS[-2]} and {kernels.CONTEXTS[-1]}): cached "
+        f"k = {gen['cached_last_exponent']:.2f}, recomputed k = "
+        f"{gen['recomputed_last_exponent']:.2f}. The multiply-adds fitted the same way: cached "
+        f"k = {gen['cached_macs_exponent']:.2f}, recomputed k = "
+        f"{gen['recomputed_macs_exponent']:.2f}. From T = {first['T']} to {last['T']} the "
+        f"cached step's multiply-adds grow {grow['cached'][0]:.1f}x and its time "
+        f"{grow['cached'][1]:.1f}x; the recomputed step's multiply-adds "
+        f"{grow['recomputed'][0]:.0f}x and its time {grow['recomputed'][1]:.0f}x.",
+        "",
+    ]
+    B, H, T, d, tile = 1, 8, 2048, 32, 128
+    rows = kernels.attention_kernels(B, H, T, d, tile, min_run_time=run_time)
+    out += [
+        f"## Tiled against fused attention, causal, B={B}, H={H}, T={T}, d={d}, one torch thread",
+        "",
+        "Peak MiB: the most bytes allocated at once during the call, counted block by block "
+        "by torch's profiler (`course_lib.memory.allocations`); the (B, H, T, T) float32 "
+        f"weight matrix alone is {B * H * T * T * 4 / 2**20:.0f} MiB.",
+        "",
+    ]
+    out += table(
+        ["kernel", "forward ms", "forward peak MiB", "largest block MiB",
+         "forward + backward ms", "forward + backward peak MiB"],
+        [
+            [r["kernel"], f"{r['forward_ms']:.1f}", f"{r['forward_peak_mib']:.1f}",
+             f"{r['forward_largest_mib']:.1f}", f"{r['both_ms']:.1f}",
+             f"{r['both_peak_mib']:.1f}"]
+            for r in rows
+        ],
+    )  # fmt: skip
     return out
 
 
@@ -215,6 +289,9 @@ def main(argv=None) -> int:
         "",
         f"`import course_lib` (math modules) after torch: {attention.import_time():.0f} ms.",
     ]
+
+    print("KV cache and tiled attention ...", flush=True)
+    out += ["", *kernels_section(args.quick)]
 
     text = "\n".join(out) + "\n"
     kept = kept_section(RESULTS)  # `make class-bench`'s section, measured on its own

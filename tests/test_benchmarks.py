@@ -3,8 +3,9 @@
 import math
 
 import ipywidgets
+import pytest
 
-from benchmarks import attention, explorers
+from benchmarks import attention, explorers, kernels
 from course_lib.widgets import SoftmaxExplorer
 
 
@@ -50,6 +51,26 @@ def test_attention_comparison_runs_at_a_tiny_size():
     result = attention.compare(B=1, T=8, D=16, H=2, min_run_time=0.01)
     assert all(result[k] > 0 for k in ("torch_ms", "fused_ms", "scratch_ms"))
     assert math.isfinite(result["fused_ratio"]) and math.isfinite(result["scratch_ratio"])
+
+
+def test_fitted_exponent_recovers_a_power_law():
+    assert math.isclose(kernels.fitted_exponent([1, 2, 4, 8], [3, 12, 48, 192]), 2.0)
+    assert math.isclose(kernels.fitted_exponent([256, 4096], [1.0, 1.0]), 0.0, abs_tol=1e-12)
+
+
+def test_generation_rows_run_at_a_tiny_size():
+    result = kernels.generation((8, 16), min_run_time=0.01, max_len=16)
+    assert [r["T"] for r in result["rows"]] == [8, 16]
+    assert all(
+        r["cached_s"] > 0 and r["recomputed_macs"] > r["cached_macs"] for r in result["rows"]
+    )
+    assert math.isfinite(result["cached_exponent"]) and math.isfinite(result["recomputed_exponent"])
+
+
+@pytest.mark.slow  # the profiler's first start takes about 1.5 s
+def test_attention_kernel_rows_run_at_a_tiny_size():
+    rows = kernels.attention_kernels(B=1, H=2, T=16, d=4, tile=4, min_run_time=0.01)
+    assert len(rows) == 4 and all(r["forward_ms"] > 0 and r["both_peak_mib"] > 0 for r in rows)
 
 
 def test_browser_breakdown_splits_one_move_into_its_steps():

@@ -1,0 +1,82 @@
+"""Counting memory: the blocks a computation allocates, and what autograd keeps for the
+backward (the after-2017 tiled-attention and KV-cache lessons).
+
+Both count bytes, not time, so their numbers are the same on every CPU.
+"""
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+
+@dataclass(frozen=True)
+class Allocations:
+    """What one call allocated on the CPU, block by block, as torch's profiler saw it (the
+    tiled-attention lesson)."""
+
+    count: int  # how many blocks were allocated
+    largest_bytes: int  # the largest single block
+    peak_bytes: int  # the most bytes alive at once, counted from what was alive at the start
+    total_bytes: int  # every block added up (freed ones included)
+
+
+def allocations(fn, *args, **kwargs) -> Allocations:
+    """Run fn(*args, **kwargs) under torch's profiler and count every CPU block it allocates.
+
+    The profiler logs each allocation and each free with its size, in order; the peak is the
+    highest running total. The call's result is dropped at the end, so it counts as allocated.
+    Run it under torch.no_grad() to count a forward pass alone (the tiled-attention lesson).
+    """
+    if not callable(fn):
+        raise TypeError(f"fn: expected a function to call, got {type(fn).__name__}")
+    with tempfile.TemporaryDirectory() as folder:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn(*args, **kwargs)
+        trace = Path(folder) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text(encoding="utf-8"))["traceEvents"]
+    changes = [
+        e["args"]["Bytes"]
+        for e in sorted(events, key=lambda e: e["ts"])
+        if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0  # 0: the CPU
+    ]
+    blocks = [c for c in changes if c > 0]
+    alive = peak = 0
+    for change in changes:
+        alive += change
+        peak = max(peak, alive)
+    return Allocations(len(blocks), max(blocks, default=0), peak, sum(blocks))
+
+
+@dataclass(frozen=True)
+class Saved:
+    """The tensors autograd saved during one forward pass, for its backward (the
+    tiled-attention lesson)."""
+
+    shapes: tuple  # the shape of each saved tensor, in the order they were saved
+    bytes: int  # their bytes, each block of memory counted once (q saved twice is one q)
+
+
+def saved_for_backward(fn, *args, **kwargs) -> Saved:
+    """Run fn(*args, **kwargs) and record every tensor autograd saves for the backward.
+
+    The inputs that need gradients must have requires_grad=True; a tensor that is already
+    saved (an input, say) is counted once however many operations keep it (the
+    tiled-attention lesson).
+    """
+    if not callable(fn):
+        raise TypeError(f"fn: expected a function to call, got {type(fn).__name__}")
+    saved = []
+
+    def pack(tensor):
+        saved.append(tensor)
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        fn(*args, **kwargs)
+    blocks = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in saved}
+    return Saved(tuple(tuple(t.shape) for t in saved), sum(blocks.values()))
