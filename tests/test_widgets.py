@@ -3,13 +3,14 @@ driven from plain Python as the front end would."""
 
 import base64
 import math
+from html.parser import HTMLParser
 
 import ipywidgets
 import numpy as np
 import pytest
 
 from course_lib.widgets import EXPLORERS, ConceptCheck, Explorer, SoftmaxExplorer
-from course_lib.widgets.base import STATIC_BUDGET
+from course_lib.widgets.base import STATIC_BUDGET, value_label
 from helpers import picture
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -81,6 +82,70 @@ def test_every_control_changes_the_picture_or_the_readout(explorer):
             changed |= (picture(explorer), state["readout"]) != before
         control.value = first
         assert changed, (type(explorer).__name__, name, others)
+
+
+class Still(HTMLParser):
+    """The text and the pictures of an explorer's HTML part, as a page shows them."""
+
+    def __init__(self, markup: str):
+        super().__init__()
+        self.text, self.images = [], []
+        self.feed(markup)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs))
+
+
+def test_without_a_widget_manager_it_shows_its_setting_readout_and_picture(explorer):
+    """GitHub, nbviewer, nbconvert and a kernel-less JupyterLab show text/html in place of the
+    widget: the setting and the readout line must be there, above the picture they explain."""
+    name, values = next(iter(explorer.settings().items()))
+    control = explorer.controls[name]
+    start = control.value
+    control.value = moved = values[-1] if values[-1] != start else values[0]
+    still = Still(explorer._repr_mimebundle_()["text/html"])
+    shown, readout, alt = picture(explorer), Still(explorer.readout.value), explorer.describe()
+    control.value = start
+    text = " ".join("".join(still.text).split())
+    assert f"{control.description or name} = {value_label(control, moved)}" in text
+    assert " ".join("".join(readout.text).split()) in text  # the readout line, as shown live
+    (image,) = still.images
+    assert image["src"] == "data:image/png;base64," + base64.b64encode(shown).decode("ascii")
+    assert image["alt"] == alt
+
+
+@pytest.mark.slow  # nbconvert's import and one export: about 1.5 s
+def test_a_page_rendered_without_widget_state_shows_the_explorer_still():
+    """What nbviewer shows of a lesson (nbconvert's HTML, no widget state in the notebook)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    explorer = SoftmaxExplorer()
+    cell = nbformat.v4.new_code_cell("SoftmaxExplorer()", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("display_data", data=explorer._repr_mimebundle_())]
+    page, _ = HTMLExporter().from_notebook_node(nbformat.v4.new_notebook(cells=[cell]))
+    main = Still(page[page.index("<main>") :])
+    text = " ".join("".join(main.text).split())
+    assert "SoftmaxExplorer, a still picture at sharpness (scores x) = 1." in text
+    assert "scores x 1: weights cat 0.56, sat 0.21, on 0.13, the 0.08, mat 0.03" in text
+    (image,) = main.images  # one picture, above it the readout that explains it
+    assert image["alt"] == explorer.describe()
+    assert image["src"] == "data:image/png;base64," + base64.b64encode(picture(explorer)).decode()
+
+
+def test_the_setting_names_each_control_as_the_learner_reads_it(built_explorer):
+    from course_lib.widgets import TrainedHeadsExplorer  # a box to type into, named choices
+
+    explorer = built_explorer(TrainedHeadsExplorer)
+    assert "your sentence" not in explorer.setting()  # nothing typed yet
+    assert explorer.setting().startswith("example = song (previous token); layer = 0; head = 0")
+    explorer.controls["sentence"].value = "the cat"
+    assert 'your sentence = "the cat"' in explorer.setting()
+    explorer.controls["sentence"].value = ""
 
 
 def test_control_settings_of_each_kind():

@@ -17,23 +17,12 @@ import json
 import ipywidgets
 
 from course_lib.runtime import one_thread
+from course_lib.widgets.base import value_label
 
 
 def _labels(control, values: list) -> list[str]:
     """What the learner reads for each value: the control's own option names where it has them."""
-    named = {}
-    for option in getattr(control, "options", ()):
-        if isinstance(option, tuple):
-            named[option[1]] = option[0]
-    return [named.get(value, _label(value)) for value in values]
-
-
-def _label(value) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+    return [value_label(control, value) for value in values]
 
 
 def _kind(control, values: list) -> str:

@@ -10,8 +10,9 @@ Every explorer is built the same way:
 The picture is a PNG, so the explorer needs no interactive matplotlib backend and no
 JavaScript from the internet, and a change is visible from plain Python (tests set
 `controls[name].value` and read `state()`). Where widgets cannot run (GitHub, nbviewer,
-nbconvert to HTML) the display bundle still carries a PNG of the starting state, and
-`settings()` lists the values a static page precomputes.
+nbconvert to HTML, a notebook reopened without its kernel, a broken ipywidgets install) the
+display bundle still carries the explorer as it was shown, `still_html()`: its setting, the
+readout line and the picture; and `settings()` lists the values a static page precomputes.
 """
 
 import base64
@@ -162,11 +163,51 @@ class Explorer:
         names = ", ".join(self.controls)
         return f"{type(self).__name__}(controls: {names})"
 
+    def setting(self) -> str:
+        """The controls' values as a learner reads them: "head width d = 8; causal mask = off"."""
+        shown = []
+        for name, control in self.controls.items():
+            label = control.description or name
+            if not isinstance(control, widgets.Text):
+                shown.append(f"{label} = {value_label(control, control.value)}")
+            elif control.value:  # a box to type into: what was typed, if anything
+                shown.append(f'{label} = "{control.value}"')
+        return "; ".join(shown)
+
+    def still_html(self, png: str) -> str:
+        """The explorer for a front end without a widget manager, which shows this part of the
+        display bundle instead of the widget: the setting, the readout line above the picture,
+        the picture (PNG in base64) with its text alternative."""
+        return (
+            f"<div><p><small>{type(self).__name__}, a still picture at "
+            f"{html.escape(self.setting(), quote=False)}. Moving its controls needs the notebook "
+            f"running, with ipywidgets.</small></p>\n<p>{self.readout.value}</p>\n"
+            f'<img alt="{html.escape(self.describe(), quote=True)}" '
+            f'src="data:image/png;base64,{png}"></div>'
+        )
+
     def _repr_mimebundle_(self, include=None, exclude=None):
+        # JupyterLab and VS Code with widgets show the widget view; nbviewer, GitHub, nbconvert
+        # and an untrusted or kernel-less JupyterLab show text/html (ranked before image/png)
         bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)
+        png = base64.b64encode(self.image.value).decode("ascii")
         bundle["text/plain"] = repr(self)
-        bundle["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        bundle["text/html"] = self.still_html(png)
+        bundle["image/png"] = png
         return bundle
+
+
+def value_label(control, value) -> str:
+    """What the learner reads for one value of a control: the option's name where it has one,
+    on or off for a switch, a float without trailing zeros."""
+    for option in getattr(control, "options", ()):
+        if isinstance(option, tuple) and option[1] == value:
+            return str(option[0])
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def compare_learner(fn, args: tuple, course_value, what: str, setting: str, atol: float = 1e-4):
