@@ -6,7 +6,8 @@ The learner's copy (tests/browser/conftest.py) has every exercise still a stub, 
 a traceback, each checker saying "not implemented yet" (lesson 01's attention: TRY AGAIN), so
 skipping an exercise never blocks a lesson; lesson 01's explorer, running the slipped function,
 must say DIFFERS and name the query it shows, before and after the query moves. The course's
-own lessons, opened without running, show every explorer's stored picture (checked on one).
+own lessons, opened without running, show every explorer's stored still: its setting, its
+readout line and its picture (checked on one).
 
 Explorers and their controls are found in the page, not listed here, so each lesson that
 lands is covered as it is: an explorer is an output holding an ipywidgets Image
@@ -37,7 +38,12 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
 RUN_ALL_TIMEOUT_MS = 240_000
 PICTURE_TIMEOUT_MS = 10_000  # a change must show within this (a redraw here takes < 0.1 s)
-STORED_PICTURE = ".jp-OutputArea-output[data-mime-type='image/png']"
+# an explorer's still (Explorer.still_html), shown while its widget does not exist
+STORED_STILL = ".jp-OutputArea-output[data-mime-type='text/html']:has(img[src^='data:image/png'])"
+STILLS_SHOWN = """selector => [...document.querySelectorAll(selector)].map(out => {
+    const img = out.querySelector('img');
+    return {text: out.innerText, alt: img.alt, width: img.naturalWidth};
+})"""
 EXPLORER = ".jp-OutputArea-output:has(img.widget-image)"
 CONCEPT_CHECK = (
     ".jp-OutputArea-output:has(textarea):has(button.widget-button):not(:has(img.widget-image))"
@@ -384,11 +390,12 @@ def assert_slip_is_flagged(page, explorer, shots: Path) -> None:
     explorer.screenshot(path=shots / "learner_attention_differs.png")
 
 
-def test_a_stored_lesson_shows_its_explorers_pictures_before_running(tabs):
-    """The course's lesson as stored: JupyterLab falls back to each explorer's PNG while the
-    widget does not exist yet, and no cell shows an error. Checked on one lesson: the other
-    lessons' stored PNGs are counted below, where every live explorer must have a stored one
-    (lesson_facts counts the explorers that store a picture)."""
+def test_a_stored_lesson_shows_its_explorers_stills_before_running(tabs):
+    """The course's lesson as stored: while the widget does not exist yet, JupyterLab falls
+    back to each explorer's HTML part (ranked before its PNG), the still, which must show its
+    setting, its readout and its picture, and no cell shows an error. Checked on one lesson:
+    the other lessons' stored pictures are counted below, where every live explorer must have
+    a stored one (lesson_facts counts the explorers that store a picture)."""
     path = LESSONS[0]
     facts = lesson_facts(path)
     failed = True
@@ -396,12 +403,18 @@ def test_a_stored_lesson_shows_its_explorers_pictures_before_running(tabs):
         page = tabs.open(f"course/{path.name}")
         try:
             page.wait_for_function(
-                f"n => document.querySelectorAll({STORED_PICTURE!r}).length >= n",
+                f"n => [...document.querySelectorAll({STORED_STILL!r})]"
+                ".filter(out => out.querySelector('img').naturalWidth > 0).length >= n",
                 arg=len(facts["explorers"]),
                 timeout=PICTURE_TIMEOUT_MS,
             )
         except PlaywrightTimeout as error:
-            raise AssertionError("before Run All, an explorer shows no stored picture") from error
+            raise AssertionError("before Run All, an explorer shows no stored still") from error
+        stills = page.evaluate(STILLS_SHOWN, STORED_STILL)
+        for still, name in zip(stills, facts["explorers"], strict=True):
+            kind = name.split("(", 1)[0]
+            assert f"{kind}, a still picture at " in still["text"], still["text"]
+            assert still["alt"] and still["alt"].split(". ", 1)[1] in still["text"], still
         assert not errors_shown(page, facts)
         failed = False
     finally:
