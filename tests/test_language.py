@@ -38,12 +38,12 @@ def _check_rules(tokens):
     starts = [0] + [i + 1 for i in ends[:-1]]
     for a, b in zip(starts, ends, strict=True):
         s = tokens[a : b + 1]
-        subject, nouns, i = s[0], [_number(s[0])], 1
+        subject, nouns, i = s[0], [_kind(s[0])], 1
         assert subject in L.SUBJECTS
         while s[i] in L.PREPOSITIONS:
             noun = s[i + 1]
             assert bound.setdefault(s[i], noun) == noun, "a preposition changed its noun"
-            nouns.append(_number(noun))
+            nouns.append(_kind(noun))
             i += 2
         assert 1 <= (i - 1) // 2 <= L.MAX_DISTRACTORS, "one or two nouns between subject and verb"
         verb = s[i]
@@ -52,8 +52,12 @@ def _check_rules(tokens):
         assert (verb == singular) == (not _number(subject)), "verb and subject disagree"
         i += 1
         if singular in L.TAKES_OBJECT:
-            assert _number(s[i]) == _number(subject) ^ nouns[-1], "object's number is not the xor"
-            nouns.append(_number(s[i]))
+            xor = _number(subject) ^ _number(s[i - 2])
+            assert _number(s[i]) == xor, "the object's number is not the exclusive or"
+            kinds = list(L.KINDS)
+            kind = kinds[(kinds.index(_kind(subject)) + kinds.index(_kind(s[i - 2]))) % 4]
+            assert _kind(s[i]) == kind, "the object's kind is not the table's"
+            nouns.append(_kind(s[i]))
             i += 1
         elif singular == "sings":
             length = 9 if _number(subject) else 6
@@ -69,9 +73,9 @@ def _check_rules(tokens):
             elif token in L.OPENERS.values():
                 assert L.OPENERS[open_.pop()] == token, "a closer does not match"
             else:
-                nouns.append(_number(token))
+                nouns.append(_kind(token))
         assert not open_ and s[i] in L.OPENERS, "every sentence ends in a closed aside"
-        assert s[-1] == "." + "".join("sp"[n] for n in nouns[-3:]), "the mark is wrong"
+        assert s[-1] == "." + "".join(kind[0] for kind in nouns[-3:]), "the mark is wrong"
 
 
 def test_generated_text_keeps_every_rule(sampled):
@@ -138,13 +142,13 @@ def test_the_deterministic_skills_cost_nothing_at_the_floor(sampled):
     floor, skills = L.floor_losses([tokens for tokens, _ in sampled])
     labels = [label for row in skills for label in row]
     flat = floor.flatten()
-    for skill in ("song", "mark", "induction"):
+    for skill in ("song", "mark", "induction", "object"):
         at = torch.tensor([label == skill for label in labels])
         assert at.sum() > 50, skill
         assert flat[at].abs().max() < 1e-12, skill
-    # the object's kind is free: log 4, its number is not
-    at = torch.tensor([label == "object" for label in labels])
-    assert torch.allclose(flat[at], torch.full_like(flat[at], math.log(4)))
+    # the verb's form is decided, but which of the kind's three verbs is not
+    at = torch.tensor([label == "subject" for label in labels])
+    assert flat[at].min() >= math.log(3) - 1e-12
 
 
 def test_excess_by_skill_subtracts_the_floor_over_each_skills_own_positions():
