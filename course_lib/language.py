@@ -18,9 +18,10 @@ and each part of it asks for one skill, at the positions `next_token_distributio
   cat, bird, fish (and round) by the other noun's place in that list (dog 0, cat 1, bird 2,
   fish 3). No sum of the two nouns' features tells the answer, so the feed-forward layer
   has to;
-- "song": "sings" starts three syllables that repeat (la mi do la mi do ...), six words for a
-  singular subject and nine for a plural one: each word after the third copies the word three
-  back;
+- "song": "sings" starts a tune of two to four different syllables, drawn at random, sung
+  twice for a singular subject and three times for a plural one (la mi do la mi do). Once
+  the tune has come round, each word copies the word one tune back: the word that followed
+  the current word's earlier copy, whatever the tune's length, which is another induction;
 - "bracket": every sentence ends in an aside, ( ... ) or [ ... ], holding a noun and maybe
   another aside, up to three deep; each closer matches the innermost open one;
 - "mark": the full stop spells the kinds of the sentence's last three nouns, oldest first,
@@ -57,7 +58,8 @@ CAN = {  # each kind's own verbs, by their singular forms; every kind sings
 }
 TAKES_OBJECT = ("chases", "eats", "sees", "hears")
 SYLLABLES = ("la", "mi", "do", "re", "fa", "so", "ti", "ka")
-SONG_LENGTH = (6, 9)  # words of a song: singular subject, plural subject
+TUNE_LENGTHS = (2, 3, 4)  # a song's tune: this many different syllables, drawn at random
+SONG_ROUNDS = (2, 3)  # times the tune is sung: singular subject, plural subject
 OPENERS = {"(": ")", "[": "]"}
 MAX_DEPTH = 3  # asides nest at most this deep
 MAX_DISTRACTORS = 3  # nouns between the subject and the verb: 1 to this many
@@ -88,7 +90,8 @@ class State(NamedTuple):
     last: str = ""  # the latest noun between the subject and the verb
     nouns: tuple = ()  # the kind of each noun of the sentence so far
     distractors: int = 0  # nouns between the subject and the verb
-    song: tuple = ()  # the song's syllables so far, at most three
+    song: tuple = ()  # the tune's syllables so far
+    tune: int = 0  # how many syllables the tune has (hidden until it repeats)
     sung: int = 0  # words of the song written
     stack: tuple = ()  # the open asides, innermost last
 
@@ -139,13 +142,19 @@ def step(state: State) -> list[tuple[float, str, dict]]:
         noun = NOUN_FORMS[(subject_kind + kind) % len(KINDS)][subject_number ^ number]
         return [(1.0, noun, dict(phase="aside", nouns=(*state.nouns, _noun(noun)[0])))]
     if phase == "song":
-        length = SONG_LENGTH[_noun(state.subject)[1]]
-        after = "aside" if state.sung + 1 == length else "song"
-        if state.sung >= len(state.song) < 3:
+        if not state.song:  # the first word, and a hidden choice: how many words repeat
+            return [
+                (1 / len(SYLLABLES) / len(TUNE_LENGTHS), s,
+                 dict(song=(s,), sung=1, tune=k))
+                for s in SYLLABLES for k in TUNE_LENGTHS
+            ]  # fmt: skip
+        rounds = SONG_ROUNDS[_noun(state.subject)[1]]
+        after = "aside" if state.sung + 1 == state.tune * rounds else "song"
+        if state.sung < state.tune:
             new = [s for s in SYLLABLES if s not in state.song]
             return [(1 / len(new), s, dict(phase=after, song=(*state.song, s),
-                                              sung=state.sung + 1)) for s in new]  # fmt: skip
-        word = state.song[state.sung % 3]
+                                           sung=state.sung + 1)) for s in new]  # fmt: skip
+        word = state.song[state.sung % state.tune]
         return [(1.0, word, dict(phase=after, sung=state.sung + 1))]
     if phase == "aside":
         return [(1 / len(OPENERS), o, dict(phase="anoun", stack=(o,))) for o in OPENERS]
@@ -200,8 +209,8 @@ def _skill(before: dict, token: str, tokens: list[str], t: int) -> str:
         return "subject"
     if phase == "object":
         return "object"
-    if phase == "song" and next(iter(before)).sung >= 3:
-        return "song"
+    if phase == "song" and any(state.tune and state.sung >= state.tune for state in before):
+        return "song"  # the tune may have come round: the next word may be a copy
     if phase in ("nest", "close") and token in OPENERS.values():
         return "bracket"
     return "mark" if phase == "mark" else "other"
@@ -255,6 +264,20 @@ def floor_losses(lines) -> tuple[torch.Tensor, list[list[str]]]:
         rows.append([-math.log(dist[tokens[t + 1]]) for t, dist in enumerate(dists)])
         skills.append(labels)
     return torch.tensor(rows, dtype=torch.float64), skills
+
+
+def copy_pairs(tokens) -> list[tuple[int, int]]:
+    """(query, key) for every preposition a line uses again: the preposition, where the model
+    must predict its noun, and the noun that followed the preposition's first use, the one
+    that comes again: where an induction head looks (lesson 06)."""
+    first, pairs = {}, []
+    for t, token in enumerate(list(tokens)[:-1]):
+        if token in PREPOSITIONS:
+            if token in first:
+                pairs.append((t, first[token]))
+            else:
+                first[token] = t + 1
+    return pairs
 
 
 def excess_by_skill(

@@ -35,7 +35,7 @@ SEEDS = (0, 1, 2)
 SEQ_LEN, LONG_LEN = 32, 128
 SPLITS = {"train": (20000, SEQ_LEN, 1), "valid": (400, SEQ_LEN, 2), "long": (200, LONG_LEN, 3)}
 BASE = ModelConfig(vocab_size=len(language.VOCAB), max_len=LONG_LEN)
-RECIPE = TrainConfig(steps=2000, eval_every=50)
+RECIPE = TrainConfig(steps=2000, eval_every=50)  # validated often, to time the copy forming
 BARE = {"residual": False, "norm": "none"}  # a block without residuals and normalisation
 
 VARIANTS: dict[str, ModelConfig] = {
@@ -119,6 +119,9 @@ def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:
     config = VARIANTS[variant]
     train_ids = load_split("train")
     valid_ids, valid_floor, valid_skills = floored_split("valid")
+    found = [(b, q, k) for b, row in enumerate(valid_ids.tolist())
+             for q, k in language.copy_pairs([language.VOCAB[i] for i in row])]  # fmt: skip
+    pairs = torch.tensor(found).T  # (3, P): sequence, query, key
     course_lib.set_seed(seed)
     model = TinyTransformer.from_config(config)
     points = []
@@ -126,8 +129,11 @@ def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:
     def record(step, m):
         losses = token_losses(m, valid_ids)
         excess = language.excess_by_skill(losses, valid_floor, valid_skills)
-        score = heads.repeat_induction_score(m)
-        points.append([step, round(excess["induction"], 4), round(float(score.max()), 4)])
+        weights = heads.attention_weights(m, valid_ids)
+        b, q, k = pairs
+        copy = float(weights[-1][b, :, q, k].mean(0).max())
+        repeat = float(heads.repeat_induction_score(m).max())
+        points.append([step, round(excess["induction"], 4), round(copy, 4), round(repeat, 4)])
 
     start = time.process_time()
     train(model, train_ids, valid_ids, replace(RECIPE, seed=seed), progress=False,
@@ -135,7 +141,9 @@ def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:
     result = {"variant": variant, "seed": seed, "cpu_s": round(time.process_time() - start, 1)}
     result.update({split: _round(excess_loss(model, split)) for split in ("valid", "long")})
     if curve:
-        result["curve"] = points  # [step, induction excess, best induction score]
+        # [step, excess on copy positions, best last-layer head's mass from a repeated preposition
+        # to the noun after its first use, best head's score on repeated random tokens]
+        result["curve"] = points
     return result
 
 
@@ -165,9 +173,10 @@ def verdicts(runs: list[dict]) -> list[dict]:
 
 
 def jump_step(curve: list[list[float]]) -> int:
-    """The first step whose induction score is past half-way from its first to its last value."""
-    first, last = curve[0][2], curve[-1][2]
-    return next(step for step, _, score in curve if score >= (first + last) / 2)
+    """The first step where the copy positions' excess is past half-way from its first value
+    to its last: where the induction circuit forms."""
+    first, last = curve[0][1], curve[-1][1]
+    return next(point[0] for point in curve if point[1] <= (first + last) / 2)
 
 
 def _job(args):

@@ -25,9 +25,14 @@ def test_a_claim_holds_only_when_the_gap_is_three_seed_ranges():
                          "all")["holds"]  # fmt: skip
 
 
-def test_jump_step_is_where_the_score_passes_half_way():
-    curve = [[50, 2.0, 0.05], [100, 1.9, 0.08], [150, 0.4, 0.5], [200, 0.1, 0.9]]
-    assert variants.jump_step(curve) == 150  # half-way between 0.05 and 0.9 is 0.475
+def test_jump_step_is_where_the_copy_loss_passes_half_way():
+    curve = [
+        [50, 2.0, 0.05, 0.04],
+        [100, 1.9, 0.08, 0.04],
+        [150, 0.4, 0.5, 0.05],
+        [200, 0.1, 0.9, 0.05],
+    ]
+    assert variants.jump_step(curve) == 150  # half-way between 2.0 and 0.1 is 1.05
 
 
 def test_each_claim_compares_variants_that_differ_in_the_piece_it_names():
@@ -46,6 +51,7 @@ def test_a_short_run_reports_every_skill_on_both_splits(monkeypatch):
     run = variants.train_run("layers-1", 0, curve=True)
     assert set(run["valid"]) == set(run["long"]) == {"all", *language.SKILLS}
     assert [point[0] for point in run["curve"]] == [2, 4]
+    assert all(0 <= p <= 1 for point in run["curve"] for p in point[2:])
     assert run["valid"]["all"] > 1.0  # four steps learn almost nothing
 
 
