@@ -173,10 +173,11 @@ def verdicts(runs: list[dict]) -> list[dict]:
 
 
 def jump_step(curve: list[list[float]]) -> int:
-    """The first step where the copy positions' excess is past half-way from its first value
-    to its last: where the induction circuit forms."""
-    first, last = curve[0][1], curve[-1][1]
-    return next(point[0] for point in curve if point[1] <= (first + last) / 2)
+    """The step that ends the largest fall, by factor, of the copy positions' excess between
+    two validations: where the induction circuit forms (the first steps' general fall is
+    large in nats but small as a factor)."""
+    falls = [(b[1] / a[1], b[0]) for a, b in zip(curve, curve[1:], strict=False) if a[1] > 0]
+    return min(falls)[1]
 
 
 def _job(args):
