@@ -103,3 +103,32 @@ def sentence_attention(model, ids) -> dict:
         _, weights = model(torch.tensor([ids]), return_weights=True)  # [(1, H, T, T)] per layer
     pairs = {name: find(tokens) for name, find in DETECTORS.items()}
     return {"tokens": tokens, "weights": [w[0] for w in weights], "pairs": pairs}
+
+
+def repeated_tokens(vocab_size: int, num: int = 50, half: int = 15, seed: int = 0) -> torch.Tensor:
+    """(num, 2 * half) ids: `half` random tokens, then the same tokens again (lesson 06).
+
+    Text no sentence of the toy language looks like, so only a head that copies by looking
+    back for the current token's earlier place, not by the language's rules, scores on it.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    first = torch.randint(vocab_size, (num, half), generator=generator)
+    return torch.cat([first, first], dim=1)
+
+
+@torch.no_grad()
+def repeat_induction_score(model, ids: torch.Tensor | None = None) -> torch.Tensor:
+    """(num_layers, H): mean attention from each token's second occurrence to the token after
+    its first, on repeated_tokens (or ids made the same way) (lesson 06). Chance level:
+    `repeat_induction_chance`."""
+    ids = repeated_tokens(model.config.vocab_size) if ids is None else ids
+    half = ids.shape[1] // 2
+    weights = attention_weights(model, ids)
+    q = torch.arange(half, 2 * half - 1)  # second occurrences whose next token is in the line
+    return torch.stack([w[:, :, q, q - half + 1].mean(dim=(0, 2)) for w in weights])
+
+
+def repeat_induction_chance(half: int = 15) -> float:
+    """The induction score of a head spreading evenly over what it may see: mean 1 / (t + 1)
+    over the scored queries t (lesson 06)."""
+    return float((1.0 / (torch.arange(half, 2 * half - 1, dtype=torch.float64) + 1)).mean())

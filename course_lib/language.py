@@ -2,27 +2,30 @@
 
 A line is sentences one after another, cut at the line's length. A sentence reads like
 
-    Dogs near cat with birds eat fishes ( dog [ cats ] ) .psp
+    Dogs near cat with birds eat bird ( dog [ cats ] ) .bdc
 
 and each part of it asks for one skill, at the positions `next_token_distributions` names:
 
 - "subject": the verb agrees with the subject (number: eats / eat; kind: each animal has its
-  own verbs), never with the one or two nouns in between, drawn independently;
+  own verbs), never with the one to three nouns in between, drawn independently;
 - "induction": the first time a line uses a preposition, the noun after it is drawn at
   random; every later time, the same noun comes again: after [near][cat] ... [near], [cat].
   Copying it needs two layers: a head that tags each token with the one before it, and a
   head that finds the earlier copy of the current token and reads what followed;
-- "object": "eats" and "sees" take an object whose number is the exclusive or of the
-  subject's number and the number of the noun just before the verb: plural when exactly one
-  of them is plural. No sum of the two nouns' features tells that apart, so the feed-forward
-  layer has to;
-- "song": "sings" starts three syllables that repeat (la mi do la mi do ...), six words for a
-  singular subject and nine for a plural one: each word after the third copies the word three
-  back;
+- "object": every verb but "sings" takes an object, which the subject and the noun just
+  before the verb decide together: its number is their numbers' exclusive or (plural when
+  exactly one of them is plural), and its kind is the subject's kind moved on along dog,
+  cat, bird, fish (and round) by the other noun's place in that list (dog 0, cat 1, bird 2,
+  fish 3). No sum of the two nouns' features tells the answer, so the feed-forward layer
+  has to;
+- "song": "sings" starts a tune of two to four different syllables, drawn at random, sung
+  twice for a singular subject and three times for a plural one (la mi do la mi do). Once
+  the tune has come round, each word copies the word one tune back: the word that followed
+  the current word's earlier copy, whatever the tune's length, which is another induction;
 - "bracket": every sentence ends in an aside, ( ... ) or [ ... ], holding a noun and maybe
   another aside, up to three deep; each closer matches the innermost open one;
-- "mark": the full stop spells the numbers of the sentence's last three nouns, oldest first,
-  s for singular and p for plural: ".psp". Three places at once, at one position.
+- "mark": the full stop spells the kinds of the sentence's last three nouns, oldest first,
+  by their initials: ".bdc" after bird, dog, cat. Three places at once, at one position.
 
 Everything else ("other") is word choice that no model can predict.
 
@@ -35,7 +38,7 @@ sampling), so it gives the exact probability of each next token and with it the 
 
 import math
 import random
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import torch
 
@@ -43,23 +46,25 @@ KINDS = ("dog", "cat", "bird", "fish")
 NOUN_FORMS = (("dog", "dogs"), ("cat", "cats"), ("bird", "birds"), ("fish", "fishes"))
 SUBJECTS = tuple(form.capitalize() for pair in NOUN_FORMS for form in pair)  # Dog Dogs Cat ...
 NOUNS = tuple(form for pair in NOUN_FORMS for form in pair)  # dog dogs cat cats ...
-PREPOSITIONS = ("near", "with", "behind", "under")
+PREPOSITIONS = ("near", "with")
 VERB_FORMS = {  # singular -> plural
-    "runs": "run", "eats": "eat", "sees": "see", "hides": "hide", "sings": "sing",
+    "chases": "chase", "eats": "eat", "sees": "see", "hears": "hear", "sings": "sing",
 }  # fmt: skip
 CAN = {  # each kind's own verbs, by their singular forms; every kind sings
-    "dog": ("runs", "eats", "sings"),
-    "cat": ("hides", "eats", "sings"),
-    "bird": ("sees", "runs", "sings"),
-    "fish": ("hides", "sees", "sings"),
+    "dog": ("chases", "eats", "sings"),
+    "cat": ("hears", "eats", "sings"),
+    "bird": ("sees", "chases", "sings"),
+    "fish": ("hears", "sees", "sings"),
 }
-TAKES_OBJECT = ("eats", "sees")
+TAKES_OBJECT = ("chases", "eats", "sees", "hears")
 SYLLABLES = ("la", "mi", "do", "re", "fa", "so", "ti", "ka")
-SONG_LENGTH = (6, 9)  # words of a song: singular subject, plural subject
+TUNE_LENGTHS = (2, 3, 4)  # a song's tune: this many different syllables, drawn at random
+SONG_ROUNDS = (2, 3)  # times the tune is sung: singular subject, plural subject
 OPENERS = {"(": ")", "[": "]"}
 MAX_DEPTH = 3  # asides nest at most this deep
-MAX_DISTRACTORS = 2  # nouns between the subject and the verb: 1 to this many
-MARKS = tuple("." + a + b + c for a in "sp" for b in "sp" for c in "sp")  # .sss .ssp ... .ppp
+MAX_DISTRACTORS = 3  # nouns between the subject and the verb: 1 to this many
+INITIALS = "dcbf"  # each kind's initial: dog, cat, bird, fish
+MARKS = tuple("." + a + b + c for a in INITIALS for b in INITIALS for c in INITIALS)  # .ddd ...
 
 VOCAB: tuple[str, ...] = (
     *MARKS, *SUBJECTS, *NOUNS, *PREPOSITIONS,
@@ -75,31 +80,38 @@ def _noun(token: str) -> tuple[int, int]:
     return divmod(index, 2)
 
 
-@dataclass(frozen=True)
-class State:
+class State(NamedTuple):
     """Where the generator is: what it writes next, and what it remembers to write it."""
 
     phase: str = "start"  # start, prep, noun, more, object, song, aside, anoun, nest, ...
     bound: tuple = ()  # (preposition, noun) for each preposition the line has used
     subject: str = ""
     preposition: str = ""  # the one just written, while its noun is still to come
-    nouns: tuple = ()  # the number of each noun of the sentence so far
+    last: str = ""  # the latest noun between the subject and the verb
+    nouns: tuple = ()  # the kind of each noun of the sentence so far
     distractors: int = 0  # nouns between the subject and the verb
-    song: tuple = ()  # the song's syllables so far, at most three
+    song: tuple = ()  # the tune's syllables so far
+    tune: int = 0  # how many syllables the tune has (hidden until it repeats)
     sung: int = 0  # words of the song written
     stack: tuple = ()  # the open asides, innermost last
 
 
-def step(state: State) -> list[tuple[float, str, State]]:
-    """Every (probability, next token, state after it) the generator may take from `state`.
+# a sentence starts afresh, but the line keeps its prepositions' nouns
+_NEW_SENTENCE = {k: v for k, v in State()._asdict().items() if k != "bound"}
+
+
+def step(state: State) -> list[tuple[float, str, dict]]:
+    """Every (probability, next token, changes) the generator may take from `state`, where
+    `state._replace(**changes)` is the state after that token.
 
     The probabilities sum to 1. (Inference does not rely on each token leaving one state:
-    `next_token_distributions` adds up every state a text could have left.)
+    `next_token_distributions` adds up every state a text could have left.) Only the
+    outcome taken is turned into a state, which keeps sampling 20,000 lines fast.
     """
     phase = state.phase
     if phase == "start":
         return [
-            (1 / len(SUBJECTS), s, replace(state, phase="prep", subject=s, nouns=(_noun(s)[1],)))
+            (1 / len(SUBJECTS), s, dict(phase="prep", subject=s, nouns=(_noun(s)[0],)))
             for s in SUBJECTS
         ]
     if phase == "noun":
@@ -107,14 +119,14 @@ def step(state: State) -> list[tuple[float, str, State]]:
         bound = dict(state.bound)
         nouns = (bound[preposition],) if preposition in bound else NOUNS
         return [
-            (1 / len(nouns), n, replace(state, phase="more", distractors=state.distractors + 1,
-                                        nouns=(*state.nouns, _noun(n)[1]), preposition="",
+            (1 / len(nouns), n, dict(phase="more", distractors=state.distractors + 1,
+                                        nouns=(*state.nouns, _noun(n)[0]), preposition="", last=n,
                                         bound=tuple({**bound, preposition: n}.items())))
             for n in nouns
         ]  # fmt: skip
     if phase in ("prep", "more"):
         another = 1.0 if phase == "prep" else 0.5 if state.distractors < MAX_DISTRACTORS else 0.0
-        out = [(another / len(PREPOSITIONS), p, replace(state, phase="noun", preposition=p))
+        out = [(another / len(PREPOSITIONS), p, dict(phase="noun", preposition=p))
                for p in PREPOSITIONS] if another else []  # fmt: skip
         if phase == "prep":
             return out
@@ -123,41 +135,44 @@ def step(state: State) -> list[tuple[float, str, State]]:
         for verb in verbs:
             after = "object" if verb in TAKES_OBJECT else "song" if verb == "sings" else "aside"
             form = VERB_FORMS[verb] if number else verb
-            out.append(((1 - another) / len(verbs), form, replace(state, phase=after)))
+            out.append(((1 - another) / len(verbs), form, dict(phase=after)))
         return out
     if phase == "object":
-        number = _noun(state.subject)[1] ^ state.nouns[-1]
-        return [
-            (1 / len(KINDS), pair[number], replace(state, phase="aside",
-                                                   nouns=(*state.nouns, number)))
-            for pair in NOUN_FORMS
-        ]  # fmt: skip
+        (subject_kind, subject_number), (kind, number) = _noun(state.subject), _noun(state.last)
+        noun = NOUN_FORMS[(subject_kind + kind) % len(KINDS)][subject_number ^ number]
+        return [(1.0, noun, dict(phase="aside", nouns=(*state.nouns, _noun(noun)[0])))]
     if phase == "song":
-        length = SONG_LENGTH[_noun(state.subject)[1]]
-        after = "aside" if state.sung + 1 == length else "song"
-        if state.sung >= len(state.song) < 3:
+        if not state.song:  # the first word, and a hidden choice: how many words repeat
+            return [
+                (1 / len(SYLLABLES) / len(TUNE_LENGTHS), s,
+                 dict(song=(s,), sung=1, tune=k))
+                for s in SYLLABLES for k in TUNE_LENGTHS
+            ]  # fmt: skip
+        rounds = SONG_ROUNDS[_noun(state.subject)[1]]
+        after = "aside" if state.sung + 1 == state.tune * rounds else "song"
+        if state.sung < state.tune:
             new = [s for s in SYLLABLES if s not in state.song]
-            return [(1 / len(new), s, replace(state, phase=after, song=(*state.song, s),
-                                              sung=state.sung + 1)) for s in new]  # fmt: skip
-        word = state.song[state.sung % 3]
-        return [(1.0, word, replace(state, phase=after, sung=state.sung + 1))]
+            return [(1 / len(new), s, dict(phase=after, song=(*state.song, s),
+                                           sung=state.sung + 1)) for s in new]  # fmt: skip
+        word = state.song[state.sung % state.tune]
+        return [(1.0, word, dict(phase=after, sung=state.sung + 1))]
     if phase == "aside":
-        return [(1 / len(OPENERS), o, replace(state, phase="anoun", stack=(o,))) for o in OPENERS]
+        return [(1 / len(OPENERS), o, dict(phase="anoun", stack=(o,))) for o in OPENERS]
     if phase == "anoun":
         return [
-            (1 / len(NOUNS), n, replace(state, phase="nest", nouns=(*state.nouns, _noun(n)[1])))
+            (1 / len(NOUNS), n, dict(phase="nest", nouns=(*state.nouns, _noun(n)[0])))
             for n in NOUNS
         ]
     if phase in ("nest", "close"):
         deeper = 0.5 if phase == "nest" and len(state.stack) < MAX_DEPTH else 0.0
-        out = [(deeper / len(OPENERS), o, replace(state, phase="anoun", stack=(*state.stack, o)))
+        out = [(deeper / len(OPENERS), o, dict(phase="anoun", stack=(*state.stack, o)))
                for o in OPENERS] if deeper else []  # fmt: skip
         rest = state.stack[:-1]
-        closed = replace(state, phase="close" if rest else "mark", stack=rest)
+        closed = dict(phase="close" if rest else "mark", stack=rest)
         return [*out, (1 - deeper, OPENERS[state.stack[-1]], closed)]
     if phase == "mark":
-        mark = "." + "".join("sp"[n] for n in state.nouns[-3:])
-        return [(1.0, mark, State(bound=state.bound))]
+        mark = "." + "".join(INITIALS[kind] for kind in state.nouns[-3:])
+        return [(1.0, mark, _NEW_SENTENCE)]
     raise ValueError(f"state: unknown phase {phase!r}")
 
 
@@ -170,13 +185,13 @@ def sample_line(rng: random.Random, length: int) -> tuple[list[str], float]:
     while len(tokens) < length:
         outcomes = step(state)
         u, total = rng.random(), 0.0
-        for p, token, after in outcomes:  # noqa: B007 (the loop leaves the drawn outcome)
+        for p, token, changes in outcomes:  # noqa: B007 (the loop leaves the drawn outcome)
             total += p
             if u < total:
                 break
         tokens.append(token)
         log_p += math.log(p)
-        state = after
+        state = state._replace(**changes)
     return tokens, log_p
 
 
@@ -194,8 +209,8 @@ def _skill(before: dict, token: str, tokens: list[str], t: int) -> str:
         return "subject"
     if phase == "object":
         return "object"
-    if phase == "song" and next(iter(before)).sung >= 3:
-        return "song"
+    if phase == "song" and any(state.tune and state.sung >= state.tune for state in before):
+        return "song"  # the tune may have come round: the next word may be a copy
     if phase in ("nest", "close") and token in OPENERS.values():
         return "bracket"
     return "mark" if phase == "mark" else "other"
@@ -211,8 +226,9 @@ def next_token_distributions(tokens) -> tuple[list[dict[str, float]], list[str]]
     """
     tokens = list(tokens)
     beliefs = {}  # state -> probability given the tokens so far
-    for p, token, after in step(State()):
+    for p, token, changes in step(State()):
         if token == tokens[0]:
+            after = State()._replace(**changes)
             beliefs[after] = beliefs.get(after, 0.0) + p
     dists, skills = [], []
     for t in range(len(tokens) - 1):
@@ -222,9 +238,10 @@ def next_token_distributions(tokens) -> tuple[list[dict[str, float]], list[str]]
         dist: dict[str, float] = {}
         updated: dict[State, float] = {}
         for state, weight in beliefs.items():
-            for p, token, after in step(state):
+            for p, token, changes in step(state):
                 dist[token] = dist.get(token, 0.0) + weight * p / total
                 if token == tokens[t + 1]:
+                    after = state._replace(**changes)
                     updated[after] = updated.get(after, 0.0) + weight * p / total
         dists.append(dist)
         skills.append(_skill(beliefs, tokens[t + 1], tokens, t))
@@ -247,6 +264,20 @@ def floor_losses(lines) -> tuple[torch.Tensor, list[list[str]]]:
         rows.append([-math.log(dist[tokens[t + 1]]) for t, dist in enumerate(dists)])
         skills.append(labels)
     return torch.tensor(rows, dtype=torch.float64), skills
+
+
+def copy_pairs(tokens) -> list[tuple[int, int]]:
+    """(query, key) for every preposition a line uses again: the preposition, where the model
+    must predict its noun, and the noun that followed the preposition's first use, the one
+    that comes again: where an induction head looks (lesson 06)."""
+    first, pairs = {}, []
+    for t, token in enumerate(list(tokens)[:-1]):
+        if token in PREPOSITIONS:
+            if token in first:
+                pairs.append((t, first[token]))
+            else:
+                first[token] = t + 1
+    return pairs
 
 
 def excess_by_skill(

@@ -69,6 +69,18 @@ def loss_by_position(model, ids: torch.Tensor, batch_size: int = 100) -> torch.T
     return total / len(ids)
 
 
+@torch.no_grad()
+def token_losses(model, ids: torch.Tensor, batch_size: int = 100) -> torch.Tensor:
+    """(N, T-1): the loss of every prediction, ids[:, t + 1] from ids[:, :t + 1] (lesson 06)."""
+    rows = []
+    with evaluating(model):
+        for i in range(0, len(ids), batch_size):
+            chunk = ids[i : i + batch_size]
+            logits = model(chunk[:, :-1])  # (B, T-1, V)
+            rows.append(F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:], reduction="none"))
+    return torch.cat(rows)  # (N, T-1)
+
+
 def evaluate(model, ids: torch.Tensor) -> float:
     """Mean next-token loss over ids (N, T), in eval mode, without gradients (lesson 06)."""
     return float(loss_by_position(model, ids).mean())

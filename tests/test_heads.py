@@ -109,3 +109,20 @@ def test_sentence_attention_is_the_models_attention_on_one_sentence():
     for bad in ([], [1.5, 2], "Dogs"):
         with pytest.raises(ValueError, match="ids: expected a non-empty sequence of int"):
             heads.sentence_attention(model, bad)
+
+
+def test_repeat_induction_score_reads_attention_from_the_second_copy_to_the_next_token():
+    ids = heads.repeated_tokens(7, num=3, half=5, seed=1)
+    assert torch.equal(ids[:, :5], ids[:, 5:])
+
+    class Perfect(torch.nn.Module):  # attends from position t >= 5 to t - 4, else to 0
+        def forward(self, idx, return_weights=False):
+            B, T = idx.shape
+            w = torch.zeros(B, 1, T, T)
+            w[:, :, :5, 0] = 1
+            w[:, :, torch.arange(5, T), torch.arange(1, T - 4)] = 1
+            return torch.zeros(B, T, 3), [w, torch.zeros(B, 1, T, T)]
+
+    score = heads.repeat_induction_score(Perfect(), ids)
+    assert score.tolist() == [[1.0], [0.0]]
+    assert heads.repeat_induction_chance(5) == pytest.approx((1 / 6 + 1 / 7 + 1 / 8 + 1 / 9) / 4)

@@ -1,0 +1,257 @@
+"""Every trained comparison the course makes, over three seeds, as one table (lessons 03-06).
+
+    python -m course_lib.variants            # train every variant, write data/variants.json
+    python -m course_lib.variants --jobs 2   # two at a time, one torch thread each
+
+Each variant is one model with one thing changed (D = 64, 4 heads, d_ff = 256, two layers,
+RoPE), trained for 2,000 AdamW steps of 32 lines from each seed on the toy language of
+course_lib.language. A run is measured as excess loss: its loss minus the exact floor, over
+every prediction and over each skill's own, on the validation split (inside the trained
+length) and on the long split's predictions made at positions 32-126 (beyond it). The splits
+are generated from their seeds, as data/*.txt will be once the lessons move to this
+language. A row compares variants on one skill and overall; it holds when every gap it
+claims is at least three times the larger of the two variants' seed ranges. The lessons are
+to read the file rather than train these themselves. `--markdown` prints the table.
+"""
+
+import argparse
+import functools
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, replace
+from multiprocessing import get_context
+
+import torch
+
+import course_lib
+from course_lib import heads, language
+from course_lib.model import ModelConfig, TinyTransformer
+from course_lib.paths import DATA_DIR
+from course_lib.train import TrainConfig, token_losses, train
+
+RESULTS = DATA_DIR / "variants.json"
+SEEDS = (0, 1, 2)
+SEQ_LEN, LONG_LEN = 32, 128
+SPLITS = {"train": (20000, SEQ_LEN, 1), "valid": (400, SEQ_LEN, 2), "long": (200, LONG_LEN, 3)}
+BASE = ModelConfig(vocab_size=len(language.VOCAB), max_len=LONG_LEN)
+RECIPE = TrainConfig(steps=2000, eval_every=50)  # validated often, to time the copy forming
+BARE = {"residual": False, "norm": "none"}  # a block without residuals and normalisation
+
+VARIANTS: dict[str, ModelConfig] = {
+    "base": BASE,
+    **{f"heads-{h}": replace(BASE, num_heads=h) for h in (1, 2, 8)},
+    **{f"1-layer-heads-{h}": replace(BASE, num_layers=1, num_heads=h) for h in (1, 2, 4, 8)},
+    "no-feed-forward": replace(BASE, d_ff=0),
+    "sinusoidal": replace(BASE, positional="sinusoidal"),
+    "no-positions": replace(BASE, positional="none"),
+    "heads-1-no-scale": replace(BASE, num_heads=1, scale=False),
+    **{f"layers-{n}": replace(BASE, num_layers=n) for n in (1, 4)},
+    **{f"layers-{n}-bare": replace(BASE, num_layers=n, **BARE) for n in (1, 2, 4)},
+}
+VARIANTS["layers-2"] = BASE  # names for one config share its runs: each trains once
+
+
+@dataclass(frozen=True)
+class Row:
+    """One comparison: each (better, worse) pair is a claim, on `skill` and overall."""
+
+    name: str
+    lesson: str
+    skill: str
+    pairs: tuple[tuple[str, str], ...]
+    split: str = "valid"  # "valid" or "long" (positions 32-126 of data/long.txt)
+
+
+ROWS = (
+    Row("several heads at one layer", "03", "mark",
+        (("1-layer-heads-4", "1-layer-heads-1"), ("1-layer-heads-2", "1-layer-heads-1"))),
+    Row("several heads at two layers", "03", "mark", (("base", "heads-1"),)),
+    Row("the feed-forward layer", "05", "object", (("base", "no-feed-forward"),)),
+    Row("positions, inside the trained length", "04", "song",
+        (("base", "no-positions"), ("sinusoidal", "no-positions"))),
+    Row("positions, beyond the trained length", "04", "song",
+        (("base", "sinusoidal"), ("no-positions", "sinusoidal")), split="long"),
+    Row("RoPE against no positions, beyond the trained length", "04", "song",
+        (("base", "no-positions"),), split="long"),
+    Row("the 1/sqrt(d) scale at head width 64", "02", "mark", (("heads-1", "heads-1-no-scale"),)),
+    Row("residuals and normalisation at depth 4", "05", "all", (("layers-4", "layers-4-bare"),)),
+    Row("residuals and normalisation at depth 2", "05", "all", (("layers-2", "layers-2-bare"),)),
+    Row("a skill that needs two layers", "06", "induction", (("layers-2", "layers-1"),)),
+)  # fmt: skip
+
+
+@functools.cache
+def load_split(name: str) -> torch.Tensor:
+    """The toy language's split `name` as ids (N, T), generated from its seed."""
+    num, length, seed = SPLITS[name]
+    rng = random.Random(seed)
+    lines = [language.sample_line(rng, length)[0] for _ in range(num)]
+    return torch.tensor([[language.VOCAB.index(t) for t in line] for line in lines])
+
+
+@functools.cache
+def floored_split(name: str):
+    """(ids, floor, skills) of split `name`: see language.floor_losses."""
+    ids = load_split(name)
+    return (ids, *language.floor_losses([[language.VOCAB[i] for i in row] for row in ids.tolist()]))
+
+
+def excess_loss(model, split: str) -> dict[str, float]:
+    """Loss minus floor on a split, overall and per skill; on "long" only the predictions made
+    beyond the trained length count."""
+    ids, floor, skills = floored_split(split)
+    start = SEQ_LEN if split == "long" else 0
+    return language.excess_by_skill(token_losses(model, ids), floor, skills, start)
+
+
+def split_floor(split: str) -> dict[str, float]:
+    """A split's floor, overall and per skill, in nats per prediction."""
+    _, floor, skills = floored_split(split)
+    start = SEQ_LEN if split == "long" else 0
+    excess = language.excess_by_skill(torch.zeros_like(floor), floor, skills, start)
+    return {skill: -value + 0.0 for skill, value in excess.items()}
+
+
+def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:
+    """Train one variant from `seed` with the capstone's recipe; return its measurements."""
+    torch.set_num_threads(1)
+    config = VARIANTS[variant]
+    train_ids = load_split("train")
+    valid_ids, valid_floor, valid_skills = floored_split("valid")
+    found = [(b, q, k) for b, row in enumerate(valid_ids.tolist())
+             for q, k in language.copy_pairs([language.VOCAB[i] for i in row])]  # fmt: skip
+    pairs = torch.tensor(found).T  # (3, P): sequence, query, key
+    course_lib.set_seed(seed)
+    model = TinyTransformer.from_config(config)
+    points = []
+
+    def record(step, m):
+        losses = token_losses(m, valid_ids)
+        excess = language.excess_by_skill(losses, valid_floor, valid_skills)
+        weights = heads.attention_weights(m, valid_ids)
+        b, q, k = pairs
+        copy = float(weights[-1][b, :, q, k].mean(0).max())
+        repeat = float(heads.repeat_induction_score(m).max())
+        points.append([step, round(excess["induction"], 4), round(copy, 4), round(repeat, 4)])
+
+    start = time.process_time()
+    train(model, train_ids, valid_ids, replace(RECIPE, seed=seed), progress=False,
+          callback=record if curve else None)  # fmt: skip
+    result = {"variant": variant, "seed": seed, "cpu_s": round(time.process_time() - start, 1)}
+    result.update({split: _round(excess_loss(model, split)) for split in ("valid", "long")})
+    if curve:
+        # [step, excess on copy positions, best last-layer head's mass from a repeated preposition
+        # to the noun after its first use, best head's score on repeated random tokens]
+        result["curve"] = points
+    return result
+
+
+def _gap(runs_by_variant, better, worse, split, skill) -> dict:
+    a = [r[split][skill] for r in runs_by_variant[better]]
+    b = [r[split][skill] for r in runs_by_variant[worse]]
+    gap = sum(b) / len(b) - sum(a) / len(a)
+    bar = 3 * max(max(a) - min(a), max(b) - min(b))
+    return {"better": better, "worse": worse, "skill": skill, "gap": round(gap, 5),
+            "bar": round(bar, 5), "holds": gap >= bar}  # fmt: skip
+
+
+def verdicts(runs: list[dict]) -> list[dict]:
+    """Each row's claims checked against the runs: gap of means against 3x the seed range."""
+    by_variant: dict[str, list[dict]] = {}
+    for run in runs:
+        by_variant.setdefault(run["variant"], []).append(run)
+    table = []
+    for row in ROWS:
+        claims = [
+            _gap(by_variant, better, worse, row.split, skill)
+            for better, worse in row.pairs
+            for skill in dict.fromkeys((row.skill, "all"))
+        ]
+        table.append({**asdict(row), "claims": claims, "holds": all(c["holds"] for c in claims)})
+    return table
+
+
+def jump_step(curve: list[list[float]]) -> int:
+    """The step that ends the largest fall, by factor, of the copy positions' excess between
+    two validations: where the induction circuit forms (the first steps' general fall is
+    large in nats but small as a factor)."""
+    falls = [(b[1] / a[1], b[0]) for a, b in zip(curve, curve[1:], strict=False) if a[1] > 0]
+    return min(falls)[1]
+
+
+def _job(args):
+    variant, seed = args
+    return train_run(variant, seed, curve=variant == "base")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="Train every variant over three seeds.")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the stored table, train nothing"
+    )
+    args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(RESULTS.read_text(encoding="utf-8"))))
+        return
+    first = {}  # config -> the first name it has
+    for name, config in VARIANTS.items():
+        first.setdefault(config, name)
+    names = list(first.values())
+    jobs = [(name, seed) for name in names for seed in SEEDS]
+    with get_context("spawn").Pool(args.jobs) as pool:
+        runs = []
+        for run in pool.imap_unordered(_job, jobs):
+            runs.append(run)
+            print(f"{run['variant']} seed {run['seed']}: {run['cpu_s']} s, "
+                  f"excess {run['valid']['all']:.4f}", flush=True)  # fmt: skip
+    runs.sort(key=lambda r: (names.index(r["variant"]), r["seed"]))
+    runs += [
+        {**run, "variant": name}
+        for name, config in VARIANTS.items() if first[config] != name
+        for run in runs if run["variant"] == first[config]
+    ]  # fmt: skip
+    table = {
+        "recipe": asdict(RECIPE),
+        "seeds": list(SEEDS),
+        "floor": {split: _round(split_floor(split)) for split in ("valid", "long")},
+        "configs": {k: asdict(v) for k, v in VARIANTS.items()},
+        "parameters": {k: _parameters(v) for k, v in VARIANTS.items()},
+        "runs": runs,
+        "rows": verdicts(runs),
+        "induction_jump_steps": [jump_step(r["curve"]) for r in runs if "curve" in r][:3],
+        "torch": torch.__version__,
+    }
+    RESULTS.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    for row in table["rows"]:
+        print(("holds " if row["holds"] else "FAILS ") + row["name"])
+
+
+def markdown(table: dict) -> str:
+    """The stored table's rows as markdown: each claim's gap of means against its bar."""
+    lines = [
+        "| row | lesson | better | worse | skill | gap | bar (3x range) | holds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in table["rows"]:
+        for c in row["claims"]:
+            split = "" if row["split"] == "valid" else " (long)"
+            lines.append(
+                f"| {row['name']} | {row['lesson']} | {c['better']} | {c['worse']} | "
+                f"{c['skill']}{split} | {c['gap']:.4f} | {c['bar']:.4f} | "
+                f"{'yes' if c['holds'] else 'no'} |"
+            )
+    return "\n".join(lines)
+
+
+def _round(table: dict) -> dict:
+    return {k: round(v, 5) for k, v in table.items()}
+
+
+def _parameters(config: ModelConfig) -> int:
+    return sum(p.numel() for p in TinyTransformer.from_config(config).parameters())
+
+
+if __name__ == "__main__":
+    main()

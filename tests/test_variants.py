@@ -1,0 +1,83 @@
+"""The variant table (course_lib/variants.py): its verdicts, its runs, and the shipped file."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from course_lib import language, variants
+
+
+def _run(variant, seed, valid, long=None):
+    return {"variant": variant, "seed": seed, "valid": valid, "long": long or valid}
+
+
+def test_a_claim_holds_only_when_the_gap_is_three_seed_ranges():
+    runs = [_run("base", s, {"all": 0.010 + 0.001 * s, "mark": 0.0}) for s in range(3)]
+    runs += [_run("heads-1", s, {"all": 0.020 + 0.002 * s, "mark": 0.5}) for s in range(3)]
+    claim = variants._gap({"base": runs[:3], "heads-1": runs[3:]}, "base", "heads-1", "valid",
+                          "all")  # fmt: skip
+    # means 0.011 and 0.022; the larger range is 0.004, so the bar is 0.012 > the gap 0.011
+    assert claim["gap"] == pytest.approx(0.011) and claim["bar"] == pytest.approx(0.012)
+    assert not claim["holds"]
+    runs[5]["valid"]["all"] = 0.023  # range 0.003: bar 0.009 < gap 0.0103
+    assert variants._gap({"base": runs[:3], "heads-1": runs[3:]}, "base", "heads-1", "valid",
+                         "all")["holds"]  # fmt: skip
+
+
+def test_jump_step_is_where_the_copy_loss_passes_half_way():
+    curve = [
+        [50, 2.0, 0.05, 0.04],
+        [100, 1.9, 0.08, 0.04],
+        [150, 0.4, 0.5, 0.05],
+        [200, 0.1, 0.9, 0.05],
+    ]
+    assert variants.jump_step(curve) == 150  # half-way between 2.0 and 0.1 is 1.05
+
+
+def test_each_claim_compares_variants_that_differ_in_the_piece_it_names():
+    for row in variants.ROWS:
+        assert row.skill in ("all", *language.SKILLS)
+        for better, worse in row.pairs:
+            a, b = variants.VARIANTS[better], variants.VARIANTS[worse]
+            changed = {k for k in vars(a) if getattr(a, k) != getattr(b, k)}
+            # one setting, or residuals and normalisation together
+            assert changed and (len(changed) == 1 or changed == {"residual", "norm"}), row
+
+
+@pytest.mark.retrains
+def test_a_short_run_reports_every_skill_on_both_splits(monkeypatch):
+    monkeypatch.setattr(variants, "RECIPE", replace(variants.RECIPE, steps=4, eval_every=2))
+    run = variants.train_run("layers-1", 0, curve=True)
+    assert set(run["valid"]) == set(run["long"]) == {"all", *language.SKILLS}
+    assert [point[0] for point in run["curve"]] == [2, 4]
+    assert all(0 <= p <= 1 for point in run["curve"] for p in point[2:])
+    assert run["valid"]["all"] > 1.0  # four steps learn almost nothing
+
+
+@pytest.fixture(scope="module")
+def table():
+    return json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+
+
+def test_the_shipped_table_has_three_seeds_of_every_variant(table):
+    assert table["seeds"] == list(variants.SEEDS)
+    seeds = {}
+    for run in table["runs"]:
+        seeds.setdefault(run["variant"], []).append(run["seed"])
+    assert seeds == {name: list(variants.SEEDS) for name in variants.VARIANTS}
+    assert set(table["parameters"]) == set(variants.VARIANTS)
+
+
+def test_the_shipped_verdicts_follow_from_the_shipped_runs(table):
+    assert table["rows"] == json.loads(json.dumps(variants.verdicts(table["runs"])))
+    assert table["induction_jump_steps"] == [
+        variants.jump_step(run["curve"]) for run in table["runs"]
+        if "curve" in run and run["variant"] == "base"
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_shipped_floor_is_the_languages(table):
+    for split in ("valid", "long"):
+        assert table["floor"][split] == pytest.approx(variants.split_floor(split), abs=1e-5)
