@@ -13,6 +13,7 @@ from torch import nn
 
 from course_lib._validation import float_tensor, positive_int
 from course_lib.attention import attend, check_mask, scale_factor
+from course_lib.multihead import check_heads
 
 
 def split_qkv(qkv: torch.Tensor, num_heads: int, num_kv_heads: int) -> tuple:
@@ -71,16 +72,8 @@ class GroupedQueryAttention(nn.Module):
         check_inputs: bool = True,
     ):
         super().__init__()
-        if not isinstance(scale, bool):
-            raise TypeError(f"scale: expected True or False, got {type(scale).__name__} {scale!r}")
-        positive_int("d_model", d_model)
-        positive_int("num_heads", num_heads)
+        check_heads(d_model, num_heads, scale)
         positive_int("num_kv_heads", num_kv_heads)
-        if d_model % num_heads:
-            raise ValueError(
-                f"num_heads: expected a divisor of d_model = {d_model}, got {num_heads} "
-                f"({d_model} % {num_heads} = {d_model % num_heads})"
-            )
         if num_heads % num_kv_heads:
             raise ValueError(
                 f"num_kv_heads: expected a divisor of num_heads = {num_heads}, got {num_kv_heads} "

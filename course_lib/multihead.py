@@ -8,6 +8,19 @@ from course_lib._validation import float_tensor, positive_int
 from course_lib.attention import attend, check_mask, scale_factor
 
 
+def check_heads(d_model, num_heads, scale) -> None:
+    """The checks every attention module with heads makes of its sizes and scale flag."""
+    if not isinstance(scale, bool):
+        raise TypeError(f"scale: expected True or False, got {type(scale).__name__} {scale!r}")
+    positive_int("d_model", d_model)
+    positive_int("num_heads", num_heads)
+    if d_model % num_heads:
+        raise ValueError(
+            f"num_heads: expected a divisor of d_model = {d_model}, got {num_heads} "
+            f"({d_model} % {num_heads} = {d_model % num_heads})"
+        )
+
+
 class MultiHeadAttention(nn.Module):
     """Split D into H heads of width d = D / H, attend in each, concatenate, project (lesson 03).
 
@@ -26,15 +39,7 @@ class MultiHeadAttention(nn.Module):
         check_inputs: bool = True,
     ):
         super().__init__()
-        if not isinstance(scale, bool):
-            raise TypeError(f"scale: expected True or False, got {type(scale).__name__} {scale!r}")
-        positive_int("d_model", d_model)
-        positive_int("num_heads", num_heads)
-        if d_model % num_heads:
-            raise ValueError(
-                f"num_heads: expected a divisor of d_model = {d_model}, got {num_heads} "
-                f"({d_model} % {num_heads} = {d_model % num_heads})"
-            )
+        check_heads(d_model, num_heads, scale)
         self.num_heads = num_heads
         self.d_head = d_model // num_heads
         if rope is not None and getattr(rope, "d_head", None) != self.d_head:
