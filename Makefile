@@ -30,7 +30,7 @@ BROWSER_PYTEST := -m pytest -rs --confcutdir=tests/browser -p no:nbval -p no:hyp
 	-p no:xdist -p no:xdist.looponfail -p no:anyio
 BROWSER_TEST := $(BROWSER_PYTEST) tests/browser
 
-.PHONY: lab test quick portable unit nbval notebooks workspace venv clean bench lint html \
+.PHONY: lab test quick portable unit nbval notebooks workspace learner venv clean bench lint html \
 	browser margins generic-then-site browser-lessons
 
 venv: $(STAMP)
@@ -50,6 +50,11 @@ $(LAB_OVERRIDES): tools/jupyterlab/overrides.json $(STAMP)
 
 workspace: $(STAMP)
 	$(PY) -m course_lib.workspace notebooks workspace
+
+# learner/ (committed: what the Colab links open) afresh, and the Colab links of the README and
+# of each lesson's first cell from course_lib/colab.py's REPOSITORY (tests/test_colab.py)
+learner: $(STAMP)
+	$(PY) -m tools.learner_copies
 
 # the course's server settings, shared with start_lab and the class's servers: 127.0.0.1, no
 # news or update checks, course_server's TCP_NODELAY on kernel websockets

@@ -8,15 +8,20 @@ reads another folder (`make lab` and `make workspace` run `... notebooks workspa
 
 In the course's own notebooks, the code a learner should write sits between the lines
 `# BEGIN SOLUTION` and `# END SOLUTION`. In the copy, that region becomes a stub that
-raises NotImplementedError naming the exercise.
+raises NotImplementedError naming the exercise, and the Colab cell comes before the first code
+cell (`course_lib.colab`: on Colab it installs the course and runs `colab_folder`; anywhere
+else it does nothing). The committed learner copies in learner/ are what `make learner` writes.
 """
 
+import os
 import re
 import sys
 from pathlib import Path
 
 import nbformat
+from nbformat.v4 import new_code_cell
 
+from course_lib import colab
 from course_lib.exercises.stub import stub_source
 from course_lib.paths import LESSONS_DIR
 
@@ -54,7 +59,8 @@ def stub_solutions(source: str, where: str = "this cell") -> str:
 
 
 def learner_copy(notebook: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
-    """A copy with solutions stubbed and every output cleared, ready for a learner to run."""
+    """A copy with solutions stubbed, every output cleared and the Colab cell first among the
+    code cells, ready for a learner to run."""
     copy = nbformat.from_dict(notebook)
     for index, cell in enumerate(copy.cells):
         if cell.cell_type != "code":
@@ -62,6 +68,8 @@ def learner_copy(notebook: nbformat.NotebookNode, name: str = "notebook") -> nbf
         cell.source = stub_solutions(cell.source, where=f"{name}, cell {index}")
         cell.outputs = []
         cell.execution_count = None
+    first_code = next((i for i, c in enumerate(copy.cells) if c.cell_type == "code"), 0)
+    copy.cells.insert(first_code, new_code_cell(colab.cell_source(), id=colab.CELL_ID))
     copy.metadata.pop("widgets", None)
     return copy
 
@@ -81,6 +89,27 @@ def prepare(lessons: Path, workspace: Path) -> list[Path]:
         nbformat.write(learner_copy(notebook, source.name), target)
         written.append(target)
     return written
+
+
+def colab_folder(folder=None) -> Path:
+    """On Colab (the Colab cell calls it): every lesson in one folder, by default on your Google
+    Drive (mounted first: Colab asks you to allow it), and this notebook running there, so that
+    `earlier_work` reads your earlier lessons from it. Copies only the lessons the folder lacks,
+    as `python -m course_lib.workspace` does: your work there is never overwritten."""
+    folder = Path(colab.FOLDER if folder is None else folder)
+    on_drive = folder.is_relative_to(colab.DRIVE)
+    if on_drive and not (colab.DRIVE / "MyDrive").is_dir():
+        from google.colab import drive  # Colab's own module, on Colab only
+
+        drive.mount(str(colab.DRIVE))
+    written = prepare(LESSONS_DIR, folder)
+    os.chdir(folder)
+    kept = len(list(folder.glob("*.ipynb"))) - len(written)
+    print(f"Your lessons are in {folder} ({len(written)} new, {kept} kept as they were).")
+    where = " (File > Open notebook > Google Drive)" if on_drive else ""
+    print(f"Open them from there{where} and work in those copies: later lessons read")
+    print("the functions you write from that folder.")
+    return folder
 
 
 def main(argv: list[str]) -> int:

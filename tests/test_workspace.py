@@ -4,6 +4,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from course_lib import colab
 from course_lib.workspace import BEGIN, END, main, prepare, stub_solutions
 
 # notebook files only: the same on every kernel path (`make test` runs it on one)
@@ -56,7 +57,9 @@ def test_prepare_copies_stubs_and_clears_outputs(tmp_path):
     lesson(lessons / "01_a.ipynb")
     assert prepare(lessons, workspace) == [workspace / "01_a.ipynb"]
     copy = nbformat.read(workspace / "01_a.ipynb", as_version=4)
-    code = copy.cells[1]
+    markdown, setup, code = copy.cells
+    assert markdown.source == "# Lesson"
+    assert setup.id == colab.CELL_ID and setup.source == colab.cell_source()  # first code cell
     assert "NotImplementedError" in code.source and "q @ k.T" not in code.source
     assert code.outputs == [] and code.execution_count is None
     # the course's own notebook keeps its solution
@@ -70,7 +73,7 @@ def test_learner_edits_survive_and_new_lessons_appear(tmp_path, capsys):
     prepare(lessons, workspace)
     mine = workspace / "01_a.ipynb"
     edited = nbformat.read(mine, as_version=4)
-    edited.cells[1].source = "def attention(q, k, v):\n    return 'my own attempt'"
+    edited.cells[2].source = "def attention(q, k, v):\n    return 'my own attempt'"
     nbformat.write(edited, mine)
     before = mine.read_bytes()
 
@@ -128,7 +131,8 @@ def test_filling_each_stub_with_the_solution_gives_back_the_course_lesson(tmp_pa
     for path in prepare(notebooks, tmp_path):
         course = nbformat.read(notebooks / path.name, as_version=4)
         copy = nbformat.read(path, as_version=4)
-        for mine, theirs in zip(copy.cells, course.cells, strict=True):
+        cells = [cell for cell in copy.cells if cell.id != colab.CELL_ID]  # the one cell added
+        for mine, theirs in zip(cells, course.cells, strict=True):
             solutions = iter(_solution_regions(theirs.source.splitlines()))
             filled = []
             for line in mine.source.splitlines():
