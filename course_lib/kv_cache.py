@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from course_lib._validation import positive_int
 from course_lib.block import TransformerBlock
 from course_lib.gqa import GroupedQueryAttention, split_qkv
+from course_lib.model import check_ids
 from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import apply_rope, apply_rope_half
 from course_lib.runtime import evaluating
@@ -90,12 +91,6 @@ def _check_model(model) -> None:
             )
 
 
-def _check_ids(ids) -> None:
-    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
-        got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise ValueError(f"ids: expected a (B, T) tensor of int64 token ids, got {got}")
-
-
 def new_cache(model, batch: int) -> KVCache:
     """An empty KVCache shaped for model's layers, for batch sequences of up to max_len (the
     KV-cache lesson)."""
@@ -147,7 +142,7 @@ def cached_forward(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     model in eval mode first, as generate does (dropout, batch norm's running statistics).
     """
     _check_model(model)
-    _check_ids(ids)
+    check_ids("ids", ids, model.config.vocab_size)
     B, T = ids.shape
     start = cache.length
     if B != cache.keys[0].shape[0] or start + T > cache.capacity:
@@ -155,10 +150,6 @@ def cached_forward(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
             f"ids: expected batch {cache.keys[0].shape[0]} and at most "
             f"{cache.capacity - start} tokens (the cache holds {start} of {cache.capacity}), "
             f"got shape {(B, T)}"
-        )
-    if T == 0 or ids.min() < 0 or ids.max() >= model.config.vocab_size:
-        raise ValueError(
-            f"ids: expected T >= 1 ids in [0, {model.config.vocab_size}), got shape {(B, T)}"
         )
     x = model.embed(ids)  # (B, T, D)
     if model.config.positional == "sinusoidal":
@@ -176,7 +167,8 @@ def cached_logits(model, ids: torch.Tensor, prompt_len: int = 1) -> torch.Tensor
     """Logits (B, T, V) of ids (B, T) as cached generation computes them: the first
     prompt_len tokens in one pass, then one token per step. Compare with model(ids) (the
     KV-cache lesson)."""
-    _check_ids(ids)
+    _check_model(model)
+    check_ids("ids", ids, model.config.vocab_size)
     positive_int("prompt_len", prompt_len)
     with evaluating(model):
         cache = new_cache(model, ids.shape[0])

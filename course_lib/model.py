@@ -38,6 +38,18 @@ class ModelConfig:
     residual: bool = True  # False drops every block's "x +", for the variant table (lesson 05)
 
 
+def check_ids(name: str, ids, vocab_size: int, max_len: int | None = None) -> None:
+    """A (B, T) int64 tensor of T >= 1 ids in [0, vocab_size), at most max_len long if given."""
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
+        got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise ValueError(f"{name}: expected a (B, T) tensor of int64 token ids, got {got}")
+    B, T = ids.shape
+    if max_len is not None and T > max_len:
+        raise ValueError(f"{name}: expected at most max_len = {max_len} tokens, got {T}")
+    if T == 0 or ids.min() < 0 or ids.max() >= vocab_size:
+        raise ValueError(f"{name}: expected T >= 1 ids in [0, {vocab_size}), got shape {(B, T)}")
+
+
 class TinyTransformer(nn.Module):
     """Token embedding, position scheme, causal TransformerBlocks, final norm, LM head (lesson 06).
 
@@ -107,18 +119,8 @@ class TinyTransformer(nn.Module):
         return cls(**kwargs, **positional)
 
     def forward(self, idx: torch.Tensor, return_weights: bool = False):
-        if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long or idx.dim() != 2:
-            got = tuple(idx.shape) if isinstance(idx, torch.Tensor) else type(idx).__name__
-            raise ValueError(f"idx: expected a (B, T) tensor of int64 token ids, got {got}")
+        check_ids("idx", idx, self.config.vocab_size, self.config.max_len)
         B, T = idx.shape
-        if T > self.config.max_len:
-            raise ValueError(
-                f"idx: expected at most max_len = {self.config.max_len} tokens, got {T}"
-            )
-        if T == 0 or idx.min() < 0 or idx.max() >= self.config.vocab_size:
-            raise ValueError(
-                f"idx: expected T >= 1 ids in [0, {self.config.vocab_size}), got shape {(B, T)}"
-            )
         x = self.embed(idx)  # (B, T, D)
         if self.config.positional == "sinusoidal":
             x = x + self.pe[:T]  # (B, T, D) + (T, D)
