@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from course_lib._validation import positive_int
 from course_lib.block import TransformerBlock
 from course_lib.gqa import GroupedQueryAttention, split_qkv
-from course_lib.model import check_ids
+from course_lib.model import check_ids, check_sampling
 from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import apply_rope, apply_rope_half
 from course_lib.runtime import evaluating
@@ -190,12 +190,7 @@ def generate_cached(
     slides by a token per step, every position in it moves, and no cached key still holds:
     each step then recomputes the window, as generate does.
     """
-    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2:
-        got = tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__
-        raise ValueError(f"prompt: expected a (B, T0) tensor of token ids, got {got}")
-    positive_int("num_tokens", num_tokens)
-    if not temperature > 0:
-        raise ValueError(f"temperature: expected a positive number, got {temperature}")
+    check_sampling(prompt, num_tokens, temperature)
     generator = torch.Generator().manual_seed(seed)
     max_len = model.config.max_len
     ids = prompt

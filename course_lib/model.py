@@ -159,6 +159,16 @@ def _check_name(name) -> None:
 # ---------------------------------------------------------------- lesson 06: sampling
 
 
+def check_sampling(prompt, num_tokens, temperature) -> None:
+    """The argument checks generate and the cached generate share."""
+    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2:
+        got = tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__
+        raise ValueError(f"prompt: expected a (B, T0) tensor of token ids, got {got}")
+    positive_int("num_tokens", num_tokens)
+    if not temperature > 0:
+        raise ValueError(f"temperature: expected a positive number, got {temperature}")
+
+
 @torch.no_grad()
 def generate(
     model, prompt: torch.Tensor, num_tokens: int, *, temperature: float = 1.0, seed: int = 0
@@ -168,12 +178,7 @@ def generate(
     Each step feeds the whole sequence so far (at most max_len tokens) and samples the next
     id from softmax(logits / temperature) at the last position. Returns (B, T0 + num_tokens).
     """
-    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2:
-        got = tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__
-        raise ValueError(f"prompt: expected a (B, T0) tensor of token ids, got {got}")
-    positive_int("num_tokens", num_tokens)
-    if not temperature > 0:
-        raise ValueError(f"temperature: expected a positive number, got {temperature}")
+    check_sampling(prompt, num_tokens, temperature)
     generator = torch.Generator().manual_seed(seed)
     ids = prompt
     with evaluating(model):
