@@ -192,6 +192,7 @@ def steps(python: Path) -> dict[str, list[Step]]:
 
     return {
         "workspace": [step("-m", "course_lib.workspace", "notebooks", "workspace")],
+        "learner": [step("-m", "tools.learner_copies")],
         "lint": [step("-m", "ruff", "check", *linted),
                  step("-m", "ruff", "format", "--check", *linted)],
         # unit tests and notebooks on two workers, whole files each (one notebook's cells stay
@@ -274,6 +275,7 @@ HELP = {
     "test": "set up on first use, then lint, every test and every notebook (CI runs it)",
     "venv": "create .venv and install the pins; reinstall only when they change",
     "workspace": "copy new lessons into workspace/ (never overwrites)",
+    "learner": "write learner/ (what the Colab links open) and every Colab link afresh",
     "quick": "the edit-test loop: unit and claim tests without the slow ones",
     "portable": "what `test` leaves out: retraining checks, other kernel paths, the wheel",
     "unit": "unit tests only",

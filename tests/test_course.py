@@ -299,3 +299,12 @@ def test_course_py_runs_on_the_standard_library_alone_and_never_through_a_shell(
     shells = [node.lineno for node in ast.walk(tree)
               if isinstance(node, ast.keyword) and node.arg == "shell"]  # fmt: skip
     assert shells == [], f"course.py passes shell= on line(s) {shells}"
+
+
+def test_every_course_command_is_a_make_target_that_calls_it():
+    makefile = (ROOT / "Makefile").read_text()
+    listed = re.search(r"^COURSE_TARGETS := (.*?)\n\n", makefile, re.MULTILINE | re.DOTALL)
+    targets = set(listed.group(1).replace("\\\n", " ").split())
+    assert targets | {"lab"} == set(course.HELP)
+    assert "$(COURSE_TARGETS):\n\t@$(COURSE) $@\n" in makefile
+    assert "\t@$(COURSE) lab " in makefile

@@ -1,11 +1,12 @@
-"""The JupyterLab that `make lab` starts: its kernel websockets have Nagle's algorithm off.
+"""The JupyterLab that `python course.py lab` (`make lab`) starts: lesson 00, behind a token,
+and kernel websockets with Nagle's algorithm off.
 
-Starts `make lab` itself on a free port with a random token, opens a kernel and its websocket
-as a browser would, and reads back from the server (course_server's /api/course/nodelay)
-that the socket has TCP_NODELAY set. The server is stopped at the end, kernels included.
-Those settings are written in one file, course_server/jupyter_server_config.py, which
-`make lab`, start_lab (the browser test) and a class's servers all read: checking them here,
-on `make lab`, covers the others.
+Starts the README's lab command itself on a free port with a random token, reads lesson 00
+through it (and is refused without the token), opens a kernel and its websocket as a browser
+would, and reads back from the server (course_server's /api/course/nodelay) that the socket
+has TCP_NODELAY set. The server is stopped at the end, kernels included. Those settings are
+written in one file, course_server/jupyter_server_config.py, which the lab command, start_lab
+(the browser test) and a class's servers all read: checking them here covers the others.
 """
 
 import asyncio
@@ -14,6 +15,8 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -77,19 +80,19 @@ def lab():
     port, token = free_port(), secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
     process = subprocess.Popen(
-        ["make", "--no-print-directory", "lab", f"PORT={port}", f"TOKEN={token}"],
+        [sys.executable, "course.py", "lab", f"--port={port}", f"--token={token}"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
 
-    def api(path, method="GET"):
+    def api(path, method="GET", token=token):
         request = urllib.request.Request(f"{base}{path}?token={token}", method=method)
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None
 
-    wait_until(lambda: answers(process, api), 120, "make lab's /api/status", interval=0.5)
+    wait_until(lambda: answers(process, api), 120, "course.py lab's /api/status", interval=0.5)
     yield api, f"ws://127.0.0.1:{port}", token
     try:
         api("/api/shutdown", method="POST")
@@ -100,7 +103,17 @@ def lab():
 
 
 @pytest.mark.slow
-def test_make_lab_sets_tcp_nodelay_on_kernel_websockets(lab):
+def test_the_lab_command_serves_lesson_00_behind_its_token(lab):
+    api, _, _ = lab
+    lesson = api("/api/contents/00_start_here.ipynb")
+    assert lesson["type"] == "notebook" and lesson["content"]["cells"]
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        api("/api/contents/00_start_here.ipynb", token="not-the-token")
+    assert refused.value.code == 403
+
+
+@pytest.mark.slow
+def test_the_lab_command_sets_tcp_nodelay_on_kernel_websockets(lab):
     api, ws_base, token = lab
     assert api("/api/course/nodelay") == {"kernel_websockets": 0, "nodelay": 0}
     kernel = api("/api/kernels", method="POST")
