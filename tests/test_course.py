@@ -308,3 +308,14 @@ def test_every_course_command_is_a_make_target_that_calls_it():
     assert targets | {"lab"} == set(course.HELP)
     assert "$(COURSE_TARGETS):\n\t@$(COURSE) $@\n" in makefile
     assert "\t@$(COURSE) lab " in makefile
+
+
+def readme_commands() -> list[str]:
+    first_block = (ROOT / "README.md").read_text().split("```")[1]
+    return [line.split("#")[0].strip() for line in first_block.splitlines()[1:] if line]
+
+
+def test_the_readme_s_two_commands_are_course_py_s_and_ci_runs_the_test_one():
+    assert readme_commands() == ["python course.py lab", "python course.py test"]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "python course.py test" in ci
