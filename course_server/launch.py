@@ -34,7 +34,7 @@ CHROMIUM_FLAGS = [
 SERVER_CONFIG = Path(__file__).resolve().with_name("jupyter_server_config.py")
 # User settings for a test or benchmark lab: every cell stays in the page (no windowing), so
 # every explorer can be found and moved. News and update checks are off through the course's
-# overrides.json, which the Makefile installs into .venv as for `make lab`.
+# overrides.json, which course.py installs into .venv as for `python course.py lab`.
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }

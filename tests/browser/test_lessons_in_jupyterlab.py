@@ -488,7 +488,7 @@ def test_learners_copy_runs_and_every_explorer_responds(path, tabs, lab, artefac
 
 
 def test_jupyterlab_asks_for_no_news_and_no_updates(lab):
-    """The course's overrides.json, which `make` installs into .venv, keeps the lab quiet.
+    """The course's overrides.json, which course.py installs into .venv, keeps the lab quiet.
 
     This test's own settings leave notifications alone, so the defaults it reads are the
     course's: no news feed, no update check (nothing reaches the internet, and no prompt
@@ -497,6 +497,6 @@ def test_jupyterlab_asks_for_no_news_and_no_updates(lab):
     found = lab.api("/lab/api/settings/@jupyterlab/apputils-extension:notification")
     defaults = {name: spec.get("default") for name, spec in found["schema"]["properties"].items()}
     assert (defaults["fetchNews"], defaults["checkForUpdates"]) == ("false", False), (
-        "run the test through `make browser` or `make test`: they install "
+        "run the test through `python course.py browser` or `... test`: they install "
         "tools/jupyterlab/overrides.json into .venv/share/jupyter/lab/settings/"
     )
