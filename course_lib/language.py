@@ -104,9 +104,11 @@ def step(state: State) -> list[tuple[float, str, dict]]:
     """Every (probability, next token, changes) the generator may take from `state`, where
     `state._replace(**changes)` is the state after that token.
 
-    The probabilities sum to 1. (Inference does not rely on each token leaving one state:
-    `next_token_distributions` adds up every state a text could have left.) Only the
-    outcome taken is turned into a state, which keeps sampling 20,000 lines fast.
+    The probabilities sum to 1. Outcomes may write the same token and leave different
+    states: a song's first syllable comes with each length of tune, and only the tune coming
+    round tells which, so `next_token_distributions` adds up every state a text could have
+    left. Only the outcome taken is turned into a state, which keeps sampling 20,000 lines
+    fast.
     """
     phase = state.phase
     if phase == "start":
