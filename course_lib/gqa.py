@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_lib._validation import float_tensor, positive_int
-from course_lib.attention import attend, check_mask, scale_factor
-from course_lib.multihead import check_heads
+from course_lib._validation import positive_int
+from course_lib.attention import attend, scale_factor
+from course_lib.multihead import check_heads, check_input
 
 
 def split_qkv(qkv: torch.Tensor, num_heads: int, num_kv_heads: int) -> tuple:
@@ -72,7 +72,7 @@ class GroupedQueryAttention(nn.Module):
         check_inputs: bool = True,
     ):
         super().__init__()
-        check_heads(d_model, num_heads, scale)
+        check_heads(d_model, num_heads, scale, rope)
         positive_int("num_kv_heads", num_kv_heads)
         if num_heads % num_kv_heads:
             raise ValueError(
@@ -82,11 +82,6 @@ class GroupedQueryAttention(nn.Module):
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
         self.d_head = d_model // num_heads
-        if rope is not None and getattr(rope, "d_head", None) != self.d_head:
-            raise ValueError(
-                f"rope: expected a RotaryEmbedding of width d_head = {self.d_head}, "
-                f"got {getattr(rope, 'd_head', type(rope).__name__)}"
-            )
         self.qkv = nn.Linear(d_model, d_model + 2 * num_kv_heads * self.d_head, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         self.rope = rope
@@ -105,12 +100,7 @@ class GroupedQueryAttention(nn.Module):
     def check(self, x, mask) -> None:
         """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (the GQA
         lesson)."""
-        float_tensor("x", x, min_dim=3)
-        D = self.num_heads * self.d_head
-        if x.dim() != 3 or x.shape[-1] != D:
-            raise ValueError(f"x: expected shape (B, T, {D}), got {tuple(x.shape)}")
-        if mask is not None:
-            check_mask(mask, torch.Size((x.shape[0], self.num_heads, x.shape[1], x.shape[1])))
+        check_input(x, mask, self.num_heads, self.d_head)
 
     def forward(self, x: torch.Tensor, mask=None, return_weights: bool = False):
         if self.check_inputs:

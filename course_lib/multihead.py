@@ -8,8 +8,8 @@ from course_lib._validation import float_tensor, positive_int
 from course_lib.attention import attend, check_mask, scale_factor
 
 
-def check_heads(d_model, num_heads, scale) -> None:
-    """The checks every attention module with heads makes of its sizes and scale flag."""
+def check_heads(d_model, num_heads, scale, rope=None) -> None:
+    """The checks every attention module with heads makes of its sizes, scale flag and RoPE."""
     if not isinstance(scale, bool):
         raise TypeError(f"scale: expected True or False, got {type(scale).__name__} {scale!r}")
     positive_int("d_model", d_model)
@@ -19,6 +19,22 @@ def check_heads(d_model, num_heads, scale) -> None:
             f"num_heads: expected a divisor of d_model = {d_model}, got {num_heads} "
             f"({d_model} % {num_heads} = {d_model % num_heads})"
         )
+    d_head = d_model // num_heads
+    if rope is not None and getattr(rope, "d_head", None) != d_head:
+        raise ValueError(
+            f"rope: expected a RotaryEmbedding of width d_head = {d_head}, "
+            f"got {getattr(rope, 'd_head', type(rope).__name__)}"
+        )
+
+
+def check_input(x, mask, num_heads: int, d_head: int) -> None:
+    """Raise unless x is (B, T, H * d) floating point and mask fits (B, H, T, T) (lesson 03)."""
+    float_tensor("x", x, min_dim=3)
+    B, T, D = x.shape[0], x.shape[1], x.shape[-1]
+    if x.dim() != 3 or D != num_heads * d_head:
+        raise ValueError(f"x: expected shape (B, T, {num_heads * d_head}), got {tuple(x.shape)}")
+    if mask is not None:
+        check_mask(mask, torch.Size((B, num_heads, T, T)))
 
 
 class MultiHeadAttention(nn.Module):
@@ -39,14 +55,9 @@ class MultiHeadAttention(nn.Module):
         check_inputs: bool = True,
     ):
         super().__init__()
-        check_heads(d_model, num_heads, scale)
+        check_heads(d_model, num_heads, scale, rope)
         self.num_heads = num_heads
         self.d_head = d_model // num_heads
-        if rope is not None and getattr(rope, "d_head", None) != self.d_head:
-            raise ValueError(
-                f"rope: expected a RotaryEmbedding of width d_head = {self.d_head}, "
-                f"got {getattr(rope, 'd_head', type(rope).__name__)}"
-            )
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         self.rope = rope
@@ -69,14 +80,7 @@ class MultiHeadAttention(nn.Module):
 
     def check(self, x, mask) -> None:
         """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (lesson 03)."""
-        float_tensor("x", x, min_dim=3)
-        B, T, D = x.shape[0], x.shape[1], x.shape[-1]
-        if x.dim() != 3 or D != self.num_heads * self.d_head:
-            raise ValueError(
-                f"x: expected shape (B, T, {self.num_heads * self.d_head}), got {tuple(x.shape)}"
-            )
-        if mask is not None:
-            check_mask(mask, torch.Size((B, self.num_heads, T, T)))
+        check_input(x, mask, self.num_heads, self.d_head)
 
     def to_torch(self) -> nn.MultiheadAttention:
         """torch.nn.MultiheadAttention (batch_first) holding copies of these weights, to check
