@@ -213,6 +213,7 @@ def learner_width(
     return vanishing_width
 
 
+@pytest.mark.slow  # trains heads: in `make test`, not `make quick`
 def test_vanishing_width_mistakes_get_their_hint():
     def swapped_items(widths, threshold=0.01, wrt="q", seed=0):
         which = 0 if wrt == "q" else 1  # the scores' norm comes first, not q's

@@ -118,6 +118,7 @@ def test_the_two_reference_losses_are_two_thirds_and_thirteen_twelfths(measure):
     assert measure("MC loss one random key - 13/12", abs(one_random - 13 / 12)) < 0.02
 
 
+@pytest.mark.slow  # trains heads: in `make test`, not `make quick`
 def test_training_unscaled_head_saturates_before_learning_scaled_head_learns(measure):
     # the notebook's run is seed 0; the unscaled run is chaotic after a few steps, so each claim
     # is checked on seeds 0-4 (float64, see train_single_head)
