@@ -5,6 +5,7 @@ python -m benchmarks --quick    # fewer repetitions, no `make test` timing
 """
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -14,6 +15,7 @@ import torch
 
 from benchmarks import attention, explorers, kernels, notebooks, training
 from benchmarks.class_capacity import kept_section, with_section
+from course_lib import variants
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -293,11 +295,53 @@ def main(argv=None) -> int:
     print("KV cache and tiled attention ...", flush=True)
     out += ["", *kernels_section(args.quick)]
 
+    out += ["", *variants_section()]
+
     text = "\n".join(out) + "\n"
     kept = kept_section(RESULTS)  # `make class-bench`'s section, measured on its own
     RESULTS.write_text(with_section(text, kept) if kept else text)
     print(text)
     return 0
+
+
+def variants_section() -> list[str]:
+    """data/variants.json as RESULTS.md shows it: its runs and its rows. The file is written by
+    `python -m course_lib.variants` (about 20 minutes), not measured again here."""
+    table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    seeds = " / ".join(str(s) for s in table["seeds"])
+    recipe = table["recipe"]
+    by_variant: dict[str, list[dict]] = {}
+    for run in table["runs"]:
+        by_variant.setdefault(run["variant"], []).append(run)
+    cpu_min = sum(r["cpu_s"] for r in table["runs"] if r["variant"] in _trained(table)) / 60
+    out = [
+        "## The variant table (`python -m course_lib.variants --jobs 2`, data/variants.json)",
+        "",
+        f"Each variant trained from seeds {', '.join(map(str, table['seeds']))} with one recipe "
+        f"({recipe['steps']:,} AdamW steps of {recipe['batch_size']} lines), on the toy language "
+        f"of `course_lib/language.py`; the configurations are in the file. Excess loss is the "
+        f"loss minus the exact floor, in nats per prediction: the floor of the validation split "
+        f"is {table['floor']['valid']['all']:.4f} (long split, positions 32-126: "
+        f"{table['floor']['long']['all']:.4f}). A claim holds when the gap of the means is at "
+        f"least 3x the larger of the two variants' seed ranges. {cpu_min:.0f} min of CPU in all "
+        f"({table['torch']}, one thread per run). Reprinted from the file by `make bench`.",
+        "",
+        f"| variant | parameters | excess, seeds {seeds} (valid) | CPU s per run |",
+        "|---|---|---|---|",
+    ]
+    for name, runs in by_variant.items():
+        excess = " / ".join(f"{r['valid']['all']:.4f}" for r in runs)
+        cpu = sum(r["cpu_s"] for r in runs) / len(runs)
+        out.append(f"| {name} | {table['parameters'][name]:,} | {excess} | {cpu:.0f} |")
+    return [*out, "", variants.markdown(table)]
+
+
+def _trained(table: dict) -> set[str]:
+    """The names that trained (a config's first name; later names reuse its runs)."""
+    first: dict[str, str] = {}
+    for name, config in table["configs"].items():
+        first.setdefault(json.dumps(config, sort_keys=True), name)
+    return set(first.values())
 
 
 if __name__ == "__main__":

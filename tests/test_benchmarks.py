@@ -139,3 +139,18 @@ def test_browser_summary_and_targets():
     assert [r["ok"] for r in checked] == [True, False, False, True]
     assert checked[0]["png_kib"] == 2.0 and checked[1]["worst"] == 120.0
     assert browser_latency.step_table(rows)["moves"] == 6
+
+
+def test_bench_reprints_the_variant_file_with_every_claim():
+    # `make bench` rewrites RESULTS.md; the variant table comes from data/variants.json
+    import json
+
+    from benchmarks.__main__ import variants_section
+    from course_lib import variants
+
+    table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    text = "\n".join(variants_section())
+    claims = [c for row in table["rows"] for c in row["claims"]]
+    assert text.count(" | yes |") + text.count(" | no |") == len(claims)
+    for name in table["configs"]:
+        assert f"| {name} | {table['parameters'][name]:,} |" in text
