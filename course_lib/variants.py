@@ -2,6 +2,7 @@
 
     python -m course_lib.variants            # train every variant, write data/variants.json
     python -m course_lib.variants --jobs 2   # two at a time, one torch thread each
+    python -m course_lib.variants --missing  # train only variants not yet in the file
 
 Each variant is one model with one thing changed (D = 64, 4 heads, d_ff = 256, two layers,
 RoPE), trained for 2,000 AdamW steps of 32 lines from each seed on the toy language of
@@ -37,11 +38,16 @@ SPLITS = {"train": (20000, SEQ_LEN, 1), "valid": (400, SEQ_LEN, 2), "long": (200
 BASE = ModelConfig(vocab_size=len(language.VOCAB), max_len=LONG_LEN)
 RECIPE = TrainConfig(steps=2000, eval_every=50)  # validated often, to time the copy forming
 BARE = {"residual": False, "norm": "none"}  # a block without residuals and normalisation
+ONE_LAYER = replace(BASE, num_layers=1)
 
 VARIANTS: dict[str, ModelConfig] = {
     "base": BASE,
     **{f"heads-{h}": replace(BASE, num_heads=h) for h in (1, 2, 8)},
     **{f"1-layer-heads-{h}": replace(BASE, num_layers=1, num_heads=h) for h in (1, 2, 4, 8)},
+    # at one layer a query has one look per head and one feed-forward layer after it
+    "1-layer-no-feed-forward": replace(ONE_LAYER, d_ff=0),
+    "1-layer-no-positions": replace(ONE_LAYER, positional="none"),
+    "1-layer-sinusoidal": replace(ONE_LAYER, positional="sinusoidal"),
     "no-feed-forward": replace(BASE, d_ff=0),
     "sinusoidal": replace(BASE, positional="sinusoidal"),
     "no-positions": replace(BASE, positional="none"),
@@ -65,9 +71,16 @@ class Row:
 
 ROWS = (
     Row("several heads at one layer", "03", "mark",
-        (("1-layer-heads-4", "1-layer-heads-1"), ("1-layer-heads-2", "1-layer-heads-1"))),
+        (("1-layer-heads-4", "1-layer-heads-1"), ("1-layer-heads-8", "1-layer-heads-1"))),
+    Row("two heads against one, at one layer", "03", "mark",
+        (("1-layer-heads-2", "1-layer-heads-1"),)),
     Row("several heads at two layers", "03", "mark", (("base", "heads-1"),)),
+    Row("the feed-forward layer, at one layer", "05", "object",
+        (("1-layer-heads-4", "1-layer-no-feed-forward"),)),
     Row("the feed-forward layer", "05", "object", (("base", "no-feed-forward"),)),
+    Row("positions, inside the trained length, at one layer", "04", "song",
+        (("1-layer-heads-4", "1-layer-no-positions"),
+         ("1-layer-sinusoidal", "1-layer-no-positions"))),
     Row("positions, inside the trained length", "04", "song",
         (("base", "no-positions"), ("sinusoidal", "no-positions"))),
     Row("positions, beyond the trained length", "04", "song",
@@ -191,6 +204,12 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--markdown", action="store_true", help="print the stored table, train nothing"
     )
+    parser.add_argument(
+        "--missing",
+        action="store_true",
+        help="keep the stored runs of every variant whose config and recipe are unchanged "
+        "and train only the rest (a run is the same on one thread wherever it is repeated)",
+    )
     args = parser.parse_args(argv)
     if args.markdown:
         print(markdown(json.loads(RESULTS.read_text(encoding="utf-8"))))
@@ -199,9 +218,11 @@ def main(argv=None) -> None:
     for name, config in VARIANTS.items():
         first.setdefault(config, name)
     names = list(first.values())
-    jobs = [(name, seed) for name in names for seed in SEEDS]
+    kept = stored_runs(names) if args.missing else []
+    done = {(run["variant"], run["seed"]) for run in kept}
+    jobs = [(name, seed) for name in names for seed in SEEDS if (name, seed) not in done]
     with get_context("spawn").Pool(args.jobs) as pool:
-        runs = []
+        runs = list(kept)
         for run in pool.imap_unordered(_job, jobs):
             runs.append(run)
             print(f"{run['variant']} seed {run['seed']}: {run['cpu_s']} s, "
@@ -226,6 +247,22 @@ def main(argv=None) -> None:
     RESULTS.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
     for row in table["rows"]:
         print(("holds " if row["holds"] else "FAILS ") + row["name"])
+
+
+def stored_runs(names: list[str]) -> list[dict]:
+    """The runs in data/variants.json that this module would train again unchanged: same
+    recipe, seeds and torch, and the variant's config as it is now."""
+    if not RESULTS.exists():
+        return []
+    table = json.loads(RESULTS.read_text(encoding="utf-8"))
+    if (table["recipe"], table["seeds"], table["torch"]) != (
+        asdict(RECIPE),
+        list(SEEDS),
+        torch.__version__,
+    ):
+        return []
+    same = {n for n in names if table["configs"].get(n) == asdict(VARIANTS[n])}
+    return [run for run in table["runs"] if run["variant"] in same]
 
 
 def markdown(table: dict) -> str:
