@@ -8,17 +8,15 @@ Each variant is one model with one thing changed (D = 64, 4 heads, d_ff = 256, t
 RoPE), trained for 2,000 AdamW steps of 32 lines from each seed on the toy language of
 course_lib.language. A run is measured as excess loss: its loss minus the exact floor, over
 every prediction and over each skill's own, on the validation split (inside the trained
-length) and on the long split's predictions made at positions 32-126 (beyond it). The splits
-are generated from their seeds, as data/*.txt will be once the lessons move to this
-language. A row compares variants on one skill and overall; it holds when every gap it
-claims is at least three times the larger of the two variants' seed ranges. The lessons are
-to read the file rather than train these themselves. `--markdown` prints the table.
+length) and on the long split's predictions made at positions 32-126 (beyond it), the
+splits of data/language/ (course_lib.corpus). A row compares variants on one skill and
+overall; it holds when every gap it claims is at least three times the larger of the two
+variants' seed ranges. The lessons are to read the file rather than train these themselves.
+`--markdown` prints the table.
 """
 
 import argparse
-import functools
 import json
-import random
 import time
 from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
@@ -26,15 +24,14 @@ from multiprocessing import get_context
 import torch
 
 import course_lib
-from course_lib import heads, language
+from course_lib import corpus, heads, language
 from course_lib.model import ModelConfig, TinyTransformer
 from course_lib.paths import DATA_DIR
 from course_lib.train import TrainConfig, token_losses, train
 
 RESULTS = DATA_DIR / "variants.json"
 SEEDS = (0, 1, 2)
-SEQ_LEN, LONG_LEN = 32, 128
-SPLITS = {"train": (20000, SEQ_LEN, 1), "valid": (400, SEQ_LEN, 2), "long": (200, LONG_LEN, 3)}
+SEQ_LEN, LONG_LEN = corpus.SEQ_LEN, corpus.LONG_LEN
 BASE = ModelConfig(vocab_size=len(language.VOCAB), max_len=LONG_LEN)
 RECIPE = TrainConfig(steps=2000, eval_every=50)  # validated often, to time the copy forming
 BARE = {"residual": False, "norm": "none"}  # a block without residuals and normalisation
@@ -94,36 +91,25 @@ ROWS = (
 )  # fmt: skip
 
 
-@functools.cache
 def load_split(name: str) -> torch.Tensor:
-    """The toy language's split `name` as ids (N, T), generated from its seed."""
-    num, length, seed = SPLITS[name]
-    rng = random.Random(seed)
-    lines = [language.sample_line(rng, length)[0] for _ in range(num)]
-    return torch.tensor([[language.VOCAB.index(t) for t in line] for line in lines])
+    """The toy language's split `name` as ids (N, T): data/language/ (course_lib.corpus)."""
+    return corpus.load_split(name)
 
 
-@functools.cache
 def floored_split(name: str):
     """(ids, floor, skills) of split `name`: see language.floor_losses."""
-    ids = load_split(name)
-    return (ids, *language.floor_losses([[language.VOCAB[i] for i in row] for row in ids.tolist()]))
+    return corpus.floored_split(name)
 
 
 def excess_loss(model, split: str) -> dict[str, float]:
     """Loss minus floor on a split, overall and per skill; on "long" only the predictions made
     beyond the trained length count."""
-    ids, floor, skills = floored_split(split)
-    start = SEQ_LEN if split == "long" else 0
-    return language.excess_by_skill(token_losses(model, ids), floor, skills, start)
+    return corpus.excess_loss(token_losses(model, corpus.load_split(split)), split)
 
 
 def split_floor(split: str) -> dict[str, float]:
     """A split's floor, overall and per skill, in nats per prediction."""
-    _, floor, skills = floored_split(split)
-    start = SEQ_LEN if split == "long" else 0
-    excess = language.excess_by_skill(torch.zeros_like(floor), floor, skills, start)
-    return {skill: -value + 0.0 for skill, value in excess.items()}
+    return corpus.split_floor(split)
 
 
 def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:

@@ -1,0 +1,135 @@
+"""The toy language of course_lib.language as shipped text: data/language/ (lesson 01 on).
+
+    python -m course_lib.corpus    # write data/language/ again (a test checks it matches)
+
+A line of a split's file is one sequence of tokens separated by spaces: sentences one after
+another, cut at the line's length. The files are generated from fixed seeds, so the shipped
+text and the generator never drift apart, and the floor of every split (the least loss any
+model can reach on it, prediction by prediction) comes from `language.floor_losses`.
+
+The lessons of the published order read these; today's lessons 01-06 still read data/*.txt,
+the earlier language of course_lib.data, until each is replaced.
+"""
+
+import functools
+import random
+from pathlib import Path
+
+import torch
+
+from course_lib import language
+from course_lib.paths import DATA_DIR
+
+DIRECTORY = DATA_DIR / "language"
+SEQ_LEN = 32  # the length every model is trained on
+LONG_LEN = 4 * SEQ_LEN  # held-out longer lines, to measure beyond the trained length
+VOCAB: tuple[str, ...] = language.VOCAB
+TOKEN_ID = {token: i for i, token in enumerate(VOCAB)}
+# name -> (lines, tokens per line, seed)
+SPLITS = {"train": (20000, SEQ_LEN, 1), "valid": (400, SEQ_LEN, 2), "long": (200, LONG_LEN, 3)}
+
+
+def generate(name: str) -> list[list[str]]:
+    """The lines of split `name`, drawn from the language with the split's seed."""
+    num, length, seed = SPLITS[_split_name(name)]
+    rng = random.Random(seed)
+    return [language.sample_line(rng, length)[0] for _ in range(num)]
+
+
+def write_data(directory=DIRECTORY) -> list[Path]:
+    """Write vocab.txt and one NAME.txt per split (a line per sequence); return the paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / "vocab.txt"]
+    paths[0].write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    for name in SPLITS:
+        path = directory / f"{name}.txt"
+        path.write_text("".join(" ".join(line) + "\n" for line in generate(name)), "utf-8")
+        paths.append(path)
+    return paths
+
+
+def _split_name(name) -> str:
+    if name not in SPLITS:
+        raise ValueError(f"name: expected one of {', '.join(map(repr, SPLITS))}, got {name!r}")
+    return name
+
+
+def encode(text) -> torch.Tensor:
+    """Token ids (T,) of a space-separated string or a list of tokens."""
+    if isinstance(text, str):
+        tokens = text.split()
+    elif isinstance(text, list | tuple):
+        tokens = list(text)
+    else:
+        raise TypeError(f"text: expected a str or a list of tokens, got {type(text).__name__}")
+    if not tokens:
+        raise ValueError("text: expected at least one token, got none")
+    for position, token in enumerate(tokens):
+        if token not in TOKEN_ID:
+            raise ValueError(
+                f"text: expected tokens of the vocabulary (corpus.VOCAB), got {token!r} at "
+                f"position {position}"
+            )
+    return torch.tensor([TOKEN_ID[t] for t in tokens], dtype=torch.long)
+
+
+def to_tokens(ids) -> list[str]:
+    """The tokens of a 1-D sequence of ids."""
+    if isinstance(ids, torch.Tensor):
+        if ids.dim() != 1:
+            raise ValueError(f"ids: expected a 1-D sequence, got shape {tuple(ids.shape)}")
+        ids = ids.tolist()
+    for i in ids:
+        if not 0 <= i < len(VOCAB):
+            raise ValueError(f"ids: expected ids in [0, {len(VOCAB)}), got {i}")
+    return [VOCAB[i] for i in ids]
+
+
+def decode(ids) -> str:
+    """The text of a 1-D sequence of ids, tokens joined by spaces."""
+    return " ".join(to_tokens(ids))
+
+
+@functools.cache
+def load_split(name: str) -> torch.Tensor:
+    """The shipped split `name` ("train", "valid" or "long") as ids (N, T)."""
+    path = DIRECTORY / f"{_split_name(name)}.txt"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return torch.stack([encode(line) for line in lines])  # (N, T)
+
+
+@functools.cache
+def floored_split(name: str) -> tuple[torch.Tensor, torch.Tensor, list[list[str]]]:
+    """(ids (N, T), floor (N, T - 1), skills): a split with the floor of every prediction
+    (nats, -log p of the true next token under the generator) and the skill it needs."""
+    ids = load_split(name)
+    return (ids, *language.floor_losses([to_tokens(row) for row in ids]))
+
+
+def _start(split: str) -> int:
+    return SEQ_LEN if split == "long" else 0  # on "long", only what lies beyond SEQ_LEN
+
+
+def excess_loss(losses: torch.Tensor, split: str) -> dict[str, float]:
+    """Loss minus floor, overall and per skill, of the (N, T - 1) losses of a model on a split.
+    On "long" only the predictions made beyond the trained length count (positions 32-126)."""
+    ids, floor, skills = floored_split(split)
+    if tuple(losses.shape) != tuple(floor.shape):
+        raise ValueError(
+            f"losses: expected shape {tuple(floor.shape)} (one per prediction of {split!r}), "
+            f"got {tuple(losses.shape)}"
+        )
+    return language.excess_by_skill(losses, floor, skills, _start(split))
+
+
+def split_floor(split: str) -> dict[str, float]:
+    """The floor of a split, overall and per skill, in nats per prediction."""
+    _, floor, skills = floored_split(split)
+    excess = language.excess_by_skill(torch.zeros_like(floor), floor, skills, _start(split))
+    return {skill: -value + 0.0 for skill, value in excess.items()}
+
+
+if __name__ == "__main__":
+    for written in write_data():
+        print(written)
