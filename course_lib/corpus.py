@@ -130,6 +130,85 @@ def split_floor(split: str) -> dict[str, float]:
     return {skill: -value + 0.0 for skill, value in excess.items()}
 
 
+# ---------------------------------------------------------------- where a head should look
+# Each finder gives the (query, key) positions of one job in a line: at query t the model
+# predicts token t + 1, and the key is the one position that decides it. heads.py scores a
+# head by its mean attention on the key (pass `detectors=corpus.DETECTORS`).
+
+
+def _tokens(line) -> list[str]:
+    return to_tokens(line) if isinstance(line, torch.Tensor) else list(line)
+
+
+def subject_pairs(line) -> list[tuple[int, int]]:
+    """(the position before each verb, the subject it agrees with): across the distractors."""
+    tokens, pairs, subject = _tokens(line), [], None
+    for t, token in enumerate(tokens):
+        if token in language.SUBJECTS:
+            subject = t
+        elif token in _VERBS and subject is not None and t > 0:
+            pairs.append((t - 1, subject))
+            subject = None
+    return pairs
+
+
+def previous_pairs(line) -> list[tuple[int, int]]:
+    """(each noun right after a preposition, that preposition): the first half of the
+    induction circuit, a head that tags the noun with the token before it."""
+    tokens = _tokens(line)
+    return [
+        (t, t - 1)
+        for t in range(1, len(tokens))
+        if tokens[t - 1] in language.PREPOSITIONS and tokens[t] in language.NOUNS
+    ]
+
+
+def induction_pairs(line) -> list[tuple[int, int]]:
+    """(each preposition the line used before, the noun after its first use): the second
+    half, the head that finds the earlier copy and reads what followed (language.copy_pairs)."""
+    return language.copy_pairs(_tokens(line))
+
+
+def song_pairs(line) -> list[tuple[int, int]]:
+    """(each song word whose next word repeats the tune, the word after the current word's
+    earlier copy): one tune back, whatever the tune's length (2-4)."""
+    tokens, pairs = _tokens(line), []
+    for start in [t + 1 for t, token in enumerate(tokens) if token in ("sings", "sing")]:
+        end = start
+        while end < len(tokens) and tokens[end] in language.SYLLABLES:
+            end += 1
+        song = tokens[start:end]
+        tune = next((k for k in range(1, len(song)) if song[k] == song[0]), None)
+        if tune is None:
+            continue  # the tune has not come round inside the line
+        # query t predicts t + 1, a copy of t + 1 - tune; from the tune's first repeat on,
+        # where the repeat has shown the tune's length (before it, a new word may come)
+        pairs += [(t, t + 1 - tune) for t in range(start + tune, end - 1)]
+    return pairs
+
+
+def bracket_pairs(line) -> list[tuple[int, int]]:
+    """(the position before each closer, its opener)."""
+    tokens, stack, pairs = _tokens(line), [], []
+    for t, token in enumerate(tokens):
+        if token in language.OPENERS:
+            stack.append(t)
+        elif token in _CLOSERS and stack and language.OPENERS[tokens[stack[-1]]] == token:
+            pairs.append((t - 1, stack.pop()))
+    return pairs
+
+
+_VERBS = frozenset(form for pair in language.VERB_FORMS.items() for form in pair)
+_CLOSERS = frozenset(language.OPENERS.values())
+DETECTORS = {
+    "subject": subject_pairs,
+    "previous": previous_pairs,
+    "induction": induction_pairs,
+    "song": song_pairs,
+    "bracket": bracket_pairs,
+}
+
+
 if __name__ == "__main__":
     for written in write_data():
         print(written)

@@ -37,37 +37,50 @@ def attention_weights(model, ids: torch.Tensor, batch_size: int = 100) -> list[t
     return [torch.cat(per_layer) for per_layer in zip(*chunks, strict=True)]  # each (N, H, T, T)
 
 
-def detector_score(weights: list[torch.Tensor], ids: torch.Tensor, detector: str) -> torch.Tensor:
-    """(num_layers, H): mean attention mass each head puts on the detector's key (lesson 06)."""
-    if detector not in DETECTORS:
-        raise ValueError(f"detector: expected one of {tuple(DETECTORS)}, got {detector!r}")
-    pairs = [(b, q, k) for b, seq in enumerate(ids) for q, k in DETECTORS[detector](seq)]
+def _finder(detector: str, detectors):
+    detectors = DETECTORS if detectors is None else detectors
+    if detector not in detectors:
+        raise ValueError(f"detector: expected one of {tuple(detectors)}, got {detector!r}")
+    return detectors[detector]
+
+
+def detector_score(
+    weights: list[torch.Tensor], ids: torch.Tensor, detector: str, detectors=None
+) -> torch.Tensor:
+    """(num_layers, H): mean attention mass each head puts on the detector's key (lesson 06).
+
+    detectors: name -> pair finder; DETECTORS (the language of course_lib.data) unless given,
+    e.g. course_lib.corpus.DETECTORS for the language of data/language/.
+    """
+    find = _finder(detector, detectors)
+    pairs = [(b, q, k) for b, seq in enumerate(ids) for q, k in find(seq)]
     if not pairs:
         raise ValueError(f"ids: no {detector!r} pairs in these sequences to score")
     b, q, k = torch.tensor(pairs).T  # each (P,)
     return torch.stack([w[b, :, q, k].mean(dim=0) for w in weights])  # (P, H) -> (layers, H)
 
 
-def chance_score(ids: torch.Tensor, detector: str) -> float:
+def chance_score(ids: torch.Tensor, detector: str, detectors=None) -> float:
     """The score of a head that spreads evenly over the keys it may see: the mean of
     1 / (t + 1) over the detector's query positions t in ids (N, T) (lesson 06)."""
-    if detector not in DETECTORS:
-        raise ValueError(f"detector: expected one of {tuple(DETECTORS)}, got {detector!r}")
-    queries = [q for seq in ids for q, _ in DETECTORS[detector](seq)]
+    find = _finder(detector, detectors)
+    queries = [q for seq in ids for q, _ in find(seq)]
     if not queries:
         raise ValueError(f"ids: no {detector!r} pairs in these sequences to score")
     return float((1.0 / (torch.tensor(queries, dtype=torch.float64) + 1)).mean())
 
 
-def chance_scores(ids: torch.Tensor) -> dict[str, float]:
+def chance_scores(ids: torch.Tensor, detectors=None) -> dict[str, float]:
     """Every detector's chance level on ids (N, T), see chance_score (lesson 06)."""
-    return {name: chance_score(ids, name) for name in DETECTORS}
+    detectors = DETECTORS if detectors is None else detectors
+    return {name: chance_score(ids, name, detectors) for name in detectors}
 
 
-def detector_scores(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:
+def detector_scores(model, ids: torch.Tensor, detectors=None) -> dict[str, torch.Tensor]:
     """Every detector's (num_layers, H) scores for a model on ids (N, T) (lesson 06)."""
+    detectors = DETECTORS if detectors is None else detectors
     weights = attention_weights(model, ids)
-    return {name: detector_score(weights, ids, name) for name in DETECTORS}
+    return {name: detector_score(weights, ids, name, detectors) for name in detectors}
 
 
 def offset_score(weights: list[torch.Tensor], offset: int = 1) -> torch.Tensor:

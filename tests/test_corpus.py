@@ -63,3 +63,62 @@ def test_bad_input_names_the_parameter(call, words):
         call()
     for word in words:
         assert word in str(error.value)
+
+
+@pytest.fixture(scope="module")
+def valid_lines():
+    return [corpus.to_tokens(row) for row in corpus.load_split("valid")]
+
+
+def test_each_detectors_key_decides_the_next_token(valid_lines):
+    verbs_of = {}
+    for kind, verbs in language.CAN.items():
+        for number, subject in enumerate(language.NOUN_FORMS[language.KINDS.index(kind)]):
+            forms = verbs if number == 0 else tuple(language.VERB_FORMS[v] for v in verbs)
+            verbs_of[subject.capitalize()] = forms
+    counts = dict.fromkeys(corpus.DETECTORS, 0)
+    for line in valid_lines:
+        for q, k in corpus.subject_pairs(line):
+            assert line[q + 1] in verbs_of[line[k]]
+        for q, k in corpus.previous_pairs(line):
+            assert (q, line[k], line[q] in language.NOUNS) == (k + 1, line[k], True)
+            assert line[k] in language.PREPOSITIONS
+        for q, k in corpus.induction_pairs(line) + corpus.song_pairs(line):
+            assert line[q + 1] == line[k] and k < q  # a copy of the key, from the past
+        for q, k in corpus.bracket_pairs(line):
+            assert language.OPENERS[line[k]] == line[q + 1]
+        for name, find in corpus.DETECTORS.items():
+            counts[name] += len(find(line))
+    assert min(counts.values()) >= 100, counts  # every job has plenty of positions to score
+
+
+def test_the_song_and_induction_detectors_sit_where_the_floor_is_zero():
+    # their next token is certain once the pattern has shown itself
+    ids, floor, _ = corpus.floored_split("valid")
+    for name in ("song", "induction"):
+        pairs = [(b, q) for b, row in enumerate(ids) for q, _ in corpus.DETECTORS[name](row)]
+        b, q = torch.tensor(pairs).T
+        assert floor[b, q].abs().max() < 1e-9, name
+
+
+def test_the_song_detector_waits_for_the_tune_to_come_round():
+    line = "Dogs near cat sing la mi do la mi do la mi do [ dog ] .dcd".split()
+    # tune of 3 from position 4; the first repeat is at 7, so queries start there
+    assert corpus.song_pairs(line) == [(t, t - 2) for t in range(7, 12)]
+
+
+def test_a_head_on_the_detectors_key_scores_one():
+    from course_lib import heads
+
+    ids = corpus.load_split("valid")[:20]
+    T = ids.shape[1]
+    weights = torch.zeros(len(ids), 1, T, T)
+    for b, row in enumerate(ids):
+        for q, k in corpus.bracket_pairs(row):
+            weights[b, 0, q, k] = 1.0
+    score = heads.detector_score([weights], ids, "bracket", corpus.DETECTORS)
+    assert score.shape == (1, 1) and float(score) == 1.0
+    chance = heads.chance_scores(ids, corpus.DETECTORS)
+    assert set(chance) == set(corpus.DETECTORS) and all(0 < c < 1 for c in chance.values())
+    with pytest.raises(ValueError, match="detector: expected one of"):
+        heads.detector_score([weights], ids, "mark", corpus.DETECTORS)
