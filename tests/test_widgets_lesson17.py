@@ -114,7 +114,11 @@ def test_the_learners_function_is_judged_at_each_setting():
     wrong = TileExplorer(attention=unscaled_by_tile)
     assert "agrees" in wrong.state()["readout"]
     wrong.controls["tile"].value = 3
-    assert "DIFFERS from the course's online_attention at tile size 3" in wrong.state()["readout"]
+    state = wrong.state()
+    assert "DIFFERS from the course's online_attention at tile size 3" in state["readout"]
+    assert "The diamonds show yours." in state["readout"]
+    yours = unscaled_by_tile(wrong.q, wrong.k, wrong.v, None, 3)[0]
+    assert state["final"] == pytest.approx(yours.tolist(), abs=1e-6)
     missing = TileExplorer(attention=stub)
     assert "not written yet" in missing.state()["readout"]
     before = picture(missing)

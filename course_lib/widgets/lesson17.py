@@ -25,8 +25,9 @@ class TileExplorer(Explorer):
 
     The query and keys have width 1, so the scores are the keys themselves (SCORES) and the
     scale is 1; the values are three random numbers per key. The numbers are the course's
-    tile_steps. With `attention`, your online_attention(q, k, v, mask, tile_size), the note
-    under the readout says whether its output agrees with the course's at that setting.
+    tile_steps. With `attention`, your online_attention(q, k, v, mask, tile_size), the final
+    output (the diamonds) is yours, and the note under the readout says whether it agrees with
+    the course's at that setting.
     """
 
     PICTURE = (
@@ -186,15 +187,25 @@ class TileExplorer(Explorer):
         output = step.output[0]  # (d_v,)
         for bar, height in zip(self.out_bars, output.tolist(), strict=True):
             bar.set_height(height)
-        last = steps[-1].output[0]
-        self.final.set_ydata(last.tolist())
+        last = steps[-1].output[0]  # (d_v,) the course's final output
+        label = next(name for name, key in self.MASKS if key == which)
+        shown, note = last, ""
+        if self.attention is not None:  # the diamonds show yours when it runs
+            args = (self.q.clone(), self.k.clone(), self.v.clone(),
+                    None if mask is None else mask.clone(), tile)  # fmt: skip
+            drawn, note = compare_learner(self.attention, args, last[None], "online_attention",
+                                          f"tile size {tile}, mask {label}")  # fmt: skip
+            shown = drawn.detach()[0].float()
+            if note.startswith("DIFFERS"):
+                note = note.replace("The picture shows yours.", "The diamonds show yours.")
+        self.final.set_ydata(shown.tolist())
         self.ax_s.set_title(f"scores; running max m = {m:.2f}" if met else "scores; m = -inf")
         self.ax_p.set_title(f"running sum l = {total:.3f}")
-        self._readout_for(values, steps, shown, step, old_m, mask, last)
+        self._readout_for(values, steps, step, old_m, label, note)
 
-    def _readout_for(self, values, steps, shown, step, old_m, mask, last) -> None:
+    def _readout_for(self, values, steps, step, old_m, label, note) -> None:
         tile, n = values["tile"], len(steps)
-        label = next(name for name, key in self.MASKS if key == values["mask"])
+        shown = min(values["step"], n)
         lead = (
             f"tile size {tile}, mask {label}: after tile {shown} of {n} "
             f"(keys {step.start}-{step.stop - 1})"
@@ -217,12 +228,7 @@ class TileExplorer(Explorer):
                 f"Tile size {tile} makes {n} tile{'s' if n > 1 else ''}: step "
                 f"{values['step']} shows the last."
             )
-        if self.attention is not None:
-            setting = f"tile size {tile}, mask {label}"
-            args = (self.q.clone(), self.k.clone(), self.v.clone(),
-                    None if mask is None else mask.clone(), tile)  # fmt: skip
-            _, note = compare_learner(self.attention, args, last[None], "online_attention",
-                                      setting)  # fmt: skip
+        if note:
             notes.append(note)
         self.setting_title.set_text(lead)
         self.show_readout(lead, rest, note=" ".join(notes))
