@@ -13,6 +13,10 @@ def memory_figure(lengths, panels: dict) -> Figure:
     guides show growth as T^2 (dotted, from the first line's first point) and as T
     (dash-dotted, from the last line's)."""
     Ts = _numbers("lengths", lengths)
+    if not isinstance(panels, dict) or not all(isinstance(v, dict) for v in panels.values()):
+        raise TypeError(
+            f"panels: expected a dict {{title: {{label: bytes}}}}, got {type(panels).__name__}"
+        )
     if not panels:
         raise ValueError("panels: expected at least one {title: {label: bytes}}, got none")
     labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
