@@ -1,7 +1,7 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04 and 06 (the course's reference, the cases, the likely bugs with their hints);
+lessons 03, 04, 06 and 17 (the course's reference, the cases, the likely bugs with their hints);
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
@@ -24,6 +24,7 @@ from course_lib.exercises import (
     lesson04,
     lesson05,
     lesson06,
+    lesson17,
 )
 from course_lib.exercises.core import Exercise, Verdict, run
 
@@ -74,7 +75,9 @@ def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
 
     verdict defaults to core.run(exercise, fn). Where what the learner writes is not a
     function of the cases' arguments (lesson 06's class and training step), it is the
-    exercise's run_model / run_step, which adapt it and then call core.run.
+    exercise's run_model / run_step, which adapt it and then call core.run; lesson 17's run_online
+    and run_backward call core.run, then check what the numbers cannot show (the gradients, and
+    that no (T_q, T_k) matrix is ever held).
     """
     judge = partial(run, exercise) if verdict is None else verdict
 
@@ -118,3 +121,7 @@ check_layer_norm = checker(lesson05.LAYER_NORM)
 check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
 check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
 check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
+
+# ---------------------------------------------------------------- lesson 17
+check_online_attention = checker(lesson17.ONLINE_ATTENTION, lesson17.run_online)
+check_tiled_backward = checker(lesson17.TILED_BACKWARD, lesson17.run_backward)

@@ -5,7 +5,9 @@ Both count bytes, not time, so their numbers are the same on every CPU.
 """
 
 import json
+import os
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,22 @@ class Allocations:
     total_bytes: int  # every block added up (freed ones included)
 
 
+@contextmanager
+def _quiet_profiler():
+    """Keep the profiler's start and stop lines (each stamped with the time and the process
+    id) off stderr, where a notebook would store them: Kineto, the profiler's engine, reads
+    KINETO_LOG_LEVEL once, when it first starts, and logs nothing below level 6. The
+    environment is left as it was; a level set by the user is kept."""
+    before = os.environ.get("KINETO_LOG_LEVEL")
+    if before is None:
+        os.environ["KINETO_LOG_LEVEL"] = "6"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("KINETO_LOG_LEVEL", None)
+
+
 def allocations(fn, *args, **kwargs) -> Allocations:
     """Run fn(*args, **kwargs) under torch's profiler and count every CPU block it allocates.
 
@@ -34,7 +52,10 @@ def allocations(fn, *args, **kwargs) -> Allocations:
     if not callable(fn):
         raise TypeError(f"fn: expected a function to call, got {type(fn).__name__}")
     with tempfile.TemporaryDirectory() as folder:
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        with (
+            _quiet_profiler(),
+            profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
+        ):
             fn(*args, **kwargs)
         trace = Path(folder) / "trace.json"
         prof.export_chrome_trace(str(trace))

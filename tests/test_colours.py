@@ -113,6 +113,13 @@ VIZ_FIGURES = {
         ],
         chance=1 / 64,
     ),
+    "memory_figure": lambda: viz.memory_figure(
+        [256, 512],
+        {
+            "forward": {"lesson 01 attention": [4e6, 16e6], "your online_attention": [1e6, 2e6]},
+            "saved": {"lesson 01 attention": [5e6, 20e6], "flash_attention": [1e5, 2e5]},
+        },
+    ),
     "ablation_heatmap": lambda: viz.ablation_heatmap(
         [None, (0, 0), (0, 1)],
         torch.tensor([[1.3, 0.6], [1.4, 2.0], [1.2, 0.7]]),

@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -29,3 +33,12 @@ def test_allocations_follows_each_block_and_the_peak():
 def test_the_function_must_be_callable(fn):
     with pytest.raises(TypeError, match="fn: expected a function to call, got Tensor"):
         fn(torch.ones(2))
+
+
+@pytest.mark.slow  # a fresh process: the profiler's engine reads its log level once, at start
+def test_the_profiler_writes_nothing_to_stderr():
+    # a notebook stores stderr: Kineto's start and stop lines carry the time and process id
+    code = "import torch; from course_lib.memory import allocations; allocations(torch.ones, 4)"
+    env = {k: v for k, v in os.environ.items() if k != "KINETO_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -8,7 +8,7 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01` ... `lesson06`: each lesson's figures and the constants they draw with, in
+- `lesson01` ... `lesson06`, `lesson17`: each lesson's figures and the constants they draw with, in
   lesson order (lesson 03's set_token_ticks is lesson 06's too).
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
@@ -53,6 +53,7 @@ from course_lib.viz.lesson06 import (
     detector_timeline,
     plot_history,
 )
+from course_lib.viz.lesson17 import memory_figure
 from course_lib.viz.render import canvas_png, to_png
 from course_lib.viz.style import (
     BLUE,
@@ -74,7 +75,9 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06")
+FIGURE_MODULES = (
+    "lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson17",
+)  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -118,6 +121,7 @@ __all__ = [
     "heads_sweep_figure",
     "influence_figure",
     "length_generalisation_figure",
+    "memory_figure",
     "meaning",
     "new_figure",
     "pair_arrow",

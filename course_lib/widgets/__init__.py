@@ -21,6 +21,7 @@ from course_lib.widgets.lesson06 import (
     fresh_sentences,
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
+from course_lib.widgets.lesson17 import TileExplorer
 
 # every explorer, in lesson order
 EXPLORERS = (
@@ -35,6 +36,7 @@ EXPLORERS = (
     TrainedHeadsExplorer,
     AblationExplorer,
     KnockoutExplorer,
+    TileExplorer,
 )
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "RopeExplorer",
     "ScalingExplorer",
     "SoftmaxExplorer",
+    "TileExplorer",
     "TrainedHeadsExplorer",
     "best_detector",
     "fresh_sentences",

@@ -1,0 +1,110 @@
+"""The tensors lesson 17's checks try: q, k, v with masks that empty whole tiles, and the probe
+that tells whether a function ever holds a (T_q, T_k) matrix."""
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+
+def randn(g, *shape, dtype=torch.float32):
+    return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
+
+
+def qkv(g, q_shape, T_k=None, d_v=None, dtype=torch.float32):
+    """q of q_shape (..., T_q, d); k (..., T_k, d) and v (..., T_k, d_v) with q's leading dims."""
+    *lead, T_q, d = q_shape
+    T_k = T_q if T_k is None else T_k
+    d_v = d if d_v is None else d_v
+    return (
+        randn(g, *lead, T_q, d, dtype=dtype),
+        randn(g, *lead, T_k, d, dtype=dtype),
+        randn(g, *lead, T_k, d_v, dtype=dtype),
+    )
+
+
+def left_padding(B: int, T_k: int, hidden: int) -> torch.Tensor:
+    """(B, 1, 1, T_k) bool: sentence 1's first `hidden` keys masked (padding in front), so its
+    rows see no key at all in the first tiles; sentence 0 sees every key."""
+    mask = torch.ones(B, 1, 1, T_k, dtype=torch.bool)
+    mask[1, ..., :hidden] = False
+    return mask
+
+
+def random_mask(g, shape, T_q: int, T_k: int) -> torch.Tensor:
+    """(*shape, T_q, T_k) bool, about half True, each row with at least one True (its last key
+    for the even rows, so that some rows see nothing in the first tiles)."""
+    mask = torch.rand(*shape, T_q, T_k, generator=g) < 0.4
+    mask[..., ::2, -1] = True
+    mask[..., 1::2, T_k // 2] = True
+    return mask
+
+
+def scores_of(q, k, mask=None):
+    """The scaled, masked scores, whole: the checkers' own business, never the learner's."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
+    return scores if mask is None else scores.masked_fill(~mask, float("-inf"))
+
+
+def sdpa_gradients(q, k, v, grad_out, mask=None):
+    """(dq, dk, dv) of sum(output * grad_out), output torch's F.scaled_dot_product_attention."""
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return torch.autograd.grad(out, (q, k, v), grad_out)
+
+
+# the probe's problem: tiles of 8 keys over 64, so one tile's scores are 1/8 of the matrix
+PROBE = {"B": 1, "H": 2, "T": 64, "d": 8, "tile_size": 8}
+
+
+@dataclass(frozen=True)
+class Watched:
+    """What the probe saw a function make: the first tensor as large as the whole score
+    matrix (its shape, or None), and whether it called torch's fused kernel."""
+
+    whole: tuple | None = None
+    fused: bool = False
+
+
+class _Watch(TorchFunctionMode):
+    """Notes the first floating-point tensor any torch function returns with at least `limit`
+    elements, and any call of F.scaled_dot_product_attention."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+        self.whole = None
+        self.fused = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.fused |= func is F.scaled_dot_product_attention
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, tuple | list) else (out,):
+            if (
+                self.whole is None
+                and isinstance(t, torch.Tensor)
+                and t.is_floating_point()
+                and t.numel() >= self.limit
+            ):
+                self.whole = tuple(t.shape)
+        return out
+
+
+def watch(call, prepare=None) -> Watched:
+    """Run call(q, k, v, *prepared, tile_size) on the probe's problem under torch.no_grad() and
+    report what it made (Watched). prepare(q, k, v) -> the tuple `prepared`, computed before
+    the probe starts watching (a backward's saved tensors). An error in call ends the watch:
+    the check ran the function on every case before, so what it made until then is reported."""
+    p = PROBE
+    g = torch.Generator().manual_seed(64)
+    q, k, v = qkv(g, (p["B"], p["H"], p["T"], p["d"]))
+    prepared = () if prepare is None else prepare(q, k, v)
+    seen = _Watch(p["B"] * p["H"] * p["T"] * p["T"])
+    with torch.no_grad(), seen:
+        try:
+            call(q, k, v, *prepared, p["tile_size"])
+        except Exception:  # the learner's code, on a problem of its own: reported as far as it got
+            pass
+    return Watched(seen.whole, seen.fused)

@@ -1,0 +1,188 @@
+"""Lesson 17's claims, each measured with the lesson's own solutions (read from the notebooks as
+a later lesson reads them): what lesson 01's attention allocates, the online softmax's worked
+example, that the tiled forward never allocates a (T, T) block, what autograd keeps through
+the loop and through the recomputing Function, and the lesson's numbers as its text quotes them.
+
+Bytes are the same on every kernel path (checked on the native, generic and AVX2 ones); only
+the gradient comparison rounds, and its worst case is in its comment.
+"""
+
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_lib.attention import causal_mask
+from course_lib.memory import allocations, saved_for_backward
+from course_lib.tiled_attention import flash_attention, tile_steps, tiled_forward
+from helpers import notebook_functions
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "17_tiled_attention.ipynb"
+B, H, d, TILE = 1, 4, 32, 64
+LENGTHS = (128, 256, 512, 1024)
+
+
+@pytest.fixture(scope="module")
+def mine():
+    return notebook_functions("attention", "online_attention", "tiled_backward")
+
+
+def qkv(T, grad=False):
+    g = torch.Generator().manual_seed(T)
+    return [torch.randn(B, H, T, d, generator=g).requires_grad_(grad) for _ in range(3)]
+
+
+def _lesson_text() -> str:
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
+
+
+def _outputs() -> list[str]:
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    return ["".join(o.get("text", "") for o in c.outputs) for c in cells if c.cell_type == "code"]
+
+
+# ---------------------------------------------------------------- what attention holds
+
+
+@pytest.mark.slow  # the profiler's first start takes about 1.5 s
+def test_lesson_01_attention_allocates_two_matrices_that_grow_as_T_squared(mine):
+    peaks = []
+    for T in (256, 512):
+        with torch.no_grad():
+            used = allocations(mine["attention"], *qkv(T), causal_mask(T))
+        matrix = B * H * T * T * 4
+        assert used.largest_bytes == matrix
+        assert 2 * matrix <= used.peak_bytes < 2.3 * matrix  # scores and weights, at once
+        peaks.append(used.peak_bytes)
+    assert 3.8 < peaks[1] / peaks[0] < 4.1  # the output and the mask add a little, below 4
+
+
+def test_the_worked_example_by_hand():
+    s, v = [1.0, 2.0, 4.0, 0.0], [10.0, 20.0, 30.0, 40.0]
+    m = max(s[:2])  # tile 1
+    total, acc = math.exp(1 - m) + math.exp(2 - m), 10 * math.exp(1 - m) + 20 * math.exp(2 - m)
+    assert (round(total, 4), round(acc, 3)) == (1.3679, 23.679)
+    c = math.exp(m - max(s))  # tile 2 brings 4
+    total, acc = c * total + 1 + math.exp(-4), c * acc + 30 + 40 * math.exp(-4)
+    assert (round(c, 4), round(total, 4), round(acc, 3), round(acc / total, 3)) == (
+        0.1353, 1.2034, 33.937, 28.2,
+    )  # fmt: skip
+    weights = torch.softmax(torch.tensor(s, dtype=torch.float64), dim=0)
+    assert float(weights @ torch.tensor(v, dtype=torch.float64)) == pytest.approx(acc / total)
+    text = _lesson_text()
+    for quoted in ("1.3679", "23.679", "0.1353", "1.2034", "33.937", "28.200"):
+        assert quoted in text
+
+
+def test_the_predicted_factor_is_exp_of_the_old_max_minus_the_new():
+    g8 = torch.Generator().manual_seed(8)
+    q1, k1, v1 = (torch.randn(*shape, generator=g8) for shape in ((1, 4), (8, 4), (8, 3)))
+    first, second = tile_steps(q1, k1, v1, tile_size=4)
+    assert second.running_max > first.running_max  # the maximum does rise
+    factor = math.exp(first.running_max.item() - second.running_max.item())
+    assert second.rescale.item() == pytest.approx(factor, rel=1e-6)
+    assert second.running_max.item() == pytest.approx(second.scores.max().item())
+
+
+# ---------------------------------------------------------------- the memory claim
+
+
+@pytest.mark.slow  # the profiler
+@pytest.mark.parametrize("T", [256, 1024])
+def test_the_tiled_forward_never_allocates_a_T_by_T_block(mine, T):
+    with torch.no_grad():
+        used = allocations(mine["online_attention"], *qkv(T), causal_mask(T), tile_size=TILE)
+    assert used.largest_bytes == B * H * T * TILE * 4  # one tile's scores
+    assert used.largest_bytes * (T // TILE) == B * H * T * T * 4
+
+
+@pytest.mark.slow  # the profiler
+def test_the_tiled_peak_doubles_with_T_and_is_below_the_whole_from_256_on(mine):
+    peaks, whole = [], []
+    for T in LENGTHS:
+        with torch.no_grad():
+            args = (*qkv(T), causal_mask(T))
+            peaks.append(allocations(mine["online_attention"], *args, tile_size=TILE).peak_bytes)
+            whole.append(allocations(mine["attention"], *args).peak_bytes)
+    for a, b in zip(peaks[1:], peaks[2:], strict=False):
+        assert 1.9 < b / a < 2.1
+    assert peaks[0] >= 0.95 * whole[0]  # two tiles at T = 128: no saving yet, as the text says
+    assert all(p < w / 1.5 for p, w in zip(peaks[1:], whole[1:], strict=True))
+
+
+# ---------------------------------------------------------------- what autograd keeps
+
+
+def test_autograd_through_the_loop_keeps_more_than_lesson_01_and_grows_as_T_squared(mine):
+    loop, plain, flash, fused = [], [], [], []
+    for T in LENGTHS[:3]:
+        q, k, v = qkv(T, grad=True)
+        loop.append(saved_for_backward(mine["online_attention"], q, k, v, tile_size=TILE).bytes)
+        plain.append(saved_for_backward(mine["attention"], q, k, v).bytes)
+        flash.append(saved_for_backward(flash_attention, q, k, v, tile_size=TILE).bytes)
+        fused.append(saved_for_backward(F.scaled_dot_product_attention, q, k, v).bytes)
+        five = B * H * (4 * T * d + T) * 4  # q, k, v, the output, lse
+        assert flash[-1] == fused[-1] == five
+    assert all(a > b for a, b in zip(loop, plain, strict=True))
+    assert 3.5 < loop[2] / loop[1] < 4.1 and 3.3 < plain[2] / plain[1] < 4.1
+
+
+def test_torchs_kernel_saves_the_same_five_tensors():
+    q, k, v = qkv(128, grad=True)
+    saved = saved_for_backward(F.scaled_dot_product_attention, q, k, v)
+    assert sorted(saved.shapes) == sorted([(B, H, 128, d)] * 4 + [(B, H, 128)])
+
+
+# ---------------------------------------------------------------- the recomputing backward
+
+
+def test_the_learners_backward_in_a_function_gives_torchs_gradients_and_saves_no_tile(
+    mine, measure
+):
+    tiled_backward = mine["tiled_backward"]
+
+    class MyTiledAttention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, tile_size):
+            out, lse = tiled_forward(q, k, v, tile_size=tile_size)
+            ctx.save_for_backward(q, k, v, out, lse)
+            ctx.tile_size = tile_size
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            q, k, v, out, lse = ctx.saved_tensors
+            return (*tiled_backward(q, k, v, out, lse, grad_out, tile_size=ctx.tile_size), None)
+
+    q, k, v = qkv(512, grad=True)
+    grad_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(1))
+    ours = torch.autograd.grad(MyTiledAttention.apply(q, k, v, TILE), (q, k, v), grad_out)
+    theirs = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v), (q, k, v), grad_out)
+    gap = max((a - b).abs().max().item() for a, b in zip(ours, theirs, strict=True))
+    # measured about 1e-6 on the native path; the lesson prints "below 1e-4"
+    assert measure("largest gradient difference from torch's kernel", gap) < 1e-5
+    saved = saved_for_backward(MyTiledAttention.apply, q, k, v, TILE).bytes
+    assert saved == saved_for_backward(flash_attention, q, k, v, tile_size=TILE).bytes
+
+
+# ---------------------------------------------------------------- the lesson's own numbers
+
+
+def test_the_stored_tables_say_what_the_text_says():
+    out = _outputs()
+    first = next(o for o in out if "one (B, H, T, T) matrix   largest block" in o)
+    rows = {int(r.split()[0]): [float(x) for x in re.findall(r"([\d.]+) MiB", r)]
+            for r in first.splitlines()[2:6]}  # fmt: skip
+    for T, (matrix, largest, peak) in rows.items():
+        assert largest == matrix and 2 * matrix <= peak < 2.3 * matrix, T
+    assert "128 GiB" in first and "128 GiB" in _lesson_text()
+    saved = next(o for o in out if o.startswith("saved for the backward, MiB:")).splitlines()
+    table = {line[:26].strip(): [float(x) for x in line[26:].split()] for line in saved[2:]}
+    assert all(a > b for a, b in zip(table["your online_attention"], table["lesson 01 attention"],
+                                     strict=True))  # fmt: skip
+    assert table["flash_attention"] == table["torch's kernel"]
