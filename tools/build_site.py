@@ -36,7 +36,10 @@ SCRIPT = (Path(__file__).resolve().parent / "site_template" / "explorers.js").re
 # built as a learner would without that state, and says so
 STAND_INS = {
     "TrainedHeadsExplorer": "It shows the shipped rope-h4 checkpoint; the notebook shows the "
-    "model you trained in it. Typing your own sentence needs the notebook."
+    "model you trained in it. Typing your own sentence needs the notebook.",
+    "CrossAttentionExplorer": "It shows the course's model, trained with the course's pieces "
+    "(seed 0); the notebook shows the model you trained with yours, every recorded step and "
+    "all four sentences.",
 }
 
 
