@@ -27,22 +27,10 @@ from course_lib.exercises.lesson05_encoder_decoder import (
 )
 from course_lib.seq2seq import CrossAttention, cross_attention_reference, decoder_layer_reference
 from course_lib.workspace import stub_solutions
+from helpers import failed_with_hint as _check
 from helpers import notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_encoder_decoder.ipynb"
-
-
-def _check(exercise, fn, bug=None, words=()):
-    result = run(exercise, fn)
-    assert not result.passed, result.message
-    if bug is not None:
-        assert result.bug == bug, result.message
-        causes = [b.cause for b in exercise.bugs if b.name == bug]
-        assert causes == [] if bug == "in place" else result.steps[0] == causes[0]
-    for word in words:
-        assert word in result.message, result.message
-    assert result.steps[-1] == f"See {exercise.idea}."
-    return result
 
 
 # ---------------------------------------------------------------- both exercises

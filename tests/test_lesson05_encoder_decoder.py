@@ -91,8 +91,7 @@ def _outputs() -> list[str]:
 def test_the_prose_quotes_what_the_stored_outputs_show():
     text = "\n".join(_outputs())
     rows = {
-        int(m[1]): m[2]
-        for m in re.finditer(r"^\s*(\d+)\s+[\d.]+\s+([\d,]+)\s+[\d.]+%", text, re.M)
+        int(m[1]): m[2] for m in re.finditer(r"^\s*(\d+)\s+[\d.]+\s+([\d,]+)\s+[\d.]+%", text, re.M)
     }
     assert rows[60] == rows[150] == "4,000", rows  # "by step 60 all 4,000 words are right"
     assert all(rows[s] != "4,000" for s in (0, 10, 20, 30, 40)), rows

@@ -4,12 +4,14 @@ how alignment and accuracy grow in training."""
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.patches import Rectangle
 
 from course_lib.viz.lesson03 import set_token_ticks
+from course_lib.viz.lesson05 import _arrow, _box
 from course_lib.viz.style import BLUE, LINE_MARKERS, PALETTE, _as_array, new_figure
 
 CHANCE_STYLE = {"color": "0.45", "linestyle": "--", "linewidth": 1.2}
+BOX = (2.6, 0.8)  # the diagram's boxes: width, height
 
 
 def visibility_figure(bidirectional, causal, labels) -> Figure:
@@ -50,29 +52,6 @@ def visibility_figure(bidirectional, causal, labels) -> Figure:
     return fig
 
 
-def _box(ax, x, y, text, color, width=2.6, height=0.8):
-    ax.add_patch(
-        FancyBboxPatch(
-            (x - width / 2, y - height / 2),
-            width,
-            height,
-            boxstyle="round,pad=0.05",
-            facecolor=color,
-            edgecolor="black",
-            linewidth=1.1,
-        )
-    )
-    ax.text(x, y, text, ha="center", va="center", fontsize=9.5)
-
-
-def _arrow(ax, start, end, text=None, **kw):
-    ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "lw": 1.3, **kw})
-    if text:
-        ax.text(
-            (start[0] + end[0]) / 2 + 0.12, (start[1] + end[1]) / 2, text, fontsize=8.5, va="center"
-        )
-
-
 def _group(ax, x, y0, y1, text, side):
     """A dashed frame around a layer's boxes, its name beside it, outside the arrows."""
     ax.add_patch(
@@ -102,24 +81,25 @@ def encoder_decoder_diagram() -> Figure:
     feeding every decoder layer's cross-attention on the right (lesson 05_encoder_decoder)."""
     fig, ax = new_figure(9.2, 4.6)
     enc, dec = "#9ecae1", "#fdd0a2"
-    _box(ax, 0, 0, "source: token + position", "white")
-    _box(ax, 0, 1.4, "self-attention, no mask\n(+ residual)", enc)
+    _box(ax, 0, 0, "source: token + position", "white", *BOX)
+    _box(ax, 0, 1.4, "self-attention, no mask\n(+ residual)", enc, *BOX)
     _group(ax, 0, 0.85, 1.95, "encoder\nlayer\n(x 1)", -1)
-    _box(ax, 0, 2.9, "memory (B, T_src, D)", "white")
+    _box(ax, 0, 2.9, "memory (B, T_src, D)", "white", *BOX)
     _arrow(ax, (0, 0.4), (0, 1.0))
     _arrow(ax, (0, 1.8), (0, 2.5))
-    _box(ax, 4.6, 0, "start mark + output so far:\ntoken + position", "white")
-    _box(ax, 4.6, 1.4, "self-attention, causal mask\n(+ residual)", dec)
+    _box(ax, 4.6, 0, "start mark + output so far:\ntoken + position", "white", *BOX)
+    _box(ax, 4.6, 1.4, "self-attention, causal mask\n(+ residual)", dec, *BOX)
     _box(
         ax,
         4.6,
         2.65,
         "cross-attention: queries here,\nkeys and values from memory\n(+ residual)",
         dec,
+        width=BOX[0],
         height=1.0,
     )
     _group(ax, 4.6, 0.85, 3.3, "decoder\nlayer\n(x 2)", 1)
-    _box(ax, 4.6, 4.3, "Linear: logits of the next token", "white")
+    _box(ax, 4.6, 4.3, "Linear: logits of the next token", "white", *BOX)
     _arrow(ax, (4.6, 0.4), (4.6, 1.0))
     _arrow(ax, (4.6, 1.8), (4.6, 2.15))
     _arrow(ax, (4.6, 3.15), (4.6, 3.9))
