@@ -102,3 +102,15 @@ def test_the_prose_quotes_what_the_stored_outputs_show():
     assert all(float(s) < 0.2 for s in share[:4]) and float(share[8]) >= 0.99
     moved = re.search(r"causal:  moved by ((?:\s*[\d.]+){6})", text)[1].split()
     assert moved[:5] == ["0.00"] * 5 and float(moved[5]) > 0
+
+
+def test_without_a_mask_swapping_two_words_swaps_their_outputs():
+    # "attention without a mask treats its input as an unordered set (swap two source words
+    # and their outputs swap with them)": the encoder layer before positions are added
+    from course_lib.seq2seq import EncoderLayer
+
+    layer = EncoderLayer(32, 2)
+    x = torch.randn(2, 8, 32, generator=torch.Generator().manual_seed(4))
+    order = torch.tensor([0, 5, 2, 3, 4, 1, 6, 7])  # words 1 and 5 swapped
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x[:, order]), layer(x)[:, order])
