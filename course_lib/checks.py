@@ -1,7 +1,8 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 06 and 17 (the course's reference, the cases, the likely bugs with their hints);
+lessons 03, 04, 05_encoder_decoder, 06 and 17 (the course's reference, the cases, the likely
+bugs with their hints);
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
@@ -23,6 +24,7 @@ from course_lib.exercises import (
     lesson03,
     lesson04,
     lesson05,
+    lesson05_encoder_decoder,
     lesson06,
     lesson17,
 )
@@ -116,6 +118,10 @@ check_rope_heads = checker(lesson04.ROPE_HEADS)
 check_feed_forward = checker(lesson05.FEED_FORWARD)
 check_prenorm_block = checker(lesson05.PRENORM_BLOCK)
 check_layer_norm = checker(lesson05.LAYER_NORM)
+
+# ---------------------------------------------------------------- lesson 05_encoder_decoder
+check_cross_attention = checker(lesson05_encoder_decoder.CROSS_ATTENTION)
+check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
 
 # ---------------------------------------------------------------- lesson 06
 check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import nbformat
 
-from course_lib.exercises import all_exercises
+from course_lib.exercises import all_exercises, lesson_file
 from course_lib.exercises.stub import is_stub
 
 
@@ -63,11 +63,6 @@ def _exercise_cells(path: Path) -> tuple[list[str], list[str]]:
     return imports, exercises
 
 
-def _lesson_file(folder: Path, lesson: str) -> Path | None:
-    found = sorted(folder.glob(f"{lesson}_*.ipynb"))
-    return found[0] if found else None
-
-
 def earlier_work(*names: str, folder=None, quiet: bool = False) -> SimpleNamespace:
     """Your versions of the exercises `names` (say "attention", "split_heads"), as attributes.
 
@@ -91,8 +86,9 @@ def collect(names, folder: Path) -> Work:
     namespace: dict = {"__name__": "earlier_work"}
     origin: dict = {}
     # every exercise up to the last lesson asked for, in order: later ones call earlier ones
+    # (keys sort as their notebooks do: "05" < "05_encoder_decoder" < "06")
     for lesson in sorted({e.lesson for e in exercises.values() if e.lesson <= last}):
-        path = _lesson_file(folder, lesson)
+        path = lesson_file(folder, lesson)
         if path is None:  # not in this folder (say, nbgrader grades one lesson alone)
             continue
         imports, cells = _exercise_cells(path)

@@ -93,3 +93,22 @@ def build_script():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def failed_with_hint(exercise, fn, bug=None, words=()):
+    """run(exercise, fn) fails; with `bug`, it is that bug, whose cause is the first hint (an
+    in-place change has its own message); each of `words` is in the message; the last hint
+    points at the lesson. Returns the Verdict. (Lessons 04 and 05 keep a copy of this as
+    their `_check`.)"""
+    from course_lib.exercises.core import run
+
+    result = run(exercise, fn)
+    assert not result.passed, result.message
+    if bug is not None:
+        assert result.bug == bug, result.message
+        causes = [b.cause for b in exercise.bugs if b.name == bug]
+        assert causes == [] if bug == "in place" else result.steps[0] == causes[0]
+    for word in words:
+        assert word in result.message, result.message
+    assert result.steps[-1] == f"See {exercise.idea}."
+    return result

@@ -120,6 +120,16 @@ VIZ_FIGURES = {
             "saved": {"lesson 01 attention": [5e6, 20e6], "flash_attention": [1e5, 2e5]},
         },
     ),
+    "visibility_figure": lambda: viz.visibility_figure(
+        attention(6, 6), attention(6, 6) * torch.ones(6, 6).tril(), LABELS
+    ),
+    "encoder_decoder_diagram": viz.encoder_decoder_diagram,
+    "cross_map_figure": lambda: viz.cross_map_figure(
+        attention(9, 8), LABELS + ["a", "b"], [f"{i}" for i in range(9)]
+    ),  # fmt: skip
+    "reversal_training_figure": lambda: viz.reversal_training_figure(
+        [0, 10, 20], [0.1, 0.5, 1.0], torch.rand(3, 2, 2), chance=0.125, word_chance=1 / 12
+    ),
     "ablation_heatmap": lambda: viz.ablation_heatmap(
         [None, (0, 0), (0, 1)],
         torch.tensor([[1.3, 0.6], [1.4, 2.0], [1.2, 0.7]]),

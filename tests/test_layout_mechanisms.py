@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "course_lib"
-MECHANISMS = ("attention", "multihead", "positional", "block", "model")
+MECHANISMS = ("attention", "multihead", "positional", "block", "model", "seq2seq")
 RANDOM = {"randn", "rand", "randint", "randperm", "randn_like", "rand_like", "normal"}
 
 

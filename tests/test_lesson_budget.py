@@ -17,3 +17,12 @@ def test_only_the_notebooks_over_their_budget_are_named():
     assert over_budget(times) == ["02_scaling: 20.5 s of cells, budget 20 s"]
     assert over_budget({"06_capstone_x": 61.2}) == ["06_capstone_x: 61.2 s of cells, budget 60 s"]
     assert over_budget({}) == []
+
+
+def test_two_lessons_with_one_number_keep_their_own_budgets():
+    # 05_encoder_decoder and 05_transformer_block: summed by stem (conftest.py), never by number
+    times = {"05_encoder_decoder": 12.0, "05_transformer_block": 12.0}
+    assert over_budget(times) == []  # 24 s for "05" would be over, but each is its own lesson
+    assert over_budget({**times, "05_encoder_decoder": 21.0}) == [
+        "05_encoder_decoder: 21.0 s of cells, budget 20 s"
+    ]

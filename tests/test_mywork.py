@@ -80,3 +80,73 @@ def test_a_folder_without_the_earlier_lessons_gets_the_courses_functions(tmp_pat
     assert work.functions["attention"] is by_name("attention").reference
     assert work.functions["split_heads"] is by_name("split_heads").reference
     assert work.origin["attention"].endswith("no definition of yours found in this folder)")
+
+
+# ---------------------------------------------------------------- two lessons numbered 05
+
+
+def test_lesson_keys_tell_two_lessons_with_one_number_apart():
+    from course_lib.exercises import LESSONS, lesson_key
+
+    assert lesson_key("05_transformer_block") == "05"
+    assert lesson_key("05_encoder_decoder") == "05_encoder_decoder"
+    assert lesson_key("05_encoder_decoder-Copy1") == "05_encoder_decoder"
+    assert lesson_key("01_attention_qkv") == "01" and lesson_key("07_rope") is None
+    assert lesson_key("notes") is None
+    assert list(LESSONS) == sorted(LESSONS)  # keys sort as their notebooks do
+
+
+def test_lesson_file_finds_each_lesson_05_by_its_key(tmp_path):
+    from course_lib.exercises import lesson_file
+
+    for name in ("05_encoder_decoder.ipynb", "05_transformer_block.ipynb",
+                 "05_transformer_block-Copy1.ipynb", "06_capstone.ipynb"):  # fmt: skip
+        lesson(tmp_path, name, ("x = 1", False))
+    assert lesson_file(tmp_path, "05").name == "05_transformer_block.ipynb"
+    assert lesson_file(tmp_path, "05_encoder_decoder").name == "05_encoder_decoder.ipynb"
+    assert lesson_file(tmp_path, "04") is None
+    with pytest.raises(ValueError, match="key: expected one of"):
+        lesson_file(tmp_path, "5")
+
+
+def test_earlier_work_reads_each_lesson_05_from_its_own_notebook(tmp_path):
+    # 05_encoder_decoder sorts before 05_transformer_block: a glob of 05_* picked it for the
+    # block's exercises and found none of them
+    lesson(
+        tmp_path, "05_encoder_decoder.ipynb",
+        ("def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):\n"
+         "    return 'mine: cross'", True),
+    )  # fmt: skip
+    lesson(
+        tmp_path, "05_transformer_block.ipynb",
+        ("def feed_forward(x, lin1, lin2):\n    return 'mine: ff'", True),
+    )  # fmt: skip
+    work = collect(["feed_forward", "cross_attention"], tmp_path)
+    assert work.origin == {
+        "feed_forward": "lesson 05: yours",
+        "cross_attention": "lesson 05_encoder_decoder: yours",
+    }
+    assert work.functions["cross_attention"](*[None] * 6) == "mine: cross"
+    assert work.functions["feed_forward"](None, None, None) == "mine: ff"
+
+
+def test_a_workspace_made_from_todays_lessons_maps_every_exercise_to_its_notebook(tmp_path):
+    from course_lib.exercises import all_exercises, lesson_file
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    prepare(LESSONS_DIR, tmp_path)
+    for exercise in all_exercises():
+        path = lesson_file(tmp_path, exercise.lesson)
+        assert path is not None, exercise.name
+        text = path.read_text()
+        assert f"def {exercise.name}(" in text or f"class {exercise.name}(" in text, (
+            exercise.name,
+            path.name,
+        )
+    work = collect(["cross_attention", "decoder_layer", "prenorm_block"], tmp_path)
+    assert work.origin == {
+        "cross_attention": "lesson 05_encoder_decoder: the course's (yours is not written yet)",
+        "decoder_layer": "lesson 05_encoder_decoder: the course's (yours is not written yet)",
+        "prenorm_block": "lesson 05: the course's (yours is not written yet)",
+    }

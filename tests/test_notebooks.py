@@ -15,6 +15,10 @@ IGNORE_TAGS = {"nbval-ignore-output", "nbval-skip"}
 IGNORE_MARKERS = ("# NBVAL_IGNORE_OUTPUT", "# NBVAL_SKIP")
 LOCAL_PATH = re.compile(r"(/(?:root|home|Users|tmp|work)/|site-packages|\.pyenv|[A-Z]:\\\\)")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+# an explorer's still carries its picture as base64, which can spell 0x and six hex digits by
+# chance (05_encoder_decoder's did): the picture is left out, as tests/sanitize.cfg leaves it
+# out of strict nbval's comparison
+PICTURE = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
 
 
 def load(path):
@@ -67,6 +71,7 @@ def test_outputs_are_clean(path):
                     }
                 }
             )
+            text = PICTURE.sub("data:image/png;base64,PNG", text)
             assert not LOCAL_PATH.search(text), f"code cell {index} shows a local path"
             assert not ADDRESS.search(text), f"code cell {index} shows a memory address"
             assert "Traceback" not in text, f"code cell {index} shows a traceback"

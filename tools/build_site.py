@@ -36,7 +36,10 @@ SCRIPT = (Path(__file__).resolve().parent / "site_template" / "explorers.js").re
 # built as a learner would without that state, and says so
 STAND_INS = {
     "TrainedHeadsExplorer": "It shows the shipped rope-h4 checkpoint; the notebook shows the "
-    "model you trained in it. Typing your own sentence needs the notebook."
+    "model you trained in it. Typing your own sentence needs the notebook.",
+    "CrossAttentionExplorer": "It shows the course's model, trained with the course's pieces "
+    "(seed 0); the notebook shows the model you trained with yours, every recorded step and "
+    "all four sentences.",
 }
 
 
@@ -99,7 +102,9 @@ def build(out: Path, notebooks: list[Path]) -> list[Path]:
     )
     (out / "index.html").write_text(
         "<!DOCTYPE html>\n<meta charset='utf-8'>\n<title>Transformer course</title>\n"
-        f"<h1>Transformer course: the lessons</h1>\n<ol start='0'>\n{items}\n</ol>\n",
+        # a list without numbers of its own: each name carries its lesson's, and two lessons
+        # can share one (05_encoder_decoder, 05_transformer_block)
+        f"<h1>Transformer course: the lessons</h1>\n<ul>\n{items}\n</ul>\n",
         encoding="utf-8",
     )
     return pages

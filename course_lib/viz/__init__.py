@@ -9,7 +9,8 @@ each name lives in one module of this package:
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
 - `lesson01` ... `lesson06`, `lesson17`: each lesson's figures and the constants they draw with, in
-  lesson order (lesson 03's set_token_ticks is lesson 06's too).
+  lesson order (lesson 03's set_token_ticks is lesson 06's too); lesson 05_encoder_decoder,
+  which shares its number with lesson 05, has `lesson05_encoder_decoder`.
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -46,6 +47,13 @@ from course_lib.viz.lesson05 import (
     pinned_points,
     setup_depth_axes,
 )
+from course_lib.viz.lesson05_encoder_decoder import (
+    cross_map_figure,
+    draw_cross_map,
+    encoder_decoder_diagram,
+    reversal_training_figure,
+    visibility_figure,
+)
 from course_lib.viz.lesson06 import (
     DETECTOR_STYLES,
     attention_grid,
@@ -75,9 +83,8 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = (
-    "lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson17",
-)  # fmt: skip
+FIGURE_MODULES = ("lesson01", "lesson02", "lesson03", "lesson04", "lesson05",
+                  "lesson05_encoder_decoder", "lesson06", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -106,6 +113,7 @@ __all__ = [
     "canvas_png",
     "colour",
     "cosine_scale",
+    "cross_map_figure",
     "curve_panels",
     "depth_profile_figure",
     "detector_heatmap",
@@ -113,8 +121,10 @@ __all__ = [
     "detector_timeline",
     "draw_attention",
     "draw_block_diagram",
+    "draw_cross_map",
     "draw_head_map",
     "draw_weight_bars",
+    "encoder_decoder_diagram",
     "encoding_heatmap",
     "ffn_width_figure",
     "head_grid",
@@ -128,11 +138,13 @@ __all__ = [
     "pin_to_limits",
     "pinned_points",
     "plot_history",
+    "reversal_training_figure",
     "rotated_pair_figure",
     "scale_sweep_figure",
     "set_token_ticks",
     "setup_depth_axes",
     "setup_pair_axes",
     "similarity_figure",
+    "visibility_figure",
     "to_png",
 ]

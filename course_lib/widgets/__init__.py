@@ -1,7 +1,8 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
 One module per lesson (lesson 06 in two: `lesson06`, its trained heads, and
-`lesson06_ablation`) on a small shared base (`base`: the Explorer class, its readout line,
+`lesson06_ablation`; lesson 05_encoder_decoder, which shares its number, in
+`lesson05_encoder_decoder`) on a small shared base (`base`: the Explorer class, its readout line,
 `state()` and `settings()`, the control helpers and ConceptCheck), and `ticks`, the tick labels
 stamped from cached pictures that lessons 03 and 06 share (TickStamp). Lessons import from here:
 `from course_lib.widgets import ScalingExplorer, ConceptCheck`.
@@ -14,6 +15,7 @@ from course_lib.widgets.lesson02 import ScalingExplorer
 from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_examples
 from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
 from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
+from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
 from course_lib.widgets.lesson06 import (
     TRAINED_EXAMPLES,
     TYPED_SAMPLES,
@@ -33,6 +35,7 @@ EXPLORERS = (
     RopeExplorer,
     BlockExplorer,
     ActivationExplorer,
+    CrossAttentionExplorer,
     TrainedHeadsExplorer,
     AblationExplorer,
     KnockoutExplorer,
@@ -49,6 +52,7 @@ __all__ = [
     "AttentionExplorer",
     "BlockExplorer",
     "ConceptCheck",
+    "CrossAttentionExplorer",
     "Explorer",
     "HeadsExplorer",
     "KnockoutExplorer",

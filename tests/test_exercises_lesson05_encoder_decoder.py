@@ -1,0 +1,413 @@
+"""Lesson 05_encoder_decoder's exercises: the notebook's solutions pass, learner-style mistakes
+get the hint that names them.
+
+Every wrong function here is written the way a learner would write it, on top of their
+earlier lessons' attention, split_heads and merge_heads (the course's stand in for them), not
+taken from the bug lists in course_lib/exercises/lesson05_encoder_decoder/.
+"""
+
+import math
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from torch import nn
+
+from course_lib.attention import causal_mask
+from course_lib.checks import check_cross_attention, check_decoder_layer
+from course_lib.exercises.core import DTYPE_HINT, dead_bugs, run
+from course_lib.exercises.lesson01 import attention_reference as attention
+from course_lib.exercises.lesson03 import merge_heads_reference as merge_heads
+from course_lib.exercises.lesson03 import split_heads_reference as split_heads
+from course_lib.exercises.lesson05_encoder_decoder import (
+    CROSS_ATTENTION,
+    DECODER_LAYER,
+    EXERCISES,
+)
+from course_lib.seq2seq import CrossAttention, cross_attention_reference, decoder_layer_reference
+from course_lib.workspace import stub_solutions
+from helpers import failed_with_hint as _check
+from helpers import notebook_functions, stub, verdict
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_encoder_decoder.ipynb"
+
+
+# ---------------------------------------------------------------- both exercises
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_the_lessons_solution_passes(exercise):
+    assert run(exercise, notebook_functions(exercise.name)[exercise.name]).passed
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_every_bug_can_be_told_apart_and_gets_its_own_hint(exercise):
+    assert dead_bugs(exercise) == []
+    assert len({b.name for b in exercise.bugs}) == len(exercise.bugs)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_every_bug_runs_on_every_case(exercise):
+    # the checker calls the bugs on whichever case a learner's function fails: one that
+    # raised there would crash the check cell instead of giving a hint (a shape error is
+    # skipped by the checker, so only those are allowed)
+    for case in exercise.case_list():
+        for bug in exercise.bugs:
+            try:
+                bug.wrong(*case.args, **case.kwargs)
+            except (RuntimeError, ValueError) as err:
+                assert "shape" in str(err) or "size" in str(err), (bug.name, err)
+
+
+@pytest.mark.parametrize("check", [check_cross_attention, check_decoder_layer])
+def test_a_stub_is_not_implemented_yet(check, capsys):
+    assert "not implemented yet" in verdict(check, stub, capsys)
+
+
+def test_the_workspace_stubs_are_not_implemented_yet(capsys):
+    namespace = {
+        "torch": torch,
+        "math": math,
+        "causal_mask": causal_mask,
+        "attention": attention,
+        "split_heads": split_heads,
+        "merge_heads": merge_heads,
+    }
+    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(stub_solutions(cell.source), namespace)
+    for check in (check_cross_attention, check_decoder_layer):
+        name = check.__name__.removeprefix("check_")
+        assert "not implemented yet" in verdict(check, namespace[name], capsys)
+
+
+def test_the_references_are_torchs_and_agree_with_the_courses_modules():
+    g = torch.Generator().manual_seed(3)
+    layer = CrossAttention(16, 4)
+    x, memory = torch.randn(2, 9, 16, generator=g), torch.randn(2, 8, 16, generator=g)
+    mask = (torch.arange(8) < torch.tensor([[8], [6]]))[:, None, None, :]
+    with torch.no_grad():
+        theirs, _ = layer.to_torch()(x, memory, memory, key_padding_mask=~mask[:, 0, 0])
+        ours = cross_attention_reference(x, memory, layer.q, layer.kv, layer.out, 4, mask)
+        module = layer(x, memory, mask)
+    torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(module, theirs, atol=1e-6, rtol=1e-5)
+    for case in DECODER_LAYER.case_list():  # torch's decoder layer = the course's wiring
+        torch.testing.assert_close(
+            decoder_layer_reference(*case.args, **case.kwargs),
+            DECODER_LAYER.reference(*case.args, **case.kwargs),
+        )
+
+
+# ---------------------------------------------------------------- cross_attention
+
+
+def _projections(x, memory, q_proj, kv_proj, num_heads):
+    D = x.shape[-1]
+    q = split_heads(q_proj(x), num_heads)
+    k, v = (split_heads(t, num_heads) for t in kv_proj(memory).split(D, dim=-1))
+    return q, k, v
+
+
+def test_cross_attention_built_from_earlier_pieces_passes():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(x, memory, q_proj, kv_proj, num_heads)
+        y, _ = attention(q, k, v, mask)
+        return out(merge_heads(y))
+
+    assert run(CROSS_ATTENTION, cross_attention).passed
+
+
+def test_cross_attention_written_in_one_einsum_passes():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        B, T_q, D = x.shape
+        d = D // num_heads
+        q = q_proj(x).view(B, T_q, num_heads, d)
+        k, v = kv_proj(memory).view(B, -1, 2, num_heads, d).unbind(2)
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        y = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v).reshape(B, T_q, D)
+        return out(y)
+
+    assert run(CROSS_ATTENTION, cross_attention).passed
+
+
+def test_cross_attention_with_keys_and_values_from_the_decoder_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(x, x, q_proj, kv_proj, num_heads)  # "the layer's own input"
+        y, _ = attention(q, k, v, mask)
+        return out(merge_heads(y))
+
+    result = _check(CROSS_ATTENTION, cross_attention, "keys_from_decoder")
+    assert "memory" in result.steps[0]
+
+
+def test_cross_attention_with_a_causal_mask_of_its_own_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(x, memory, q_proj, kv_proj, num_heads)
+        T_q, T_k = q.shape[-2], k.shape[-2]
+        no_peeking = torch.tril(torch.ones(T_q, T_k)).bool()  # "a decoder never looks ahead"
+        mask = no_peeking if mask is None else mask & no_peeking
+        y, _ = attention(q, k, v, mask)
+        return out(merge_heads(y))
+
+    result = _check(CROSS_ATTENTION, cross_attention, "causal_mask")
+    assert "known in full" in result.steps[0] or "all known" in result.steps[0]
+
+
+def test_cross_attention_with_the_softmax_over_the_queries_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(x, memory, q_proj, kv_proj, num_heads)
+        scores = q @ k.transpose(2, 3) / math.sqrt(q.shape[3])  # (B, H, T_q, T_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -math.inf)
+        weights = torch.softmax(scores, dim=2)  # "over the sequence"
+        return out(merge_heads(weights @ v))
+
+    _check(CROSS_ATTENTION, cross_attention, "softmax_over_queries")
+
+
+def test_cross_attention_scaled_by_the_model_width_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(x, memory, q_proj, kv_proj, num_heads)
+        d_k = q_proj.out_features  # "the key width"
+        scores = q @ k.transpose(-2, -1) / d_k**0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return out(merge_heads(scores.softmax(-1) @ v))
+
+    _check(CROSS_ATTENTION, cross_attention, "scale_by_d_model")
+
+
+def test_cross_attention_scaled_by_the_memory_length_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(x, memory, q_proj, kv_proj, num_heads)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[2])  # k (B, H, T_k, d): shape[2]
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return out(merge_heads(scores.softmax(-1) @ v))
+
+    _check(CROSS_ATTENTION, cross_attention, "scale_by_memory_length")
+
+
+def test_cross_attention_with_keys_and_values_swapped_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        D = x.shape[-1]
+        kv = kv_proj(memory)
+        v, k = kv[..., :D], kv[..., D:]  # "values first"
+        y, _ = attention(
+            split_heads(q_proj(x), num_heads),
+            split_heads(k, num_heads),
+            split_heads(v, num_heads),
+            mask,
+        )
+        return out(merge_heads(y))
+
+    _check(CROSS_ATTENTION, cross_attention, "kv_swapped")
+
+
+def test_cross_attention_that_splits_kv_into_heads_first_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q = split_heads(q_proj(x), num_heads)
+        kv = split_heads(kv_proj(memory), num_heads)  # (B, H, T_k, 2d)
+        k, v = kv.chunk(2, dim=-1)
+        y, _ = attention(q, k, v, mask)
+        return out(merge_heads(y))
+
+    _check(CROSS_ATTENTION, cross_attention, "kv_split_into_heads_first")
+
+
+def test_cross_attention_with_torchs_mask_convention_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(x, memory, q_proj, kv_proj, num_heads)
+        if mask is not None:
+            mask = mask.logical_not()  # "attn_mask: True where blocked"
+        y, _ = attention(q, k, v, mask)
+        return out(merge_heads(y))
+
+    _check(CROSS_ATTENTION, cross_attention, "mask_inverted")
+
+
+def test_cross_attention_that_forgets_the_mask_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        y, _ = attention(*_projections(x, memory, q_proj, kv_proj, num_heads))
+        return out(merge_heads(y))
+
+    _check(CROSS_ATTENTION, cross_attention, "mask_ignored")
+
+
+def test_cross_attention_with_the_roles_swapped_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(memory, x, q_proj, kv_proj, num_heads)  # "memory asks"
+        y, _ = attention(q, k, v)
+        return out(merge_heads(y))
+
+    _check(CROSS_ATTENTION, cross_attention, "queries_from_memory")
+
+
+def test_cross_attention_without_the_output_projection_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        y, _ = attention(*_projections(x, memory, q_proj, kv_proj, num_heads), mask)
+        return merge_heads(y)
+
+    _check(CROSS_ATTENTION, cross_attention, "no_out")
+
+
+def test_cross_attention_that_returns_the_weights_too_is_named():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        y, weights = attention(*_projections(x, memory, q_proj, kv_proj, num_heads), mask)
+        return out(merge_heads(y)), weights
+
+    _check(CROSS_ATTENTION, cross_attention, "returns_pair")
+
+
+def test_cross_attention_through_torchs_layer_with_the_wrong_mask_form_fails_clearly():
+    # a learner who reaches for nn.MultiheadAttention and hands it our mask as it is
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        layer = nn.MultiheadAttention(x.shape[-1], num_heads, batch_first=True)
+        with torch.no_grad():
+            layer.in_proj_weight.copy_(torch.cat([q_proj.weight, kv_proj.weight]))
+            layer.in_proj_bias.copy_(torch.cat([q_proj.bias, kv_proj.bias]))
+            layer.out_proj.load_state_dict(out.state_dict())
+        return layer(x, memory, memory, attn_mask=mask)[0]
+
+    result = _check(CROSS_ATTENTION, cross_attention, words=["raised", "attn_mask"])
+    assert "a padding mask (B, 1, 1, T_k)" in result.message  # the case it fails on, named
+
+
+def test_cross_attention_in_float32_only_is_told_about_the_dtype():
+    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(x, memory, q_proj, kv_proj, num_heads)
+        y, _ = attention(q, k, v, mask)
+        return out(merge_heads(y)).to(torch.float32)
+
+    result = _check(CROSS_ATTENTION, cross_attention, words=["expected dtype torch.float64"])
+    assert result.steps[0] == DTYPE_HINT
+
+
+# ---------------------------------------------------------------- decoder_layer
+
+
+def test_decoder_layer_written_step_by_step_passes():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        T = y.shape[1]
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        y = y + self_attn(y, mask)
+        y = y + cross_attn(y, memory, memory_mask)
+        return y
+
+    assert run(DECODER_LAYER, decoder_layer).passed
+
+
+def test_decoder_layer_without_a_causal_mask_is_named():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        h = y + self_attn(y)  # "the decoder is self-attention plus cross-attention"
+        return h + cross_attn(h, memory, memory_mask)
+
+    result = _check(DECODER_LAYER, decoder_layer, "no_causal_mask")
+    assert "copy" in result.steps[0]
+
+
+def test_decoder_layer_with_the_causal_mask_on_both_attentions_is_named():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        mask = causal_mask(y.shape[1])
+        h = y + self_attn(y, mask)
+        if memory_mask is not None:
+            mask = mask & memory_mask
+        return h + cross_attn(h, memory, mask)  # "the decoder is causal"
+
+    result = _check(DECODER_LAYER, decoder_layer, "causal_cross")
+    assert "(T_out, T_src)" in result.steps[0]
+
+
+def test_decoder_layer_with_the_causal_mask_on_both_raises_a_clear_error_on_unequal_lengths():
+    # on the lesson's shapes the wrong mask cannot broadcast: the error names both shapes
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        mask = causal_mask(y.shape[1])
+        h = y + self_attn(y, mask)
+        return h + cross_attn(h, memory, mask)
+
+    case = DECODER_LAYER.case_list()[2]  # the lesson's shapes: 9 output, 8 source positions
+    with pytest.raises(ValueError, match=r"\(2, 2, 9, 8\), got \(9, 9\)"):
+        decoder_layer(*case.args, **case.kwargs)
+
+
+def test_decoder_layer_with_cross_attention_to_itself_is_named():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        h = y + self_attn(y, causal_mask(y.shape[1]))
+        return h + cross_attn(h, h)  # "attend across the whole output"
+
+    _check(DECODER_LAYER, decoder_layer, "keys_from_decoder")
+
+
+def test_decoder_layer_with_both_sub_layers_reading_y_is_named():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        looked_back = self_attn(y, causal_mask(y.shape[1]))
+        looked_across = cross_attn(y, memory, memory_mask)
+        return y + looked_back + looked_across  # "in parallel"
+
+    _check(DECODER_LAYER, decoder_layer, "cross_reads_y")
+
+
+def test_decoder_layer_with_cross_attention_first_is_named():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        y = y + cross_attn(y, memory, memory_mask)  # "read the source, then think"
+        return y + self_attn(y, causal_mask(y.shape[1]))
+
+    _check(DECODER_LAYER, decoder_layer, "order_swapped")
+
+
+def test_decoder_layer_without_additions_is_named():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        looked = self_attn(y, causal_mask(y.shape[1]))
+        return cross_attn(looked, memory, memory_mask)
+
+    _check(DECODER_LAYER, decoder_layer, "no_residual")
+
+
+def test_decoder_layer_that_forgets_the_memory_mask_is_named():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        h = y + self_attn(y, causal_mask(y.shape[1]))
+        return h + cross_attn(h, memory)
+
+    _check(DECODER_LAYER, decoder_layer, "memory_mask_ignored")
+
+
+def test_decoder_layer_that_puts_the_padding_mask_on_self_attention_is_named():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        mask = causal_mask(y.shape[1])
+        if memory_mask is not None:
+            mask = mask & memory_mask  # "padding goes everywhere"
+        h = y + self_attn(y, mask)
+        return h + cross_attn(h, memory, memory_mask)
+
+    _check(DECODER_LAYER, decoder_layer, "memory_mask_on_self")
+
+
+def test_decoder_layer_with_an_upper_triangular_mask_is_named():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        T = y.shape[1]
+        h = y + self_attn(y, torch.triu(torch.ones(T, T, dtype=torch.bool)))
+        return h + cross_attn(h, memory, memory_mask)
+
+    _check(DECODER_LAYER, decoder_layer, "causal_mask_transposed")
+
+
+def test_decoder_layer_that_adds_in_place_is_caught():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        y += self_attn(y, causal_mask(y.shape[1]))
+        y += cross_attn(y, memory, memory_mask)
+        return y
+
+    _check(DECODER_LAYER, decoder_layer, "in place", words=["`y` in place"])
+
+
+def test_decoder_layer_whose_mask_takes_the_source_length_raises_a_clear_error():
+    def decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        h = y + self_attn(y, causal_mask(memory.shape[1]))  # "T is the sentence length"
+        return h + cross_attn(h, memory, memory_mask)
+
+    result = _check(DECODER_LAYER, decoder_layer, words=["raised ValueError", "(2, 2, 9, 9)"])
+    assert "(T_out, T_out)" in " ".join(result.steps)
