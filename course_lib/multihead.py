@@ -37,6 +37,15 @@ def check_input(x, mask, num_heads: int, d_head: int) -> None:
         check_mask(mask, torch.Size((B, num_heads, T, T)))
 
 
+def stacked_heads(projected: torch.Tensor, parts: int, num_heads: int, d_head: int) -> tuple:
+    """Split one projection (B, T, parts * H * d), laid out [part 0 | part 1 | ...] each H
+    heads of d wide, into `parts` tensors (B, H, T, d): q, k, v of a fused in-projection, or
+    k, v of cross-attention's (lesson 03)."""
+    B, T, _ = projected.shape
+    stacked = projected.view(B, T, parts, num_heads, d_head)  # (B, T, parts, H, d)
+    return tuple(stacked.permute(2, 0, 3, 1, 4))  # each (B, H, T, d)
+
+
 class MultiHeadAttention(nn.Module):
     """Split D into H heads of width d = D / H, attend in each, concatenate, project (lesson 03).
 
@@ -71,9 +80,7 @@ class MultiHeadAttention(nn.Module):
 
     def qkv_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k, v of x (B, T, D), each (B, H, T, d), with RoPE on q and k if given (lesson 03)."""
-        B, T, _ = x.shape
-        qkv = self.qkv(x).view(B, T, 3, self.num_heads, self.d_head)  # (B, T, 3, H, d)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, d)
+        q, k, v = stacked_heads(self.qkv(x), 3, self.num_heads, self.d_head)  # each (B, H, T, d)
         if self.rope is not None:
             q, k = self.rope.rotate_qk(q, k)  # each (B, H, T, d)
         return q, k, v

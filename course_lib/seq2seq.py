@@ -22,7 +22,7 @@ from torch import nn
 
 from course_lib._validation import float_tensor, positive_int
 from course_lib.attention import attend, causal_mask, check_mask, scale_factor
-from course_lib.multihead import MultiHeadAttention, check_heads
+from course_lib.multihead import MultiHeadAttention, check_heads, stacked_heads
 
 
 def check_cross_inputs(x, memory, mask, num_heads: int, d_head: int) -> None:
@@ -65,10 +65,8 @@ class CrossAttention(nn.Module):
     def heads(self, x, memory):
         """q (B, H, T_q, d) from x; k and v (B, H, T_k, d) from memory."""
         B, T_q, D = x.shape
-        T_k = memory.shape[1]
         q = self.q(x).view(B, T_q, self.num_heads, self.d_head).transpose(1, 2)  # (B, H, T_q, d)
-        kv = self.kv(memory).view(B, T_k, 2, self.num_heads, self.d_head)  # (B, T_k, 2, H, d)
-        k, v = kv.permute(2, 0, 3, 1, 4)  # each (B, H, T_k, d)
+        k, v = stacked_heads(self.kv(memory), 2, self.num_heads, self.d_head)  # (B, H, T_k, d)
         return q, k, v
 
     def forward(self, x, memory, mask=None, return_weights: bool = False):
