@@ -1,7 +1,7 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04 and 06 (the course's reference, the cases, the likely bugs with their hints);
+lessons 03, 04, 06 and 13 (the course's reference, the cases, the likely bugs with their hints);
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
@@ -24,6 +24,7 @@ from course_lib.exercises import (
     lesson04,
     lesson05,
     lesson06,
+    lesson13,
 )
 from course_lib.exercises.core import Exercise, Verdict, run
 
@@ -118,3 +119,10 @@ check_layer_norm = checker(lesson05.LAYER_NORM)
 check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
 check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
 check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
+
+# ---------------------------------------------------------------- lesson 13
+check_rope_from = checker(lesson13.ROPE_FROM)
+check_attend_cached = checker(lesson13.ATTEND_CACHED)
+check_forward_with_cache = checker(lesson13.FORWARD_WITH_CACHE, lesson13.run_forward)
+check_generate_cached = checker(lesson13.GENERATE_CACHED, lesson13.run_generate)
+check_grouped_multihead = checker(lesson13.GROUPED_MULTIHEAD)
