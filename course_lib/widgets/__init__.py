@@ -21,6 +21,7 @@ from course_lib.widgets.lesson06 import (
     fresh_sentences,
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
+from course_lib.widgets.lesson13 import KVCostExplorer
 
 # every explorer, in lesson order
 EXPLORERS = (
@@ -35,6 +36,7 @@ EXPLORERS = (
     TrainedHeadsExplorer,
     AblationExplorer,
     KnockoutExplorer,
+    KVCostExplorer,
 )
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "Explorer",
     "HeadsExplorer",
     "KnockoutExplorer",
+    "KVCostExplorer",
     "PositionExplorer",
     "RopeExplorer",
     "ScalingExplorer",
