@@ -415,7 +415,8 @@ def test_forward_from_a_wrong_attend_cached_fails_too():
 def test_right_answers_stay_within_the_tolerance_on_every_case(measure):
     """Right forwards written other ways: angles by division, angles in float64 then cast,
     the course's reference pieces. Each within 1e-5 * (1 + |logit|) of the model's own
-    forward; measured worst 0.62 of the bar (native), also below it on the generic path."""
+    forward, half the check's tolerance: worst 0.61 (native AVX-512), 0.76 (generic), 0.65
+    (AVX2) of 1e-5, the same with 1, 2 and 4 threads."""
 
     def rope_divided(x, start):
         T, d = x.shape[-2:]
@@ -437,7 +438,7 @@ def test_right_answers_stay_within_the_tolerance_on_every_case(measure):
     ):
         for case in FORWARD_WITH_CACHE.case_list():
             got, expected = stepwise(fn)(*case.args)[0], uncached(*case.args)[0]
-            worst = ((got - expected).abs() / (1 + expected.abs())).max() / FORWARD_WITH_CACHE.atol
+            worst = ((got - expected).abs() / (1 + expected.abs())).max() / 1e-5
             assert measure("right forward's gap / (1e-5 (1 + |logit|))", worst) < 1
 
 
@@ -511,7 +512,7 @@ def test_generation_that_feeds_the_whole_sequence_again_is_named():
     _check(GENERATE_CACHED, _generate_with(feed_all=True), "whole_sequence_fed")
 
 
-def test_generate_cached_gives_generates_tokens_for_140_tokens_from_one():
+def test_generate_cached_gives_generates_tokens_for_127_tokens_from_one():
     # rope-h4's max_len is 128: 1 + 127 tokens fill it, the contract's longest run
     model = load_pretrained("rope-h4")
     prompt = torch.tensor([[3]])

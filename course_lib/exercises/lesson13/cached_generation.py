@@ -238,11 +238,14 @@ FORWARD_WITH_CACHE = Exercise(
         "model(ids), then each cached step's against model on the sequence so far, last row.",
     ),
     # float32 logits of size up to 12: the cached pass sums each product in another order
-    # than the uncached one (a row alone against a batch of rows), about 1e-5 apart; a right
-    # answer written another way (its own RoPE angles, its own attention) stays within
-    # 1e-5 * (1 + |logit|) (tests/test_exercises_lesson13.py); every bug is far off
-    atol=1e-5,
-    rtol=1e-5,
+    # than the uncached one (a row alone against a batch of rows). Right answers written
+    # other ways (RoPE's angles by division or in float64, scores by hand, torch's fused
+    # attention) come within 0.76e-5 * (1 + |logit|) of model(ids) on these cases, over the
+    # native, generic and AVX2 paths and 1 to 4 threads (tests/test_exercises_lesson13.py);
+    # at 128 positions the same gap reaches 1.2e-5 * (1 + |logit|). 2e-5 leaves room for a
+    # path not measured here; the nearest bug is 1 * (1 + |logit|) off
+    atol=2e-5,
+    rtol=2e-5,
 )
 
 # ---------------------------------------------------------------- generate_cached
