@@ -1,8 +1,8 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06 and 17 (the course's reference, the cases, the likely
-bugs with their hints);
+lessons 03, 04, 05_encoder_decoder, 06, 13 and 17 (the course's reference, the cases, the
+likely bugs with their hints);
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
@@ -26,6 +26,7 @@ from course_lib.exercises import (
     lesson05,
     lesson05_encoder_decoder,
     lesson06,
+    lesson13,
     lesson17,
 )
 from course_lib.exercises.core import Exercise, Verdict, run
@@ -127,6 +128,14 @@ check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
 check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
 check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
 check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
+
+# ---------------------------------------------------------------- lesson 13
+check_rope_from = checker(lesson13.ROPE_FROM)
+check_attend_cached = checker(lesson13.ATTEND_CACHED)
+check_forward_with_cache = checker(lesson13.FORWARD_WITH_CACHE, lesson13.run_forward)
+check_generate_cached = checker(lesson13.GENERATE_CACHED, lesson13.run_generate)
+check_grouped_multihead = checker(lesson13.GROUPED_MULTIHEAD)
+
 
 # ---------------------------------------------------------------- lesson 17
 check_online_attention = checker(lesson17.ONLINE_ATTENTION, lesson17.run_online)

@@ -135,6 +135,15 @@ VIZ_FIGURES = {
         torch.tensor([[1.3, 0.6], [1.4, 2.0], [1.2, 0.7]]),
         ("overall", "brackets"),
     ),
+    "token_costs_figure": lambda: viz.token_costs_figure(
+        [16, 64],
+        {"cached": [1, 2], "recomputed": [3, 40]},
+        {"cached": [5, 6], "recomputed": [7, 8]},
+    ),
+    "time_per_token_figure": lambda: viz.time_per_token_figure(
+        [256, 512], {"cached": [1e-3, 1.1e-3], "recomputed": [1e-2, 4e-2]}
+    ),
+    "head_groups_figure": lambda: viz.head_groups_figure(8, 2),
     "attention_grid": lambda: viz.attention_grid(
         [attention(2, 6, 6), attention(2, 6, 6)],
         LABELS,

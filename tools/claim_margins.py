@@ -1,7 +1,7 @@
 """Run the claim tests under every CPU kernel path and show each bar's measured range.
 
 torch picks vectorised kernels by CPU, and different kernels round differently, so a claim
-test's threshold must hold on all of them. This runs tests/test_lesson0*.py once per path
+test's threshold must hold on all of them. This runs tests/test_lessonNN.py once per path
 (the `measure` fixture in tests/conftest.py logs every measured quantity), then prints, for
 each (test, measurement), the min..max seen on each path and overall (over every seed and
 parametrisation of the test), with the path that gave the overall min and max, and lists
@@ -26,8 +26,9 @@ PATHS = {
     "generic": {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
 }
-# every lesson's claim tests, test_lesson05_encoder_decoder.py beside test_lesson05.py
-FILES = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("tests/test_lesson0*.py"))
+# every lesson's claim tests: test_lessonNN.py, and test_lessonNN_<stem>.py where two lessons
+# share a number (test_lesson05_encoder_decoder.py beside test_lesson05.py)
+FILES = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("tests/test_lesson[0-9][0-9]*.py"))
 PYTEST = ["-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile"]
 
 

@@ -8,9 +8,9 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01` ... `lesson06`, `lesson17`: each lesson's figures and the constants they draw with, in
-  lesson order (lesson 03's set_token_ticks is lesson 06's too); lesson 05_encoder_decoder,
-  which shares its number with lesson 05, has `lesson05_encoder_decoder`.
+- `lesson01` ... `lesson06`, `lesson13`, `lesson17`: each lesson's figures and the constants
+  they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lesson
+  05_encoder_decoder, which shares its number with lesson 05, has `lesson05_encoder_decoder`.
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -61,6 +61,7 @@ from course_lib.viz.lesson06 import (
     detector_timeline,
     plot_history,
 )
+from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
 from course_lib.viz.lesson17 import memory_figure
 from course_lib.viz.render import canvas_png, to_png
 from course_lib.viz.style import (
@@ -84,7 +85,7 @@ from course_lib.viz.style import (
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01", "lesson02", "lesson03", "lesson04", "lesson05",
-                  "lesson05_encoder_decoder", "lesson06", "lesson17")  # fmt: skip
+                  "lesson05_encoder_decoder", "lesson06", "lesson13", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -128,6 +129,7 @@ __all__ = [
     "encoding_heatmap",
     "ffn_width_figure",
     "head_grid",
+    "head_groups_figure",
     "heads_sweep_figure",
     "influence_figure",
     "length_generalisation_figure",
@@ -145,6 +147,8 @@ __all__ = [
     "setup_depth_axes",
     "setup_pair_axes",
     "similarity_figure",
-    "visibility_figure",
+    "time_per_token_figure",
     "to_png",
+    "token_costs_figure",
+    "visibility_figure",
 ]

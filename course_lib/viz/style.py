@@ -45,6 +45,8 @@ COLOURS = {
     "ReLU": VERMILLION,
     "training": BLUE,  # lesson 06: loss curves
     "validation": ORANGE,
+    "cached": BLUE,  # lesson 13: generation with and without a KV cache
+    "recomputed": VERMILLION,
 }
 # never meaning by colour alone: meanings drawn as lines in more than one picture also keep
 # one marker (lesson 05's explorer draws pre-norm filled, post-norm hollow)
@@ -58,6 +60,8 @@ MARKERS = {
     "no norm": "D",
     "GELU": "o",
     "ReLU": "s",
+    "cached": "o",
+    "recomputed": "s",
 }
 LINE_STYLES = ("-", "--", "-.", ":")  # for lines told apart by dash pattern
 LINE_MARKERS = ("o", "s", "^", "D", "v", "P")  # for lines told apart by marker

@@ -23,6 +23,7 @@ from course_lib.widgets.lesson06 import (
     fresh_sentences,
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
+from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson17 import TileExplorer
 
 # every explorer, in lesson order
@@ -39,6 +40,7 @@ EXPLORERS = (
     TrainedHeadsExplorer,
     AblationExplorer,
     KnockoutExplorer,
+    KVCostExplorer,
     TileExplorer,
 )
 
@@ -56,6 +58,7 @@ __all__ = [
     "Explorer",
     "HeadsExplorer",
     "KnockoutExplorer",
+    "KVCostExplorer",
     "PositionExplorer",
     "RopeExplorer",
     "ScalingExplorer",

@@ -1,0 +1,223 @@
+"""Lesson 13's claims, each measured: what generate repeats, the per-token counts, cached
+against uncached generation (tokens and logits), the cache's bytes, grouped-query attention.
+
+Bars were measured under the native (AVX-512 here), generic and AVX2 kernel paths; each
+comment gives the worst case seen.
+"""
+
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from matplotlib.figure import Figure
+from torch import nn
+
+from course_lib import data, kv_cache, viz
+from course_lib.exercises.lesson13 import forward_with_cache_reference, grouped_multihead_reference
+from course_lib.gqa import GroupedQueryAttention, kv_cache_bytes
+from course_lib.kv_cache import cached_forward, new_cache, token_costs
+from course_lib.model import TinyTransformer, generate, load_pretrained
+from helpers import notebook_functions
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "13_kv_cache_and_gqa.ipynb"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_pretrained("rope-h4")
+
+
+@pytest.fixture(scope="module")
+def prose() -> str:
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
+
+
+def _costs(config, T, cached):
+    return token_costs(config, T, cached=cached)
+
+
+# ---------------------------------------------------------------- what generate repeats
+
+
+def test_one_step_later_the_first_positions_logits_are_the_same(model, measure):
+    # native 0, generic 0, AVX2 0: the rows that are shared come out bit for bit here
+    ids = data.load_split("valid")[:1, :21]
+    with torch.no_grad():
+        gap = (model(ids)[:, :20] - model(ids[:, :20])).abs().max()
+    assert measure("logits one step apart", gap) < 1e-5
+
+
+# ---------------------------------------------------------------- the counts
+
+
+def test_the_prediction_cells_numbers(model):
+    config = model.config
+    growth = {
+        c: _costs(config, 1024, c)["multiply_adds"] / _costs(config, 128, c)["multiply_adds"]
+        for c in (True, False)
+    }
+    assert f"{growth[False]:.1f}" == "21.6" and f"{growth[True]:.1f}" == "2.7"
+    assert 8 < growth[False] < 64 and 1 < growth[True] < 8  # "between the two", "far less than 8"
+
+
+def test_the_per_layer_formulas_the_prose_gives(model, prose):
+    D, L = model.config.d_model, model.config.num_layers
+    assert 12 * D * D == 49_152 and "$12D^2 = 49{,}152$" in prose
+    assert "$T = 6D = 384$" in prose and 2 * 384 * D == 12 * D * D
+    # the cached count is the projections (12 D^2 per layer, the head once) plus 2 T D per layer
+    head = D * model.config.vocab_size
+    for T in (1, 100, 384, 4096):
+        assert _costs(model.config, T, True)["multiply_adds"] == L * (12 * D * D + 2 * T * D) + head
+
+
+@pytest.mark.parametrize("T", [1, 16, 64, 128, 256, 1024, 4096])
+def test_recomputing_costs_exactly_t_times_the_cached_step(model, T):
+    cached, full = (_costs(model.config, T, c)["multiply_adds"] for c in (True, False))
+    assert full == T * cached
+
+
+def test_the_bytes_the_prose_quotes(model, prose):
+    weights = 4 * sum(p.numel() for p in model.parameters())
+    assert weights == 427_520 and "(427,520 bytes)" in prose
+    at = {T: _costs(model.config, T, True)["bytes"] for T in (16, 256)}
+    assert at == {16: 437_460, 256: 683_220}
+    assert "437,460 bytes at $T = 16$ and 683,220 at $T = 256$" in prose
+    assert all(weights / b > 0.6 for b in at.values())  # "most of them the model's weights"
+    cached, full = (_costs(model.config, 128, c) for c in (True, False))
+    assert round(cached["bytes"] / cached["multiply_adds"]) == 4  # "about 4 bytes"
+    assert 0.09 < full["bytes"] / full["multiply_adds"] < 0.12  # "a tenth of a byte"
+
+
+def test_the_counts_slopes_are_below_one_and_two(model, prose):
+    Ts = [256, 512, 1024, 2048, 4096]
+    slopes = {}
+    for cached in (True, False):
+        counts = [_costs(model.config, T, cached)["multiply_adds"] for T in Ts]
+        slopes[cached] = np.polyfit(np.log(Ts), np.log(counts), 1)[0]
+    assert 0.5 < slopes[True] < 1 and 1.5 < slopes[False] < 2
+    assert "The counts' slopes are below 1 and 2" in prose
+
+
+# ---------------------------------------------------------------- cached against uncached
+
+
+@pytest.mark.parametrize("prompt_len", [1, 16, 64])
+def test_cached_generation_gives_generates_tokens(model, prompt_len):
+    mine = notebook_functions("generate_cached")["generate_cached"]
+    prompt = data.load_split("long")[:4, :prompt_len]
+    expected = generate(model, prompt, 64, seed=prompt_len)
+    assert torch.equal(mine(model, prompt, 64, seed=prompt_len), expected)
+    assert torch.equal(kv_cache.generate_cached(model, prompt, 64, seed=prompt_len), expected)
+
+
+def _step_by_step(forward, model, ids):
+    logits, cache = forward(model, ids[:, :1], [])
+    rows = [logits]
+    for t in range(1, ids.shape[1]):
+        logits, cache = forward(model, ids[:, t : t + 1], cache)
+        rows.append(logits)
+    return torch.cat(rows, dim=1), cache
+
+
+@pytest.mark.slow  # two 128-step runs, float32 and float64
+def test_cached_logits_match_to_float32_rounding_and_in_float64_to_10_digits(model, measure):
+    # float32, largest gap / largest |logit|: native (AVX-512) 1.8e-6, generic 2.1e-6, AVX2
+    # 1.9e-6; float64 largest gap: 1.9e-14 .. 2.3e-14 on the three paths
+    seqs = data.load_split("long")[:4]
+    model64 = load_pretrained("rope-h4").double()
+    forward = notebook_functions("forward_with_cache")["forward_with_cache"]
+    with torch.no_grad():
+        for fn in (forward, forward_with_cache_reference):
+            cached32, cache = _step_by_step(fn, model, seqs)
+            full32 = model(seqs)
+            relative = (cached32 - full32).abs().max() / full32.abs().max()
+            assert measure("float32 gap / largest logit", relative) < 1e-5
+            cached64, _ = _step_by_step(fn, model64, seqs)
+            assert measure("float64 gap", (cached64 - model64(seqs)).abs().max()) < 1e-10
+    held = sum(k.nbytes + v.nbytes for k, v in cache)
+    assert held == 4 * kv_cache_bytes(2, 4, 128, 16) == 524_288 > 427_520  # more than the weights
+
+
+# ---------------------------------------------------------------- grouped-query attention
+
+
+def test_grouped_attention_is_multi_head_attention_with_tied_heads():
+    g = torch.Generator().manual_seed(3)
+    D, H, KV = 32, 8, 2
+    d = D // H
+    qkv, out = nn.Linear(D, D + 2 * KV * d), nn.Linear(D, D)
+    x = torch.randn(2, 10, D, generator=g)
+    mask = torch.ones(10, 10, dtype=torch.bool).tril()
+    mine = notebook_functions("grouped_multihead", "multihead")
+    with torch.no_grad():
+        yours = mine["grouped_multihead"](x, qkv, out, H, KV, mask)
+        tied = nn.Linear(D, 3 * D)
+        for p, w in ((tied.weight, qkv.weight), (tied.bias, qkv.bias)):
+            q_rows, k_rows, v_rows = w.split([D, KV * d, KV * d])
+            copied = [
+                t.unflatten(0, (KV, d)).repeat_interleave(H // KV, dim=0).flatten(0, 1)
+                for t in (k_rows, v_rows)
+            ]
+            p.copy_(torch.cat([q_rows, *copied]))
+        by_hand = mine["multihead"](x, tied, out, H, mask)
+        reference = grouped_multihead_reference(x, qkv, out, H, KV, mask)
+    assert (yours - by_hand).abs().max() < 1e-6 and (yours - reference).abs().max() < 1e-6
+    q, k, v = (
+        t.unflatten(-1, (-1, d)).transpose(1, 2) for t in qkv(x).split([D, KV * d, KV * d], dim=-1)
+    )
+    torchs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    assert torch.allclose(reference, out(torchs.transpose(1, 2).reshape(2, 10, D)), atol=1e-6)
+
+
+def test_the_gqa_table_a_quarter_of_the_bytes_with_one_kv_head():
+    long = data.load_split("long")
+    rows = {}
+    for kv_heads in (1, 2, 4):
+        gqa = TinyTransformer(53, 64, 4, 256, 2, 128).eval()
+        for block in gqa.blocks:
+            block.attn = GroupedQueryAttention(
+                64, 4, kv_heads, rope=block.attn.rope, check_inputs=False
+            )
+        cache = new_cache(gqa, 1)
+        with torch.no_grad():
+            cached_forward(gqa, long[:1, :128], cache)
+        rows[kv_heads] = (cache.nbytes(), sum(p.numel() for p in gqa.blocks[0].attn.parameters()))
+        assert cache.nbytes() == kv_cache_bytes(2, kv_heads, 128, 16)
+    assert rows == {1: (32_768, 10_400), 2: (65_536, 12_480), 4: (131_072, 16_640)}
+
+
+# ---------------------------------------------------------------- the figures
+
+
+def test_the_figures_draw_what_they_are_given():
+    fig = viz.token_costs_figure(
+        [16, 64], {"cached": [1, 2], "recomputed": [3, 4]}, {"cached": [5, 6], "recomputed": [7, 8]}
+    )
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    assert [line.get_label() for line in fig.axes[0].lines] == ["cached", "recomputed"]
+    timed = viz.time_per_token_figure(
+        [256, 512, 1024], {"cached": [1, 1, 1], "recomputed": [1, 4, 16]}
+    )
+    labels = [line.get_label() for line in timed.axes[0].lines]
+    assert labels == [
+        "cached (slope 0.00 on this machine)",
+        "recomputed (slope 2.00 on this machine)",
+    ]
+    groups = viz.head_groups_figure(8, 2)
+    texts = [t.get_text() for t in groups.axes[0].texts]
+    assert texts[:8] == [f"q{h}" for h in range(8)] and texts[8:] == ["kv0", "kv1"]
+    with pytest.raises(ValueError, match="num_kv_heads: expected a divisor of num_heads = 8"):
+        viz.head_groups_figure(8, 3)
+
+
+def test_no_wall_time_is_printed():
+    """Times go in the figure only: no printed output of the lesson holds a 's' or 'ms' unit."""
+    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            text = output.get("text", "")
+            assert not re.search(r"\d\s*(ms|s|seconds)\b", text), text
