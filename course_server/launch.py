@@ -74,6 +74,28 @@ def answers(process: subprocess.Popen, api) -> bool:
         return False
 
 
+def session_options() -> dict:
+    """Popen options that start the server in a process group of its own, so that stopping it
+    stops its kernels too: a new session on Linux and macOS, a new group on Windows."""
+    if os.name == "nt":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
+def kill_group(process: subprocess.Popen, *, force: bool = False) -> None:
+    """Stop a process started with session_options() and, on Linux and macOS, its group (on
+    Windows, where there are no signals to a group, the process itself)."""
+    if os.name == "nt":
+        process.kill() if force else process.terminate()
+    else:
+        os.killpg(process.pid, signal.SIGKILL if force else signal.SIGTERM)
+
+
+def running_as_root() -> bool:
+    """Whether this process is root (JupyterLab then needs --allow-root); never on Windows."""
+    return hasattr(os, "getuid") and os.getuid() == 0
+
+
 class Lab:
     """A running JupyterLab: its base URL, token and the folder it serves."""
 
@@ -103,11 +125,11 @@ class Lab:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            kill_group(self.process)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+                kill_group(self.process, force=True)
                 self.process.wait(timeout=10)
 
 
@@ -133,12 +155,12 @@ def start_lab(home: Path, root: Path, *, nodelay: bool = True, log_name="server.
     ]  # fmt: skip
     if not nodelay:  # the command line comes above the config file
         command.append('--ServerApp.jpserver_extensions={"course_server": False}')
-    if os.getuid() == 0:
+    if running_as_root():
         command.append("--allow-root")
     with (home / log_name).open("wb") as log:
         process = subprocess.Popen(
             command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            **session_options(),
         )  # fmt: skip
     lab = Lab(root, port, token, process)
     try:

@@ -317,3 +317,49 @@ def test_the_readme_s_two_commands_are_course_py_s_and_ci_runs_the_test_one():
     assert (given["lab"], given["test"]) == ("python course.py lab", "python course.py test")
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert "python -m tools.readme_commands test" in ci  # as the fork's workflow runs it
+
+
+class _Process:
+    pid = 4321
+
+    def __init__(self):
+        self.calls = []
+
+    def terminate(self):
+        self.calls.append("terminate")
+
+    def kill(self):
+        self.calls.append("kill")
+
+
+def test_the_test_labs_process_group_calls_exist_on_windows_too(monkeypatch):
+    # course_server.launch starts and stops the browser test's JupyterLab: on Windows there
+    # is no os.killpg, no os.getuid and no start_new_session
+    import subprocess
+
+    from course_server import launch
+
+    monkeypatch.setattr(launch.os, "name", "nt")
+    monkeypatch.delattr(launch.os, "getuid", raising=False)
+    monkeypatch.setattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x200, raising=False)
+    assert launch.session_options() == {"creationflags": 0x200}
+    assert launch.running_as_root() is False
+    process = _Process()
+    launch.kill_group(process)
+    launch.kill_group(process, force=True)
+    assert process.calls == ["terminate", "kill"]
+
+
+def test_on_posix_the_whole_group_is_signalled(monkeypatch):
+    import signal
+
+    from course_server import launch
+
+    sent = []
+    monkeypatch.setattr(launch.os, "name", "posix")
+    record = lambda pid, sig: sent.append((pid, sig))  # noqa: E731
+    monkeypatch.setattr(launch.os, "killpg", record, raising=False)
+    assert launch.session_options() == {"start_new_session": True}
+    launch.kill_group(_Process())
+    launch.kill_group(_Process(), force=True)
+    assert sent == [(4321, signal.SIGTERM), (4321, signal.SIGKILL)]

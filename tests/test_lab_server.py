@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 from tornado.websocket import websocket_connect
 
-from course_server.launch import answers, free_port, wait_until
+from course_server.launch import answers, free_port, kill_group, session_options, wait_until
 from helpers import tree_files
 
 pytestmark = pytest.mark.path_independent
@@ -82,7 +81,7 @@ def lab():
     process = subprocess.Popen(
         [sys.executable, "course.py", "lab", f"--port={port}", f"--token={token}"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
+        **session_options(),
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
 
@@ -98,7 +97,7 @@ def lab():
         api("/api/shutdown", method="POST")
         process.wait(timeout=20)
     except (OSError, subprocess.TimeoutExpired):
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process, force=True)
         process.wait(timeout=10)
 
 
