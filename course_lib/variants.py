@@ -45,6 +45,11 @@ VARIANTS: dict[str, ModelConfig] = {
     "1-layer-no-feed-forward": replace(ONE_LAYER, d_ff=0),
     "1-layer-no-positions": replace(ONE_LAYER, positional="none"),
     "1-layer-sinusoidal": replace(ONE_LAYER, positional="sinusoidal"),
+    # one head of width 128: unscaled, its scores start 128 ** 0.5 ~ 11 times too spread
+    "1-layer-width-128": replace(ONE_LAYER, d_model=128, num_heads=1, d_ff=512),
+    "1-layer-width-128-no-scale": replace(
+        ONE_LAYER, d_model=128, num_heads=1, d_ff=512, scale=False
+    ),
     "no-feed-forward": replace(BASE, d_ff=0),
     "sinusoidal": replace(BASE, positional="sinusoidal"),
     "no-positions": replace(BASE, positional="none"),
@@ -85,6 +90,8 @@ ROWS = (
     Row("RoPE against no positions, beyond the trained length", "04", "song",
         (("base", "no-positions"),), split="long"),
     Row("the 1/sqrt(d) scale at head width 64", "02", "mark", (("heads-1", "heads-1-no-scale"),)),
+    Row("the 1/sqrt(d) scale at head width 128, one layer", "02", "object",
+        (("1-layer-width-128", "1-layer-width-128-no-scale"),)),
     Row("residuals and normalisation at depth 4", "05", "all", (("layers-4", "layers-4-bare"),)),
     Row("residuals and normalisation at depth 2", "05", "all", (("layers-2", "layers-2-bare"),)),
     Row("a skill that needs two layers", "06", "induction", (("layers-2", "layers-1"),)),
