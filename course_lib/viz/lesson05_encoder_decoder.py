@@ -8,7 +8,7 @@ from matplotlib.patches import Rectangle
 
 from course_lib.viz.lesson03 import set_token_ticks
 from course_lib.viz.lesson05 import _arrow, _box
-from course_lib.viz.style import BLUE, LINE_MARKERS, PALETTE, _as_array, new_figure
+from course_lib.viz.style import BLUE, LINE_MARKERS, LINE_STYLES, PALETTE, _as_array, new_figure
 
 CHANCE_STYLE = {"color": "0.45", "linestyle": "--", "linewidth": 1.2}
 BOX = (2.6, 0.8)  # the diagram's boxes: width, height
@@ -82,13 +82,13 @@ def encoder_decoder_diagram() -> Figure:
     fig, ax = new_figure(9.2, 4.6)
     enc, dec = "#9ecae1", "#fdd0a2"
     _box(ax, 0, 0, "source: token + position", "white", *BOX)
-    _box(ax, 0, 1.4, "self-attention, no mask\n(+ residual)", enc, *BOX)
+    _box(ax, 0, 1.4, "self-attention over\nthe whole source (+ residual)", enc, *BOX)
     _group(ax, 0, 0.85, 1.95, "encoder\nlayer\n(x 1)", -1)
     _box(ax, 0, 2.9, "memory (B, T_src, D)", "white", *BOX)
     _arrow(ax, (0, 0.4), (0, 1.0))
     _arrow(ax, (0, 1.8), (0, 2.5))
     _box(ax, 4.6, 0, "start mark + output so far:\ntoken + position", "white", *BOX)
-    _box(ax, 4.6, 1.4, "self-attention, causal mask\n(+ residual)", dec, *BOX)
+    _box(ax, 4.6, 1.4, "self-attention over\nthe output so far (+ residual)", dec, *BOX)
     _box(
         ax,
         4.6,
@@ -183,13 +183,14 @@ def reversal_training_figure(
             weights[:, layer, head],
             marker=LINE_MARKERS[n % len(LINE_MARKERS)],
             color=PALETTE[n % len(PALETTE)],
+            linestyle=LINE_STYLES[layer % len(LINE_STYLES)],  # the layer by dash, not hue
             label=f"layer {layer}, head {head}",
         )
     right.axhline(chance, label=f"chance ({chance:.3f})", **CHANCE_STYLE)
     right.set_ylim(0, 1.02)
     right.set_xlabel("training step")
     right.set_ylabel("weight on the anti-diagonal")
-    right.set_title("cross-attention heads", fontsize=10)
+    right.set_title("the decoder's cross-attention heads", fontsize=10)
     right.legend(fontsize=8, loc="lower right")
     right.grid(alpha=0.3)
     left.axhline(word_chance, label=f"a random word ({word_chance:.3f})", **CHANCE_STYLE)

@@ -70,7 +70,11 @@ class CrossAttentionExplorer(Explorer):
             label="held-out words right",
         )
         self.ax_curve.axhline(run.chance, label=f"chance weight ({run.chance:.3f})", **CHANCE_STYLE)
-        (self.now,) = self.ax_curve.plot([steps[0]] * 2, [0, 1.02], color="black", lw=1.0)
+        (self.now,) = self.ax_curve.plot(
+            [steps[0]] * 2, [0, 1.02], color="black", lw=1.0, label="the step shown"
+        )
+        span = max(steps[-1] - steps[0], 1)  # room past the last step: its marker clears the frame
+        self.ax_curve.set_xlim(steps[0] - 0.05 * span, steps[-1] + 0.08 * span)
         self.ax_curve.set_ylim(0, 1.02)
         self.ax_curve.set_xlabel("training step")
         self.ax_curve.set_ylabel("weight on the anti-diagonal; share of words right")

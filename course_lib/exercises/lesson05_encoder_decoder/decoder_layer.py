@@ -176,7 +176,7 @@ DECODER_LAYER = Exercise(
     reference=decoder_layer_torch,
     cases=_cases,
     idea="the section 'An encoder-decoder from your pieces': the picture of the decoder "
-    "layer and which mask each attention gets",
+    "layer, and the contract's line on what the layer's output at position t may see",
     bugs=(
         Bug(
             "no_causal_mask",
