@@ -403,6 +403,22 @@ def test_calling_torchs_kernel_is_named():
     assert "teaches nothing" in found.steps[0]
 
 
+@pytest.mark.parametrize("call", ["tiled_forward", "tiled_attention", "flash_attention"])
+def test_calling_the_courses_tiled_code_is_named(call):
+    # the lesson imports these for its own cells: a one-line wrapper passes every number
+    from course_lib import tiled_attention
+
+    course = getattr(tiled_attention, call)
+
+    def wrapper(q, k, v, mask=None, tile_size=64):
+        out = course(q, k, v, mask, tile_size=tile_size)
+        return out[0] if isinstance(out, tuple) else out
+
+    found = run_online(wrapper)
+    assert not found.passed and found.bug == "the course's loop", found.message
+    assert call in found.message and "teaches nothing" in found.steps[0]
+
+
 # ------------------------------------------------ online_attention: what only the gradient shows
 
 
@@ -587,6 +603,37 @@ def test_a_backward_that_rebuilds_the_whole_weight_matrix_is_caught():
     found = run_backward(whole)
     assert not found.passed and found.bug == "whole matrix", found.message
     assert "(1, 2, 64, 64)" in found.message
+
+
+def test_a_backward_through_the_courses_flash_attention_is_named():
+    from course_lib.tiled_attention import flash_attention
+
+    def through_flash(q, k, v, out, lse, grad_out, mask=None, tile_size=64):
+        with torch.enable_grad():
+            q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+            found = flash_attention(q, k, v, mask, tile_size=tile_size)
+            return torch.autograd.grad(found, (q, k, v), grad_out)
+
+    found = run_backward(through_flash)
+    assert not found.passed and found.bug == "the course's loop", found.message
+    assert "flash_attention" in found.message
+
+
+def test_a_backward_that_autograd_takes_through_the_forward_is_named():
+    # exercise 1's loop differentiated by autograd: right gradients, no backward written
+    def through_autograd(q, k, v, out, lse, grad_out, mask=None, tile_size=64):
+        with torch.enable_grad():
+            q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+            return torch.autograd.grad(good(q, k, v, mask, tile_size), (q, k, v), grad_out)
+
+    def through_vjp(q, k, v, out, lse, grad_out, mask=None, tile_size=64):
+        _, vjp = torch.func.vjp(lambda a, b, c: good(a, b, c, mask, tile_size), q, k, v)
+        return vjp(grad_out)
+
+    for fn in (through_autograd, through_vjp):
+        found = run_backward(fn)
+        assert not found.passed and found.bug == "autograd", (fn.__name__, found.message)
+        assert "five products" in found.steps[0]
 
 
 def test_the_exercise_texts_warn_off_torchs_kernel():

@@ -182,7 +182,8 @@ def test_the_stored_tables_say_what_the_text_says():
         assert largest == matrix and 2 * matrix <= peak < 2.3 * matrix, T
     assert "128 GiB" in first and "128 GiB" in _lesson_text()
     saved = next(o for o in out if o.startswith("saved for the backward, MiB:")).splitlines()
-    table = {line[:26].strip(): [float(x) for x in line[26:].split()] for line in saved[2:]}
+    rows = [line.rsplit(maxsplit=len(LENGTHS)) for line in saved[2:]]
+    table = {name.strip(): [float(x) for x in sizes] for name, *sizes in rows}
     assert all(a > b for a, b in zip(table["your online_attention"], table["lesson 01 attention"],
                                      strict=True))  # fmt: skip
     assert table["flash_attention"] == table["torch's kernel"]

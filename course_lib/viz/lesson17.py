@@ -1,5 +1,7 @@
 """Lesson 17's figure: the bytes attention holds against the sequence length, on log axes."""
 
+import math
+
 from matplotlib.figure import Figure
 
 from course_lib.viz.style import LINE_MARKERS, _numbers, new_figure
@@ -7,11 +9,20 @@ from course_lib.viz.style import LINE_MARKERS, _numbers, new_figure
 MIB = 2**20
 
 
+def _powers_of_4(panel_sizes) -> list[float]:
+    """The powers of 4 (..., 0.25, 1, 4, 16, ...) that span the MiB drawn in one panel: one
+    step of T's doubling is one tick on a line that grows as T^2, half a tick as T."""
+    mib = [b / MIB for sizes in panel_sizes for b in sizes if b > 0]
+    low, high = math.floor(math.log(min(mib), 4)), math.ceil(math.log(max(mib), 4))
+    return [4.0**n for n in range(low, high + 1)]
+
+
 def memory_figure(lengths, panels: dict) -> Figure:
     """Log-log panels of MiB against T (lesson 17): `panels` maps each panel's title to
-    {line label: bytes at each length}; every line keeps one marker in every panel. Two grey
-    guides show growth as T^2 (dotted, from the first line's first point) and as T
-    (dash-dotted, from the last line's)."""
+    {line label: bytes at each length}; every line keeps one marker in every panel. Two black
+    guides, drawn over the lines so that a line they follow leaves them visible, show growth
+    as T^2 (dotted, from the first line's first point) and as T (dash-dotted, from the last
+    line's)."""
     Ts = _numbers("lengths", lengths)
     if not isinstance(panels, dict) or not all(isinstance(v, dict) for v in panels.values()):
         raise TypeError(
@@ -23,28 +34,35 @@ def memory_figure(lengths, panels: dict) -> Figure:
     if len(labels) > len(LINE_MARKERS):
         raise ValueError(f"panels: expected at most {len(LINE_MARKERS)} lines, got {len(labels)}")
     marker = dict(zip(labels, LINE_MARKERS, strict=False))
-    fig, axes = new_figure(4.4 * len(panels), 3.6, ncols=len(panels), squeeze=False)
+    fig, axes = new_figure(4.6 * len(panels), 3.8, ncols=len(panels), squeeze=False)
     for ax, (title, lines) in zip(axes[0], panels.items(), strict=True):
+        drawn = []
         for label, sizes in lines.items():
             sizes = _numbers(label, sizes)
             if len(sizes) != len(Ts):
                 raise ValueError(
                     f"{label}: expected {len(Ts)} sizes, one per length, got {len(sizes)}"
                 )
-            # later lines with smaller markers: two lines of equal bytes both stay visible
-            size = 10 - 2 * labels.index(label)
-            ax.loglog(Ts, [b / MIB for b in sizes], marker=marker[label], ms=size, label=label,
+            # each later line thinner, with a smaller hollow marker: two lines of equal bytes
+            # (as flash_attention's and torch's kernel's) both stay visible, one inside the other
+            order = labels.index(label)
+            ax.loglog(Ts, [b / MIB for b in sizes], marker=marker[label], ms=13 - 3 * order,
+                      mfc="white", mew=1.8, linewidth=3.2 - 0.7 * order, label=label,
                       zorder=3)  # fmt: skip
-        starts = [sizes[0] / MIB for sizes in lines.values()]
+            drawn.append(sizes)
+        starts = [sizes[0] / MIB for sizes in drawn]
         for power, start, style in ((2, starts[0], ":"), (1, starts[-1], "-.")):
             guide = [start * (T / Ts[0]) ** power for T in Ts]
-            said = "T^2" if power == 2 else "T"
-            ax.loglog(Ts, guide, style, color="grey", label=f"grows as {said}", zorder=2)
+            said = "T²" if power == 2 else "T"
+            ax.loglog(Ts, guide, style, color="black", linewidth=1.3, label=f"grows as {said}",
+                      zorder=4)  # fmt: skip
+        ticks = _powers_of_4(drawn)
+        ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
         ax.set_xticks(Ts, [str(T) for T in Ts])
         ax.minorticks_off()
         ax.set_xlabel("sequence length T")
         ax.set_ylabel("MiB")
         ax.set_title(title)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     return fig

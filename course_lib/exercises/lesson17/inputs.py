@@ -1,12 +1,19 @@
 """The tensors lesson 17's checks try: q, k, v with masks that empty whole tiles, and the probe
-that tells whether a function ever holds a (T_q, T_k) matrix."""
+that tells whether a function ever holds a (T_q, T_k) matrix, calls torch's kernel or the
+course's own tiled code, or lets autograd take its gradients."""
 
 import math
+import sys
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
+
+# the modules of the course's own tiled code and of this checker: a learner's function that
+# calls into them passes every number without writing the loop (the lesson imports
+# tiled_forward and flash_attention for its own cells)
+_COURSE_MODULES = ("course_lib.tiled_attention", "course_lib.exercises.lesson17")
 
 
 def randn(g, *shape, dtype=torch.float32):
@@ -62,24 +69,47 @@ PROBE = {"B": 1, "H": 2, "T": 64, "d": 8, "tile_size": 8}
 @dataclass(frozen=True)
 class Watched:
     """What the probe saw a function make: the first tensor as large as the whole score
-    matrix (its shape, or None), and whether it called torch's fused kernel."""
+    matrix (its shape, or None), whether it called torch's fused kernel, the first of the
+    course's own tiled functions it called (its name and module, or None), and whether it switched
+    autograd back on inside the probe's torch.no_grad()."""
 
     whole: tuple | None = None
     fused: bool = False
+    course: str | None = None
+    autograd: bool = False
 
 
 class _Watch(TorchFunctionMode):
     """Notes the first floating-point tensor any torch function returns with at least `limit`
-    elements, and any call of F.scaled_dot_product_attention."""
+    elements, any call of F.scaled_dot_product_attention, any torch call made from inside the
+    course's tiled code, and any made with gradients on. `outer` is the code of the frame the
+    learner's function is called from: the stack is read from the torch call out to it."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, outer):
         super().__init__()
         self.limit = limit
+        self.outer = outer
         self.whole = None
         self.fused = False
+        self.course = None
+        self.autograd = False
+
+    def _course_caller(self):
+        """The outermost function of the course's tiled code between this torch call and the
+        learner's function, or None."""
+        found, frame = None, sys._getframe(2)
+        while frame is not None and frame.f_code is not self.outer:
+            module = frame.f_globals.get("__name__", "")
+            if module.startswith(_COURSE_MODULES):
+                found = f"{frame.f_code.co_qualname} (in {module})"
+            frame = frame.f_back
+        return found
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.fused |= func is F.scaled_dot_product_attention
+        self.autograd |= torch.is_grad_enabled()
+        if self.course is None:
+            self.course = self._course_caller()
         out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, tuple | list) else (out,):
             if (
@@ -101,10 +131,10 @@ def watch(call, prepare=None) -> Watched:
     g = torch.Generator().manual_seed(64)
     q, k, v = qkv(g, (p["B"], p["H"], p["T"], p["d"]))
     prepared = () if prepare is None else prepare(q, k, v)
-    seen = _Watch(p["B"] * p["H"] * p["T"] * p["T"])
+    seen = _Watch(p["B"] * p["H"] * p["T"] * p["T"], call.__code__)
     with torch.no_grad(), seen:
         try:
             call(q, k, v, *prepared, p["tile_size"])
         except Exception:  # the learner's code, on a problem of its own: reported as far as it got
             pass
-    return Watched(seen.whole, seen.fused)
+    return Watched(seen.whole, seen.fused, seen.course, seen.autograd)

@@ -3,7 +3,8 @@
 The learner's online_attention is checked three ways, each against torch, never against the
 course's own tiled code: its output against F.scaled_dot_product_attention on every case
 (ONLINE_ATTENTION), the gradients autograd takes through it against those through torch's
-kernel (GRADIENTS), and a probe that it never holds the whole (T_q, T_k) score matrix.
+kernel (GRADIENTS), and a probe that it never holds the whole (T_q, T_k) score matrix and
+calls neither torch's kernel nor the course's own tiled code.
 """
 
 import math
@@ -348,6 +349,13 @@ FUSED_CAUSE = (
 )
 
 
+COURSE_CAUSE = (
+    "Calling the course's tiled code passes every number and teaches nothing: the lesson "
+    "imports tiled_forward and flash_attention to measure and to stand in, not for you to "
+    "call. Write the loop over the tiles yourself, with torch's plain operations."
+)
+
+
 def run_online(fn) -> Verdict:
     """Check online_attention: its output on every case, then the gradients through it, then
     that it never holds a (T_q, T_k) matrix."""
@@ -366,6 +374,15 @@ def run_online(fn) -> Verdict:
             (FUSED_CAUSE, f"See {IDEA}."),
             FAILED,
             "torch's kernel",
+        )
+    if seen.course is not None:
+        return Verdict(
+            False,
+            f"online_attention: your function calls the course's own {seen.course}, "
+            "which already does what the exercise asks",
+            (COURSE_CAUSE, f"See {IDEA}."),
+            FAILED,
+            "the course's loop",
         )
     if seen.whole is not None:
         return Verdict(

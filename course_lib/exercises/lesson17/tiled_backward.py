@@ -4,7 +4,8 @@ saved log-sum-exp.
 tiled_backward gets what a recomputing backward keeps (q, k, v, the output, each row's
 log-sum-exp) and the output's gradient, and returns dq, dk, dv. It is checked against the
 gradients autograd takes through torch's F.scaled_dot_product_attention, and with the same
-probe as online_attention: it must never hold a (T_q, T_k) matrix either.
+probe as online_attention: it must never hold a (T_q, T_k) matrix either, nor call torch's
+kernel or the course's tiled code, nor switch autograd on to take the gradients for it.
 """
 
 import math
@@ -230,6 +231,34 @@ def run_backward(fn) -> Verdict:
             ),
             FAILED,
             "torch's kernel",
+        )
+    if seen.course is not None:
+        return Verdict(
+            False,
+            f"tiled_backward: your function calls the course's own {seen.course}, "
+            "which already does what the exercise asks",
+            (
+                "Letting the course's tiled code take the gradients passes every number and "
+                "teaches nothing: write the five products of the backward, tile by tile, with "
+                "torch's plain operations.",
+                f"See {IDEA}.",
+            ),
+            FAILED,
+            "the course's loop",
+        )
+    if seen.autograd:
+        return Verdict(
+            False,
+            "tiled_backward: your function switches autograd back on and lets it take the "
+            "gradients",
+            (
+                "Autograd through a tiled forward keeps every tile for its backward, which is "
+                "what this exercise does without: take no gradient with autograd; write the "
+                "five products of the backward, tile by tile, with torch's plain operations.",
+                f"See {IDEA}.",
+            ),
+            FAILED,
+            "autograd",
         )
     if seen.whole is not None:
         return Verdict(
