@@ -143,6 +143,50 @@ def test_cached_logits_match_to_float32_rounding_and_in_float64_to_10_digits(mod
     assert held == 4 * kv_cache_bytes(2, 4, 128, 16) == 524_288 > 427_520  # more than the weights
 
 
+def test_past_max_len_the_slid_window_changes_the_keys_and_values_after_the_first_layer(model):
+    """Exercise 3's aside: sliding the window by one token keeps the first layer's values (its
+    keys turn by other angles), and changes both from the second layer on."""
+    ids = data.load_split("long")[:1]  # (1, 128)
+    inputs = []
+    hooks = [
+        block.attn.register_forward_pre_hook(lambda module, args: inputs.append(args[0]))
+        for block in model.blocks
+    ]
+    try:
+        with torch.no_grad():
+            model(ids[:, :127])  # the window before the slide
+            model(ids[:, 1:128])  # one token later: the oldest one dropped
+    finally:
+        for hook in hooks:
+            hook.remove()
+    layers = len(model.blocks)
+    for layer, block in enumerate(model.blocks):
+        _, k_before, v_before = block.attn.qkv_heads(inputs[layer])
+        _, k_after, v_after = block.attn.qkv_heads(inputs[layers + layer])
+        # the tokens both windows hold: positions 1 .. 126 before, 0 .. 125 after
+        v_gap = (v_before[:, :, 1:] - v_after[:, :, :-1]).abs().max()
+        k_gap = (k_before[:, :, 1:] - k_after[:, :, :-1]).abs().max()
+        assert k_gap > 0.1
+        assert (v_gap == 0) if layer == 0 else (v_gap > 0.1)
+
+
+def test_the_courses_answers_come_in_only_after_their_exercises():
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    solution = {
+        c.metadata["nbgrader"]["grade_id"]: i
+        for i, c in enumerate(cells)
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+    answers = {  # what stands in for the learner's function, and the exercise it answers
+        "forward_with_cache_reference": "forward_with_cache-generate_cached",
+        "grouped_multihead_reference": "grouped_multihead",
+        "import kv_cache": "forward_with_cache-generate_cached",  # its generate_cached
+    }
+    for text, exercise in answers.items():
+        first = min(i for i, c in enumerate(cells) if c.cell_type == "code" and text in c.source)
+        assert first > solution[exercise], text
+
+
 # ---------------------------------------------------------------- grouped-query attention
 
 

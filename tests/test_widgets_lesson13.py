@@ -92,3 +92,25 @@ def test_the_picture_changes_with_each_control(explorer):
         assert picture(explorer) != before
         explorer.controls[name].value = start
     assert picture(explorer) == before
+
+
+def test_every_line_sits_inside_its_axes_at_every_setting(explorer):
+    """The y range follows the width: at each setting every point of every line is inside it."""
+    start = explorer.values()
+    for D in explorer.WIDTHS:
+        for kv in explorer.KV_HEADS:
+            explorer.controls["D"].value = D
+            explorer.controls["kv"].value = kv
+            for ax in (explorer.ax_work, explorer.ax_bytes):
+                low, high = ax.get_ylim()
+                for line in ax.lines:
+                    if line in explorer.marks:
+                        continue
+                    assert all(low < y < high for y in line.get_ydata()), (D, kv, line.get_label())
+    for name, value in start.items():
+        explorer.controls[name].value = value
+
+
+def test_the_chosen_t_line_is_in_the_legend(explorer):
+    for ax in (explorer.ax_work, explorer.ax_bytes):
+        assert "the chosen T" in [t.get_text() for t in ax.get_legend().get_texts()]

@@ -1,6 +1,8 @@
 """Lesson 13's explorer: what one new token costs, cached and recomputed, and what the cache
 holds, for a context length, a model width and a number of key/value heads."""
 
+import math
+
 from course_lib import viz
 from course_lib.gqa import kv_cache_bytes
 from course_lib.kv_cache import token_costs
@@ -10,6 +12,11 @@ from course_lib.widgets.base import Explorer, choice_buttons, choice_slider
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.3g} MiB"
+
+
+def _decades(low: float, high: float) -> tuple:
+    """Whole powers of ten outside low and high, with room (a factor of 3) for the markers."""
+    return 10.0 ** math.floor(math.log10(low / 3)), 10.0 ** math.ceil(math.log10(high * 3))
 
 
 class KVCostExplorer(Explorer):
@@ -62,20 +69,20 @@ class KVCostExplorer(Explorer):
             Ts, Ts, "-", color=viz.PALETTE[7], linewidth=2, label="the weights"
         )
         self.marks = [
-            ax.axvline(64, color="0.4", linewidth=1) for ax in (self.ax_work, self.ax_bytes)
+            ax.axvline(64, color="0.4", linewidth=1, label="the chosen T")
+            for ax in (self.ax_work, self.ax_bytes)
         ]
-        for ax, ylabel, limits in (
-            (self.ax_work, "multiply-adds per new token", (1e4, 1e13)),
-            (self.ax_bytes, "bytes", (1e3, 1e10)),
+        for ax, ylabel, corner in (
+            (self.ax_work, "multiply-adds per new token", "upper left"),
+            (self.ax_bytes, "bytes", "lower right"),  # the weights' line crosses the upper left
         ):
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xlim(Ts[0] / 1.3, Ts[-1] * 1.3)
-            ax.set_ylim(*limits)
             ax.set_xlabel("context length T")
             ax.set_ylabel(ylabel)
             ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=8, loc="upper left")
+            ax.legend(fontsize=8, loc=corner)
         self.ax_work.set_title("one new token's work", fontsize=10)
         self.ax_bytes.set_title("what stays in memory", fontsize=10)
         controls = {
@@ -85,6 +92,18 @@ class KVCostExplorer(Explorer):
         }
         dynamic = [*self.lines.values(), *self.cache_lines.values(), self.weights_line, *self.marks]
         super().__init__(controls, fig, dynamic=dynamic)
+
+    def limits(self, D: int) -> dict:
+        """Each panel's y range at width D: whole decades around every line it can show at that
+        width, so a change of width or key/value heads moves the lines, not the axes."""
+        low = [self.costs(t, D, kv) for t in self.CONTEXTS[:1] for kv in self.KV_HEADS]
+        high = [self.costs(t, D, kv) for t in self.CONTEXTS[-1:] for kv in self.KV_HEADS]
+        work = (min(c["projections"] for c in low), max(c["recomputed"] for c in high))
+        cache = (
+            min(min(c["cache_bytes"], c["weight_bytes"]) for c in low),
+            max(max(c["cache_bytes"], c["weight_bytes"]) for c in high),
+        )
+        return {"work": _decades(*work), "bytes": _decades(*cache)}
 
     def config(self, D: int) -> ModelConfig:
         return ModelConfig(self.VOCAB, D, self.HEADS, 4 * D, self.LAYERS, max(self.CONTEXTS))
@@ -114,6 +133,10 @@ class KVCostExplorer(Explorer):
 
     def update(self) -> None:
         T, D, kv = (self.controls[name].value for name in ("T", "D", "kv"))
+        if self.ax_work.get_ylim() != self.limits(D)["work"]:
+            self.ax_work.set_ylim(*self.limits(D)["work"])
+            self.ax_bytes.set_ylim(*self.limits(D)["bytes"])
+            self.invalidate(key=D)  # the axes changed: one full redraw per width, then kept
         curves = [self.costs(t, D, kv) for t in self.CONTEXTS]
         for name, line in self.lines.items():
             line.set_ydata([c[name] for c in curves])

@@ -189,8 +189,8 @@ FORWARD_WITH_CACHE = Exercise(
     lesson="13",
     reference=uncached,
     cases=_forward_cases,
-    idea="the section 'The whole model with a cache': exercise 3's text, and the worked "
-    "example that runs the model's forward pass from its parts without a cache",
+    idea="the section 'The whole model with a cache': exercise 3's text, and the forward "
+    "pass of your MyTransformer in lesson 06, whose module names rope-h4 shares",
     bugs=(
         Bug(
             "one_cache_for_every_layer",
@@ -230,10 +230,10 @@ FORWARD_WITH_CACHE = Exercise(
         ),
     ),
     hints=(
-        "The same steps as the worked example, with two changes in each layer: the attention "
-        "is your attend_cached, given that layer's cached keys and values (empty tensors "
-        "(B, H, 0, d) when the cache is []), and what it returns for that layer goes into the "
-        "new cache.",
+        "The steps of your lesson 06 MyTransformer's forward pass, with two changes in each "
+        "layer: the attention is your attend_cached, given that layer's cached keys and values "
+        "(empty tensors (B, H, 0, d) when the cache is []), and what it returns for that layer "
+        "goes into the new cache.",
         "Compare one step at a time with the model: the logits of your prompt pass against "
         "model(ids), then each cached step's against model on the sequence so far, last row.",
     ),
