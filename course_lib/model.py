@@ -36,6 +36,7 @@ class ModelConfig:
     prenorm: bool = True  # pre-norm blocks (the modern default) or post-norm
     scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 06)
     residual: bool = True  # False drops every block's "x +", for the variant table (lesson 05)
+    tied: bool = False  # the head reuses the embedding's matrix (lesson 01_language_and_loss)
 
 
 def check_ids(name: str, ids, vocab_size: int, max_len: int | None = None) -> None:
@@ -71,6 +72,7 @@ class TinyTransformer(nn.Module):
         prenorm: bool = True,
         scale: bool = True,
         residual: bool = True,
+        tied: bool = False,
     ):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("num_layers", num_layers)):
@@ -79,7 +81,7 @@ class TinyTransformer(nn.Module):
         one_of("positional", positional, POSITIONAL)
         self.config = ModelConfig(
             vocab_size, d_model, num_heads, d_ff, num_layers, max_len, positional, norm, prenorm,
-            scale, residual,
+            scale, residual, tied,
         )  # fmt: skip
         self.embed = nn.Embedding(vocab_size, d_model)
         # RoPE has no weights, so one instance (and one cos/sin table) serves every block
@@ -108,13 +110,15 @@ class TinyTransformer(nn.Module):
         )
         self.norm = make_norm(norm, d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
+        if tied:  # one (V, D) matrix both reads tokens in and scores them out
+            self.head.weight = self.embed.weight
         nn.init.normal_(self.embed.weight, std=0.1)  # same order as the sinusoids' 0.1..1
 
     @classmethod
     def from_config(cls, config: ModelConfig) -> "TinyTransformer":
         """Build the model a ModelConfig describes (lesson 06)."""
         kwargs = asdict(config)
-        keywords = ("positional", "norm", "prenorm", "scale", "residual")
+        keywords = ("positional", "norm", "prenorm", "scale", "residual", "tied")
         positional = {k: kwargs.pop(k) for k in keywords}
         return cls(**kwargs, **positional)
 

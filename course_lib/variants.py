@@ -56,6 +56,8 @@ VARIANTS: dict[str, ModelConfig] = {
     "heads-1-no-scale": replace(BASE, num_heads=1, scale=False),
     **{f"layers-{n}": replace(BASE, num_layers=n) for n in (1, 4)},
     **{f"layers-{n}-bare": replace(BASE, num_layers=n, **BARE) for n in (1, 2, 4)},
+    # the head reuses the token embedding's (V, D) matrix: V * D fewer parameters
+    "tied": replace(BASE, tied=True),
 }
 VARIANTS["layers-2"] = BASE  # names for one config share its runs: each trains once
 
@@ -95,6 +97,9 @@ ROWS = (
     Row("residuals and normalisation at depth 4", "05", "all", (("layers-4", "layers-4-bare"),)),
     Row("residuals and normalisation at depth 2", "05", "all", (("layers-2", "layers-2-bare"),)),
     Row("a skill that needs two layers", "06", "induction", (("layers-2", "layers-1"),)),
+    # the head tied to the embedding, V * D fewer weights: Press and Wolf (2017) found it better
+    Row("the output layer tied to the embedding", "01_language_and_loss", "all",
+        (("tied", "base"),)),
 )  # fmt: skip
 
 
@@ -254,7 +259,9 @@ def stored_runs(names: list[str]) -> list[dict]:
         torch.__version__,
     ):
         return []
-    same = {n for n in names if table["configs"].get(n) == asdict(VARIANTS[n])}
+    # a config stored before a field was added to ModelConfig holds that field at its default
+    stored = {n: ModelConfig(**table["configs"][n]) for n in names if n in table["configs"]}
+    same = {n for n, config in stored.items() if config == VARIANTS[n]}
     return [run for run in table["runs"] if run["variant"] in same]
 
 

@@ -102,6 +102,27 @@ def test_config_round_trip():
     assert sum(p.numel() for b in bare.blocks for p in b.ff.parameters()) == 0
 
 
+def test_a_tied_head_is_the_embedding_matrix_itself():
+    untied, tied = small(), small(tied=True)
+    assert not untied.config.tied and tied.config.tied
+    assert tied.head.weight is tied.embed.weight  # one (V, D) parameter, read at both ends
+    count = [sum(p.numel() for p in m.parameters()) for m in (untied, tied)]
+    assert count[0] - count[1] == V * 32
+    # its gradient is the sum of what reaches it through the lookup and through the head
+    idx = torch.randint(V, (2, 7))
+    tied(idx).logsumexp(-1).sum().backward()
+    grad = tied.embed.weight.grad
+    assert grad is not None and grad.abs().sum() > 0
+    # saved and loaded as any checkpoint: both names in the state dict, one tensor again after
+    again = TinyTransformer.from_config(tied.config)
+    again.load_state_dict(tied.state_dict())
+    assert again.head.weight is again.embed.weight
+    assert_close(again.eval()(idx), tied(idx))
+    # a card written before the field existed builds the untied model it always did
+    card = {k: v for k, v in vars(untied.config).items() if k != "tied"}
+    assert ModelConfig(**card) == untied.config
+
+
 @pytest.mark.parametrize(
     "idx, message",
     [

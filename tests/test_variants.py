@@ -45,6 +45,23 @@ def test_each_claim_compares_variants_that_differ_in_the_piece_it_names():
             assert changed and (len(changed) == 1 or changed == {"residual", "norm"}), row
 
 
+def test_a_config_stored_before_a_field_existed_keeps_its_runs(tmp_path, monkeypatch):
+    # data/variants.json was written before ModelConfig had `tied`: its configs lack it, and
+    # --missing must keep their runs (the field at its default) and train only the new ones
+    stored = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    for config in stored["configs"].values():
+        config.pop("tied", None)
+    stored["runs"] = [r for r in stored["runs"] if r["variant"] in ("base", "heads-1")]
+    del stored["configs"]["tied"]
+    path = tmp_path / "variants.json"
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    monkeypatch.setattr(variants, "RESULTS", path)
+    kept = variants.stored_runs(["base", "heads-1", "tied"])
+    assert {(r["variant"], r["seed"]) for r in kept} == {
+        (name, seed) for name in ("base", "heads-1") for seed in variants.SEEDS
+    }
+
+
 @pytest.mark.retrains
 def test_a_short_run_reports_every_skill_on_both_splits(monkeypatch):
     monkeypatch.setattr(variants, "RECIPE", replace(variants.RECIPE, steps=4, eval_every=2))
