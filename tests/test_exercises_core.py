@@ -53,6 +53,47 @@ def test_an_unknown_mistake_gives_the_gap_then_the_general_hints():
     assert verdict.steps == ("Twice x is x added to itself.", "See the toy cell.")
 
 
+def test_an_error_a_known_bug_raises_too_gets_that_bugs_hint():
+    def rows(ids, w):
+        return w[ids]
+
+    exercise = Exercise(
+        name="rows",
+        lesson="00",
+        reference=rows,
+        cases=lambda: [Case((torch.tensor([[0, 1]]), torch.ones(3, 2)), label="2-D ids")],
+        idea="the toy cell",
+        bugs=(Bug("flat", lambda ids, w: w.index_select(0, ids), "only 1-D ids", "it is flat."),),
+    )
+    verdict = run(exercise, lambda ids, w: torch.index_select(w, 0, ids))
+    assert verdict.bug == "flat" and verdict.steps == ("it is flat.", "See the toy cell.")
+    assert verdict.message.startswith("rows: your function raised IndexError: index_select()")
+    # another error on the same case keeps the general hint
+    verdict = run(exercise, lambda ids, w: w[ids.float()])
+    assert verdict.bug is None and "promises this case works" in verdict.steps[0]
+
+
+def test_a_result_without_its_gradient_fails_with_its_own_hint():
+    exercise = Exercise(
+        name="double",
+        lesson="00",
+        reference=_double,
+        cases=lambda: [Case((torch.ones(3, requires_grad=True),), label="x needs a gradient")],
+        idea="the toy cell",
+    )
+    assert run(exercise, lambda x: x + x).passed
+
+    @torch.no_grad()
+    def double(x):
+        return x * 2
+
+    verdict = run(exercise, double)
+    assert not verdict.passed and verdict.bug == "no gradient"
+    assert verdict.steps[0] == core.NO_GRADIENT[1]
+    # where the course's result carries none, neither need the learner's
+    assert run(TOY, double).passed
+
+
 def test_dtype_is_compared_not_cast():
     verdict = run(TOY, lambda x: (x * 2).double())
     assert not verdict.passed

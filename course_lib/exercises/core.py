@@ -10,7 +10,12 @@ What a check compares, for every case:
   compared with the originals afterwards);
 - the result must have the reference's type, shape and dtype: a float64 tensor where float32
   is expected fails, it is not cast first;
-- the numbers must match to `atol`/`rtol`.
+- the numbers must match to `atol`/`rtol`;
+- where the course's result carries a gradient (its inputs require one), the learner's must
+  too: a loss computed under torch.no_grad() has the right numbers and cannot train.
+
+A known bug is recognised by the numbers its wrong version returns, or, where the learner's
+function raises, by the same error (type and message) its wrong version raises on that case.
 
 A failure comes with hints in steps: `Verdict.steps[0]` is the symptom; each later step is
 more specific (the cause, then the section of the lesson that holds the idea). None gives
@@ -28,6 +33,12 @@ import torch
 from course_lib.exercises.stub import attempt
 
 PASSED, NOT_IMPLEMENTED, FAILED = "passed", "not implemented", "failed"
+NO_GRADIENT = (  # the symptom and the cause of a result cut off from autograd
+    "your numbers are right, but no gradient flows back through them",
+    "the result carries no gradient: it was computed under torch.no_grad(), or detached "
+    "(.detach(), .item(), a new tensor built from its values). Training calls backward on "
+    "it, and the inputs that need a gradient must get one through your function.",
+)
 DTYPE_HINT = (
     "The numbers are right; the dtype is part of the result too. A result should keep its "
     "input's dtype: a float64 tensor usually comes from mixing in one built in float64 "
@@ -196,7 +207,7 @@ def largest_gap(got, expected) -> str:
     if isinstance(expected, torch.Tensor):
         diff = (_as_tensor(got).double() - _as_tensor(expected).double()).abs()
         if diff.dim() == 0:
-            return f"got {float(got):.4g}, expected {float(expected):.4g}"
+            return f"got {float(_as_tensor(got)):.4g}, expected {float(_as_tensor(expected)):.4g}"
         if torch.isnan(diff).any():
             where = tuple(torch.nonzero(torch.isnan(diff))[0].tolist())
             return f"NaN at index {where}"
@@ -274,9 +285,14 @@ def run(exercise: Exercise, fn) -> Verdict:
             )
         if tried.error is not None:
             err = tried.error
+            raised = f"your function raised {type(err).__name__}: {err}"
+            bug = _raising_bug(exercise, case, err)
+            if bug is not None:  # a known mistake that raises exactly this error here
+                return _fail(exercise, f"{raised}: {bug.symptom} (case: {label})", (bug.cause,),
+                             bug.name)  # fmt: skip
             return _fail(
                 exercise,
-                f"your function raised {type(err).__name__}: {err} (case: {label})",
+                f"{raised} (case: {label})",
                 ("The exercise's text promises this case works: read its contract again "
                  "for the shapes and types it allows.", *exercise.hints),
             )  # fmt: skip
@@ -301,6 +317,9 @@ def run(exercise: Exercise, fn) -> Verdict:
         if exercise.accept is not None:
             got = exercise.accept(got, expected, case.args, case.kwargs)
         if close(got, expected, exercise.atol, exercise.rtol):
+            if _lost_gradient(got, expected):
+                return _fail(exercise, f"{NO_GRADIENT[0]} (case: {label})", (NO_GRADIENT[1],),
+                             "no gradient")  # fmt: skip
             continue
         tol = exercise.atol, exercise.rtol
         for bug in () if values_close(got, expected, *tol) else exercise.bugs:
@@ -322,6 +341,30 @@ def run(exercise: Exercise, fn) -> Verdict:
             exercise.hints,
         )
     return Verdict(True, f"{name}: passed all {len(cases)} cases. Well done!", (), PASSED)
+
+
+def _raising_bug(exercise: Exercise, case: Case, err: Exception) -> Bug | None:
+    """The first bug whose wrong version raises the learner's error on this case: the same
+    type and the same message (a shape error names both shapes, so it is specific)."""
+    for bug in exercise.bugs:
+        try:
+            bug.wrong(*_copy_args(case.args), **case.kwargs)
+        except Exception as theirs:  # the bug's own error, compared with the learner's
+            if type(theirs) is type(err) and str(theirs) == str(err):
+                return bug
+    return None
+
+
+def _lost_gradient(got, expected) -> bool:
+    """Whether got has the right numbers but no gradient where expected carries one."""
+    if isinstance(expected, tuple | list) and isinstance(got, tuple | list):
+        return any(_lost_gradient(g, e) for g, e in zip(got, expected, strict=False))
+    return (
+        isinstance(expected, torch.Tensor)
+        and expected.requires_grad
+        and isinstance(got, torch.Tensor)
+        and not got.requires_grad
+    )
 
 
 def dead_bugs(exercise: Exercise) -> list[str]:
