@@ -1,8 +1,9 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06, 13 and 17 (the course's reference, the cases, the
-likely bugs with their hints);
+lessons 03, 04, 05_encoder_decoder, 06, 13 and 17 (lesson 01_language_and_loss, which shares
+its number with lesson 01, in lesson01_language_and_loss.py): the course's reference, the
+cases, the likely bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
@@ -20,6 +21,7 @@ from functools import partial
 from course_lib.exercises import (
     lesson00,
     lesson01,
+    lesson01_language_and_loss,
     lesson02,
     lesson03,
     lesson04,
@@ -99,6 +101,11 @@ check_softmax = checker(lesson00.SOFTMAX)
 # ---------------------------------------------------------------- lesson 01
 check_attention = checker(lesson01.ATTENTION)
 check_causal_mask = checker(lesson01.CAUSAL_MASK)
+
+# ---------------------------------------------------------------- lesson 01_language_and_loss
+check_token_embedding = checker(lesson01_language_and_loss.TOKEN_EMBEDDING)
+check_output_layer = checker(lesson01_language_and_loss.OUTPUT_LAYER)
+check_next_token_cross_entropy = checker(lesson01_language_and_loss.NEXT_TOKEN_CROSS_ENTROPY)
 
 # ---------------------------------------------------------------- lesson 02
 check_entropy = checker(lesson02.ENTROPY)

@@ -3,7 +3,8 @@
 `core` holds the Exercise/Bug/Verdict types and `run`, which checks a learner's function and
 returns a Verdict without printing. `lessonNN` holds lesson NN's entries in `EXERCISES`; a
 lesson that shares its number with another is keyed by its full stem instead
-(`lesson05_encoder_decoder`, beside `lesson05` for 05_transformer_block), and `lesson_key` /
+(`lesson05_encoder_decoder`, beside `lesson05` for 05_transformer_block;
+`lesson01_language_and_loss`, beside `lesson01` for 01_attention_qkv), and `lesson_key` /
 `lesson_file` are the one rule that maps a notebook to its key and back.
 `stub` writes and recognises the stub a learner's copy holds, and decides yours or the
 course's (for the checkers, the explorers, course_lib.mywork, the workspace and nbgrader).
@@ -17,7 +18,10 @@ from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
 
 # each lesson's key, in the order its notebook file sorts: a two-digit number, or a full stem
 # where two lessons share the number
-LESSONS = ("00", "01", "02", "03", "04", "05", "05_encoder_decoder", "06", "13", "17")
+LESSONS = (
+    "00", "01", "01_language_and_loss", "02", "03", "04", "05", "05_encoder_decoder", "06", "13",
+    "17",
+)  # fmt: skip
 
 __all__ = [
     "Bug", "Case", "Exercise", "Verdict", "run", "all_exercises", "by_name", "lesson_file",

@@ -1,0 +1,336 @@
+"""Lesson 01_language_and_loss's exercises: the token embedding, the output layer, the loss.
+
+CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
+- token_embedding(ids, weight) -> (..., D): row ids[...] of weight (V, D), in weight's dtype,
+  as torch.nn.functional.embedding does; ids an int64 tensor of any shape, 0-d included.
+- output_layer(h, weight) -> (..., V): the logits of h (..., D) against every row of weight
+  (V, D), h @ weight^T, as torch.nn.functional.linear without a bias: raw scores, no softmax.
+  Passing the embedding's own matrix as weight ties the two layers.
+- next_token_cross_entropy(logits, ids) -> 0-d tensor in logits' dtype: logits (B, T, V)
+  computed from ids (B, T); the mean, over the B * (T - 1) predictions, of
+  -log softmax(logits[b, t])[ids[b, t + 1]] for t = 0 .. T - 2 (the last position predicts
+  nothing here), as F.cross_entropy on those pairs; its gradient flows back to logits.
+
+Every weight and every logits tensor in the cases requires a gradient, as a model's do, so a
+result computed under torch.no_grad() or detached fails (course_lib.exercises.core).
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from course_lib.exercises.core import Bug, Case, Exercise
+
+LESSON = "01_language_and_loss"
+
+
+def token_embedding_reference(ids, weight):
+    return F.embedding(ids, weight)  # (...) -> (..., D)
+
+
+def output_layer_reference(h, weight):
+    return F.linear(h, weight)  # (..., D) -> (..., V)
+
+
+def next_token_cross_entropy_reference(logits, ids):
+    pairs = logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()  # (B*(T-1), V), (B*(T-1),)
+    return F.cross_entropy(*pairs)  # 0-d
+
+
+def _leaf(*shape, g, scale=1.0, dtype=torch.float32):
+    """A random tensor that requires a gradient, as a model's weights and logits do."""
+    return (torch.randn(*shape, generator=g, dtype=dtype) * scale).requires_grad_()
+
+
+# ---------------------------------------------------------------- token_embedding
+
+
+def _embedding_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(0)
+
+    def ids(high, *shape):
+        return torch.randint(high, shape, generator=g)
+
+    square = ids(6, 2, 5)
+    square[0, 0] = 0  # id 0 is there: a shift by one wraps it round to the last row
+    full = ids(104, 3, 4)
+    full[0, 0] = 103  # the largest id is there
+    return [
+        Case((square, _leaf(7, 7, g=g)),
+             label="a square weight, V = D = 7, and ids that never reach V - 1"),
+        Case((full, _leaf(104, 16, g=g)), label="the toy language's V = 104 tokens, D = 16"),
+        Case((ids(10, 6), _leaf(10, 4, g=g)), label="a 1-D ids: one sequence"),
+        Case((ids(9, 2, 3, 4), _leaf(9, 5, g=g)), label="a 3-D ids: more axes than (B, T)"),
+        Case((torch.tensor(3), _leaf(8, 6, g=g)), label="a 0-d ids: one token"),
+        Case((ids(6, 2, 3), _leaf(6, 4, g=g, dtype=torch.float64)),
+             label="a float64 weight: the vectors stay float64"),
+    ]  # fmt: skip
+
+
+TOKEN_EMBEDDING = Exercise(
+    name="token_embedding",
+    lesson=LESSON,
+    reference=token_embedding_reference,
+    cases=_embedding_cases,
+    idea="the section 'From ids to vectors and back', and its example worked by hand",
+    bugs=(
+        Bug(
+            "columns",
+            lambda ids, w: w.T[ids],
+            "your vectors are columns of the weight, not its rows",
+            "weight is (V, D): one row of D numbers per token. Taking column i (weight[:, i], "
+            "or row i of the transpose) gives V numbers, one per token; with V = D the shapes "
+            "cannot tell you.",
+        ),
+        Bug(
+            "one_hot_too_short",
+            lambda ids, w: F.one_hot(ids).to(w.dtype) @ w,
+            "your one-hot vectors are shorter than the vocabulary when the ids never reach V - 1",
+            "F.one_hot(ids) makes each vector as long as the largest id present plus one, not "
+            "V: it needs num_classes, the weight's number of rows. (Indexing the weight with "
+            "the ids needs no one-hot vectors at all.)",
+        ),
+        Bug(
+            "one_hot_long",
+            lambda ids, w: F.one_hot(ids, w.shape[0]) @ w,
+            "your one-hot vectors are integers, and a matrix product needs one dtype on both sides",
+            "F.one_hot returns int64 tensors. Convert them to the weight's own dtype before "
+            "the product.",
+        ),
+        Bug(
+            "one_hot_float32",
+            lambda ids, w: F.one_hot(ids, w.shape[0]).float() @ w,
+            "your one-hot vectors are float32 while this weight is float64",
+            ".float() always gives float32. The product needs the weight's own dtype, "
+            "whichever it is: convert to weight.dtype.",
+        ),
+        Bug(
+            "off_by_one",
+            lambda ids, w: w[ids - 1],
+            "every vector is the row just above the right one, and id 0 gets the last row",
+            "ids count from 0: token i's vector is row i. Subtracting 1 (counting from 1) moves "
+            "every token onto its neighbour's row, and -1 wraps round to the last.",
+        ),
+        Bug(
+            "index_select",
+            lambda ids, w: w.index_select(0, ids),
+            "index_select takes a vector of indices, and these ids have more axes",
+            "ids may have any shape: a (B, T) batch, more axes, or none. index_select takes "
+            "only a 1-D tensor of indices; indexing the weight with the ids tensor itself "
+            "keeps the ids' shape and adds the D axis.",
+        ),
+        Bug(
+            "scaled",
+            lambda ids, w: w[ids] * math.sqrt(w.shape[1]),
+            "your vectors are sqrt(D) times the weight's rows",
+            "the lookup returns each row as it is stored. The 2017 transformer multiplies its "
+            "embeddings by sqrt(D) after the lookup, inside its model; nn.Embedding and "
+            "F.embedding do not, and neither does this function.",
+        ),
+    ),
+    hints=(
+        "Row i of weight is token i's vector: the result for ids of shape (...) has shape "
+        "(..., D), one row per id, in the weight's dtype.",
+    ),
+)
+
+
+# ---------------------------------------------------------------- output_layer
+
+
+def _output_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(1)
+    return [
+        Case((_leaf(2, 4, 6, g=g), _leaf(6, 6, g=g)),
+             label="a square weight, V = D = 6: no shape error tells h @ W from h @ W^T"),
+        Case((_leaf(2, 5, 16, g=g), _leaf(104, 16, g=g)),
+             label="a (B, T, D) batch, the toy language's V = 104 tokens"),
+        Case((_leaf(16, g=g), _leaf(10, 16, g=g)), label="a 1-D h: one vector"),
+        Case((_leaf(3, 8, g=g), _leaf(12, 8, g=g)), label="a 2-D h: (T, D)"),
+        Case((_leaf(2, 3, 4, 8, g=g), _leaf(5, 8, g=g)), label="a 4-D h: more axes than (B, T, D)"),
+        Case((_leaf(2, 3, 4, g=g, dtype=torch.float64), _leaf(7, 4, g=g, dtype=torch.float64)),
+             label="float64 h and weight: the logits stay float64"),
+    ]  # fmt: skip
+
+
+OUTPUT_LAYER = Exercise(
+    name="output_layer",
+    lesson=LESSON,
+    reference=output_layer_reference,
+    cases=_output_cases,
+    idea="the section 'From ids to vectors and back', and its example worked by hand",
+    bugs=(
+        Bug(
+            "not_transposed",
+            lambda h, w: h @ w,
+            "your logits use the weight the wrong way round",
+            "weight has one row per token, (V, D), as nn.Linear(D, V) stores its weight: each "
+            "logit is the dot product of h with one row, so h multiplies the transpose of "
+            "weight. With V = D, h @ weight runs and is wrong.",
+        ),
+        Bug(
+            "softmax",
+            lambda h, w: torch.softmax(h @ w.T, dim=-1),
+            "your logits are probabilities: each row is positive and sums to 1",
+            "the output layer returns raw scores (logits), which may be any real numbers. The "
+            "softmax that turns them into probabilities comes where they are used: the loss "
+            "takes the log-softmax of the logits itself.",
+        ),
+        Bug(
+            "log_softmax",
+            lambda h, w: F.log_softmax(h @ w.T, dim=-1),
+            "your logits are log-probabilities: every one is negative, and their exponentials "
+            "sum to 1",
+            "the output layer returns raw scores (logits). Normalising them into "
+            "log-probabilities is the loss's job, and a later lesson's sampler divides raw "
+            "logits by a temperature.",
+        ),
+        Bug(
+            "batched_T",
+            lambda h, w: (w @ h.permute(*reversed(range(h.dim())))).permute(
+                *reversed(range(h.dim()))
+            ),
+            "your function works for one vector or one (T, D) table, and fails on a batch",
+            "for a tensor of more than two axes, .T reverses every axis, so (B, T, D) becomes "
+            "(D, T, B), not a batch of transposes. Transpose the weight instead, a plain (V, D) "
+            "matrix: h times its transpose works for any number of leading axes.",
+        ),
+        Bug(
+            "scaled",
+            lambda h, w: h @ w.T / math.sqrt(h.shape[-1]),
+            "your logits are sqrt(D) times too small",
+            "the output layer is the plain product. Dividing by sqrt(d) belongs to attention's "
+            "scores (a later lesson), not to the logits.",
+        ),
+    ),
+    hints=(
+        "The result has one logit per token: shape (..., V), with V the weight's number of "
+        "rows, in h's dtype.",
+    ),
+)
+
+
+# ---------------------------------------------------------------- next_token_cross_entropy
+
+
+def _loss_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(2)
+
+    def case(B, T, V, label, *, scale=2.0, dtype=torch.float32):
+        return Case((_leaf(B, T, V, g=g, scale=scale, dtype=dtype),
+                     torch.randint(V, (B, T), generator=g)), label=label)  # fmt: skip
+
+    far = case(2, 5, 6, "logits 200 apart: most tokens' probabilities underflow to 0 in float32")
+    logits, ids = far.args
+    with torch.no_grad():
+        logits[..., 0] += 200.0  # token 0 takes every prediction's probability ...
+    ids.clamp_(min=1)  # ... and no prediction is of token 0
+    return [
+        case(2, 6, 5, "2 sequences of 6 tokens, 5 token ids"),
+        case(1, 2, 4, "one sequence of 2 tokens: one prediction"),
+        case(3, 5, 104, "the toy language's V = 104 tokens"),
+        case(4, 8, 7, "T - 1 = V = 7: no shape error tells the positions from the tokens"),
+        far,
+        case(3, 4, 5, "float64 logits: the loss stays float64", dtype=torch.float64),
+    ]
+
+
+def _log_probs(logits, dim=-1):
+    return logits - logits.logsumexp(dim, keepdim=True)  # (B, T, V)
+
+
+def _scored(logp, targets):
+    """-log p of each target: logp (B, T', V), targets (B, T') -> (B, T')."""
+    return -logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+NEXT_TOKEN_CROSS_ENTROPY = Exercise(
+    name="next_token_cross_entropy",
+    lesson=LESSON,
+    reference=next_token_cross_entropy_reference,
+    cases=_loss_cases,
+    idea="the section 'The next-token loss': which position predicts which token, and the "
+    "log-softmax worked by hand",
+    bugs=(
+        Bug(
+            "not_shifted",
+            lambda logits, ids: _scored(_log_probs(logits), ids).mean(),
+            "your loss scores each position's logits on the token at that same position",
+            "the targets are not shifted. The logits at position t predict the token at t + 1: "
+            "T tokens make T - 1 predictions, and the last position's logits predict nothing "
+            "here.",
+        ),
+        Bug(
+            "targets_not_shifted",
+            lambda logits, ids: _scored(_log_probs(logits[:, :-1]), ids[:, :-1]).mean(),
+            "your loss scores the logits at t on the token at t: the logits are trimmed, the "
+            "targets are not shifted",
+            "you drop the last position's logits, but the targets must move on by one as well: "
+            "they are the tokens from position 1 on.",
+        ),
+        Bug(
+            "shifted_backwards",
+            lambda logits, ids: _scored(_log_probs(logits[:, 1:]), ids[:, :-1]).mean(),
+            "your loss scores the logits at t on the token at t - 1",
+            "the shift goes the wrong way: the logits at t predict what comes next, the token "
+            "at t + 1. Keep the logits of positions 0 .. T - 2 and the tokens of 1 .. T - 1.",
+        ),
+        Bug(
+            "kept_wrong_end",
+            lambda logits, ids: _scored(_log_probs(logits[:, 1:]), ids[:, 1:]).mean(),
+            "your loss drops the first position's logits and keeps the last one's",
+            "the last position is the one with nothing to predict: its next token is not in "
+            "ids. The first position's logits predict the token at 1.",
+        ),
+        Bug(
+            "summed_over_T",
+            lambda logits, ids: _scored(_log_probs(logits[:, :-1]), ids[:, 1:]).sum(1).mean(),
+            "your loss is T - 1 times the course's: it adds up each sequence's predictions",
+            "you sum over the positions and average only over the batch. The loss is the mean "
+            "over every prediction, so a longer sequence does not make it larger.",
+        ),
+        Bug(
+            "summed",
+            lambda logits, ids: _scored(_log_probs(logits[:, :-1]), ids[:, 1:]).sum(),
+            "your loss is B * (T - 1) times the course's: it is a sum",
+            "you add the losses of every prediction instead of averaging them.",
+        ),
+        Bug(
+            "positions_axis",
+            lambda logits, ids: _scored(_log_probs(logits[:, :-1], dim=1), ids[:, 1:]).mean(),
+            "your log-probabilities are normalised over the positions, not over the tokens",
+            "the softmax runs over the wrong axis: each prediction is a distribution over the "
+            "V tokens, the last axis of logits, not over the T positions.",
+        ),
+        Bug(
+            "log_of_softmax",
+            lambda logits, ids: _scored(torch.softmax(logits[:, :-1], -1).log(), ids[:, 1:]).mean(),
+            "your loss is inf where a right token's logit lies far below the largest",
+            "the softmax of a logit 200 below the largest is exp(-200), less than the smallest "
+            "float32, so it rounds to 0, and log(0) = -inf. Take the log before anything "
+            "underflows: log softmax(s)_i = s_i - m - log(sum_j exp(s_j - m)), m the largest "
+            "score, lesson 00's shift once more (torch.logsumexp does the last term).",
+        ),
+        Bug(
+            "sign",
+            lambda logits, ids: -_scored(_log_probs(logits[:, :-1]), ids[:, 1:]).mean(),
+            "your loss is negative: a cross-entropy never is",
+            "the loss is minus the log-probability of each right token. Without the minus, "
+            "training would push the right tokens' probabilities down.",
+        ),
+        Bug(
+            "python_number",
+            lambda logits, ids: next_token_cross_entropy_reference(logits, ids).item(),
+            "your loss is a Python number, not a tensor",
+            "return the 0-d tensor itself: .item() and float() cut the loss off from autograd, "
+            "and training calls backward on it.",
+        ),
+    ),
+    hints=(
+        "The result is one number, a 0-d tensor: the mean of B * (T - 1) losses, one per "
+        "prediction, each minus the log-probability of the right next token.",
+    ),
+)
+
+EXERCISES = (TOKEN_EMBEDDING, OUTPUT_LAYER, NEXT_TOKEN_CROSS_ENTROPY)

@@ -1,0 +1,413 @@
+"""Lesson 01_language_and_loss's exercises: the notebook's solutions pass, learner-style
+mistakes get the hint that names them.
+
+Every wrong function here is written the way a learner would write it (loops, one-hot
+products, hand-made log-softmaxes, shifts by slicing), not taken from the bug lists in
+course_lib/exercises/lesson01_language_and_loss.py. Each asserts the hint of its own mistake.
+"""
+
+import math
+import warnings
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_lib.checks import (
+    check_next_token_cross_entropy,
+    check_output_layer,
+    check_token_embedding,
+)
+from course_lib.exercises import by_name
+from course_lib.exercises.core import DTYPE_HINT, NO_GRADIENT, dead_bugs, run
+from course_lib.exercises.lesson01_language_and_loss import (
+    EXERCISES,
+    NEXT_TOKEN_CROSS_ENTROPY,
+    OUTPUT_LAYER,
+    TOKEN_EMBEDDING,
+)
+from course_lib.workspace import stub_solutions
+from helpers import failed_with_hint as _check
+from helpers import notebook_functions, stub, verdict
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_language_and_loss.ipynb"
+CHECKS = (check_token_embedding, check_output_layer, check_next_token_cross_entropy)
+
+
+def _no_gradient(exercise, fn):
+    result = _check(exercise, fn, "no gradient")
+    assert result.steps[0] == NO_GRADIENT[1] and "no gradient flows" in result.message
+
+
+# ---------------------------------------------------------------- every exercise
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_the_lessons_solution_passes(exercise):
+    assert run(exercise, notebook_functions(exercise.name)[exercise.name]).passed
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_every_bug_can_be_told_apart_and_gets_its_own_hint(exercise):
+    assert dead_bugs(exercise) == []
+    assert len({b.name for b in exercise.bugs}) == len(exercise.bugs)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_every_bug_runs_or_raises_a_shape_or_dtype_error(exercise):
+    # the checker calls the bugs on whichever case a learner's function fails; a bug may
+    # raise only the error a learner's own version of it raises (matched by its message)
+    for case in exercise.case_list():
+        for bug in exercise.bugs:
+            try:
+                bug.wrong(*case.args, **case.kwargs)
+            except (RuntimeError, IndexError) as err:
+                said = str(err)
+                assert any(w in said for w in ("shape", "size", "dtype", "vector")), (bug, err)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_the_checks_raise_no_warning(exercise):
+    # a failed check of a loss that carries a gradient once printed a UserWarning (float()
+    # of such a tensor): every bug's check runs here with warnings as errors
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for bug in exercise.bugs:
+            assert not run(exercise, bug.wrong).passed
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_a_stub_is_not_implemented_yet(check, capsys):
+    assert "not implemented yet" in verdict(check, stub, capsys)
+
+
+def test_the_workspace_stubs_are_not_implemented_yet(capsys):
+    namespace = {"torch": torch, "F": F, "math": math}
+    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(stub_solutions(cell.source), namespace)
+    for check in CHECKS:
+        name = check.__name__.removeprefix("check_")
+        assert "not implemented yet" in verdict(check, namespace[name], capsys)
+
+
+def test_the_names_are_the_courses_own_and_collide_with_no_other_lesson():
+    # today's capstone has next_token_loss and train_step: these are new names
+    names = [e.name for e in EXERCISES]
+    assert names == ["token_embedding", "output_layer", "next_token_cross_entropy"]
+    for name in names:
+        assert by_name(name).lesson == "01_language_and_loss"
+
+
+def test_the_references_are_torchs_own_layers():
+    g = torch.Generator().manual_seed(5)
+    embedding = torch.nn.Embedding(11, 4)
+    ids = torch.randint(11, (2, 3), generator=g)
+    assert torch.equal(TOKEN_EMBEDDING.reference(ids, embedding.weight), embedding(ids))
+    head = torch.nn.Linear(4, 11, bias=False)
+    h = torch.randn(2, 3, 4, generator=g)
+    assert torch.equal(OUTPUT_LAYER.reference(h, head.weight), head(h))
+    # the loss against a formulation that shares nothing with it: a loop over predictions
+    logits = torch.randn(2, 5, 11, generator=g, dtype=torch.float64)
+    ids = torch.randint(11, (2, 5), generator=g)
+    each = [
+        -math.log(torch.softmax(logits[b, t], -1)[ids[b, t + 1]].item())
+        for b in range(2) for t in range(4)
+    ]  # fmt: skip
+    loss = NEXT_TOKEN_CROSS_ENTROPY.reference(logits, ids)
+    assert loss.item() == pytest.approx(sum(each) / len(each), rel=1e-12)
+
+
+# ---------------------------------------------------------------- token_embedding
+
+
+def test_embedding_by_a_loop_over_the_ids_passes():
+    def token_embedding(ids, weight):
+        rows = [weight[i] for i in ids.reshape(-1).tolist()]
+        return torch.stack(rows).reshape(*ids.shape, weight.shape[1])
+
+    assert run(TOKEN_EMBEDDING, token_embedding).passed
+
+
+def test_embedding_by_a_one_hot_product_in_the_weights_dtype_passes():
+    def token_embedding(ids, weight):
+        return F.one_hot(ids, num_classes=weight.shape[0]).to(weight.dtype) @ weight
+
+    assert run(TOKEN_EMBEDDING, token_embedding).passed
+
+
+def test_embedding_that_indexes_columns_is_named():
+    def token_embedding(ids, weight):
+        return weight[:, ids].movedim(0, -1)  # (D, ...) -> (..., D)
+
+    _check(TOKEN_EMBEDDING, token_embedding, "columns", ["columns of the weight"])
+
+
+def test_embedding_by_one_hot_without_the_number_of_classes_is_named():
+    def token_embedding(ids, weight):
+        return F.one_hot(ids).float() @ weight
+
+    result = _check(TOKEN_EMBEDDING, token_embedding, "one_hot_too_short")
+    assert "raised RuntimeError: mat1 and mat2 shapes cannot be multiplied" in result.message
+
+
+def test_embedding_by_an_integer_one_hot_product_is_named():
+    def token_embedding(ids, weight):
+        one_hot = F.one_hot(ids, weight.shape[0])
+        return torch.matmul(one_hot, weight)
+
+    _check(TOKEN_EMBEDDING, token_embedding, "one_hot_long", ["integers"])
+
+
+def test_embedding_by_a_float32_one_hot_product_is_named_on_the_float64_case():
+    def token_embedding(ids, weight):
+        return F.one_hot(ids, len(weight)).float() @ weight
+
+    result = _check(TOKEN_EMBEDDING, token_embedding, "one_hot_float32", ["float64"])
+    assert "float != double" in result.message
+
+
+def test_embedding_counting_ids_from_one_is_named():
+    def token_embedding(ids, weight):
+        return weight[ids - 1]
+
+    _check(TOKEN_EMBEDDING, token_embedding, "off_by_one", ["id 0 gets the last row"])
+
+
+def test_embedding_by_index_select_is_named():
+    def token_embedding(ids, weight):
+        return torch.index_select(weight, 0, ids)
+
+    _check(TOKEN_EMBEDDING, token_embedding, "index_select")
+
+
+def test_embedding_scaled_as_in_the_2017_paper_is_named():
+    def token_embedding(ids, weight):
+        d_model = weight.shape[-1]
+        return weight[ids] * d_model**0.5
+
+    _check(TOKEN_EMBEDDING, token_embedding, "scaled", ["sqrt(D)"])
+
+
+def test_embedding_built_as_a_new_tensor_has_no_gradient_and_says_so():
+    def token_embedding(ids, weight):
+        return torch.tensor(weight[ids].tolist())
+
+    _no_gradient(TOKEN_EMBEDDING, token_embedding)
+
+
+def test_embedding_under_no_grad_says_so():
+    def token_embedding(ids, weight):
+        with torch.no_grad():
+            return weight[ids]
+
+    _no_gradient(TOKEN_EMBEDDING, token_embedding)
+
+
+def test_embedding_in_float32_only_is_told_about_the_dtype():
+    def token_embedding(ids, weight):
+        return weight[ids].float()
+
+    result = _check(TOKEN_EMBEDDING, token_embedding, None, ["float64"])
+    assert result.steps[0] == DTYPE_HINT
+
+
+# ---------------------------------------------------------------- output_layer
+
+
+def test_output_layer_by_einsum_passes():
+    def output_layer(h, weight):
+        return torch.einsum("...d,vd->...v", h, weight)
+
+    assert run(OUTPUT_LAYER, output_layer).passed
+
+
+def test_output_layer_by_matmul_with_the_transpose_passes():
+    def output_layer(h, weight):
+        return torch.matmul(h, weight.t())
+
+    assert run(OUTPUT_LAYER, output_layer).passed
+
+
+def test_output_layer_without_the_transpose_is_named():
+    def output_layer(h, weight):
+        return h @ weight
+
+    _check(OUTPUT_LAYER, output_layer, "not_transposed", ["wrong way round"])
+
+
+def test_output_layer_that_returns_probabilities_is_named():
+    def output_layer(h, weight):
+        logits = h @ weight.T
+        return torch.exp(logits) / torch.exp(logits).sum(dim=-1, keepdim=True)
+
+    _check(OUTPUT_LAYER, output_layer, "softmax", ["probabilities"])
+
+
+def test_output_layer_that_returns_log_probabilities_is_named():
+    def output_layer(h, weight):
+        scores = h @ weight.T
+        return scores - torch.logsumexp(scores, dim=-1, keepdim=True)
+
+    _check(OUTPUT_LAYER, output_layer, "log_softmax", ["log-probabilities"])
+
+
+def test_output_layer_that_transposes_h_is_named_on_a_batch():
+    def output_layer(h, weight):
+        with warnings.catch_warnings():  # torch warns about .T on more than two axes
+            warnings.simplefilter("ignore")
+            return (weight @ h.T).T
+
+    result = _check(OUTPUT_LAYER, output_layer, "batched_T", ["fails on a batch"])
+    assert "raised RuntimeError" in result.message
+
+
+def test_output_layer_scaled_like_attention_is_named():
+    def output_layer(h, weight):
+        return (h @ weight.T) / math.sqrt(h.shape[-1])
+
+    _check(OUTPUT_LAYER, output_layer, "scaled", ["too small"])
+
+
+def test_output_layer_under_no_grad_says_so():
+    @torch.no_grad()
+    def output_layer(h, weight):
+        return h @ weight.T
+
+    _no_gradient(OUTPUT_LAYER, output_layer)
+
+
+# ---------------------------------------------------------------- next_token_cross_entropy
+
+
+def _log_softmax(x):
+    shifted = x - x.max(dim=-1, keepdim=True).values  # lesson 00's shift
+    return shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
+
+
+def test_loss_from_a_hand_made_log_softmax_passes():
+    def next_token_cross_entropy(logits, ids):
+        logp = _log_softmax(logits[:, :-1])  # (B, T-1, V)
+        right = logp.gather(-1, ids[:, 1:, None])  # (B, T-1, 1)
+        return -right.mean()
+
+    assert run(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy).passed
+
+
+def test_loss_by_a_loop_over_the_batch_passes():
+    def next_token_cross_entropy(logits, ids):
+        B, T, V = logits.shape
+        total = 0
+        for b in range(B):
+            logp = torch.log_softmax(logits[b, :-1], dim=-1)  # (T-1, V)
+            total = total - logp[torch.arange(T - 1), ids[b, 1:]].sum()
+        return total / (B * (T - 1))
+
+    assert run(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy).passed
+
+
+def test_loss_without_the_shift_is_named():
+    def next_token_cross_entropy(logits, ids):
+        logp = torch.log_softmax(logits, dim=-1)
+        return -logp.gather(2, ids.unsqueeze(2)).mean()
+
+    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "not_shifted", ["same position"])
+
+
+def test_loss_that_trims_the_logits_but_not_the_targets_is_named():
+    def next_token_cross_entropy(logits, ids):
+        logp = torch.log_softmax(logits[:, :-1], dim=-1)
+        return -logp.gather(2, ids[:, :-1].unsqueeze(2)).mean()
+
+    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "targets_not_shifted")
+
+
+def test_loss_with_the_shift_reversed_is_named():
+    def next_token_cross_entropy(logits, ids):
+        predictions, targets = logits[:, 1:], ids[:, :-1]
+        logp = torch.log_softmax(predictions, dim=-1)
+        return -logp.gather(-1, targets[..., None]).squeeze(-1).mean()
+
+    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "shifted_backwards", ["t - 1"])
+
+
+def test_loss_that_keeps_the_last_positions_logits_is_named():
+    def next_token_cross_entropy(logits, ids):
+        logp = torch.log_softmax(logits, dim=-1)[:, 1:]
+        return -logp.gather(-1, ids[:, 1:, None]).mean()
+
+    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "kept_wrong_end")
+
+
+def test_loss_summed_over_the_positions_is_named():
+    def next_token_cross_entropy(logits, ids):
+        logp = torch.log_softmax(logits[:, :-1], dim=-1)
+        nll = -logp.gather(-1, ids[:, 1:, None]).squeeze(-1)  # (B, T-1)
+        return nll.sum(dim=1).mean()  # per sequence, then over the batch
+
+    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "summed_over_T", ["T - 1 times"])
+
+
+def test_loss_summed_over_everything_is_named():
+    def next_token_cross_entropy(logits, ids):
+        logp = torch.log_softmax(logits[:, :-1], dim=-1)
+        return -logp.gather(-1, ids[:, 1:, None]).sum()
+
+    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "summed", ["a sum"])
+
+
+def test_loss_with_the_softmax_over_the_positions_is_named():
+    def next_token_cross_entropy(logits, ids):
+        logp = torch.log_softmax(logits[:, :-1], dim=1)  # the class axis, as F.cross_entropy has it
+        return -logp.gather(-1, ids[:, 1:, None]).mean()
+
+    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "positions_axis", ["positions"])
+
+
+def test_loss_as_the_log_of_lesson_00s_softmax_is_named_where_it_underflows():
+    def softmax(x):  # lesson 00's exercise, right as it stands
+        e = (x - x.max(dim=-1, keepdim=True).values).exp()
+        return e / e.sum(dim=-1, keepdim=True)
+
+    def next_token_cross_entropy(logits, ids):
+        p = softmax(logits[:, :-1]).gather(-1, ids[:, 1:, None])
+        return -torch.log(p).mean()
+
+    result = _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "log_of_softmax")
+    assert "your loss is inf" in result.message and "underflows" in result.steps[0]
+
+
+def test_loss_without_the_minus_sign_is_named():
+    def next_token_cross_entropy(logits, ids):
+        logp = torch.log_softmax(logits[:, :-1], dim=-1)
+        return logp.gather(-1, ids[:, 1:, None]).mean()
+
+    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "sign", ["negative"])
+
+
+def test_loss_returned_as_a_python_number_is_named():
+    def next_token_cross_entropy(logits, ids):
+        logp = torch.log_softmax(logits[:, :-1], dim=-1)
+        return -logp.gather(-1, ids[:, 1:, None]).mean().item()
+
+    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "python_number")
+
+
+def test_loss_under_no_grad_says_so_before_training_does():
+    def next_token_cross_entropy(logits, ids):
+        with torch.no_grad():
+            logp = torch.log_softmax(logits[:, :-1], dim=-1)
+            return -logp.gather(-1, ids[:, 1:, None]).mean()
+
+    _no_gradient(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy)
+
+
+def test_loss_in_float32_only_is_told_about_the_dtype():
+    def next_token_cross_entropy(logits, ids):
+        logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+        return -logp.gather(-1, ids[:, 1:, None]).mean()
+
+    result = _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, None, ["float64"])
+    assert result.steps[0] == DTYPE_HINT
