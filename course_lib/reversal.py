@@ -244,23 +244,3 @@ def your_pieces(
     if not quiet:
         print("\n".join(lines))
     return Pieces(**chosen)
-
-
-def judge_prediction(
-    predicted, measured: float, *, what: str, unit: str = "", digits: int = 2
-) -> str:
-    """One line comparing a prediction with the measurement: how far off it was, or, with no
-    prediction written (None), the measurement and a nudge to predict next time."""
-    shown = f"{measured:.{digits}f}{unit}"
-    if predicted is None:
-        return (
-            f"Measured {what}: {shown}. You wrote no prediction: write yours in the cell "
-            "above and run the two cells again to see how far off it was."
-        )
-    if isinstance(predicted, bool) or not isinstance(predicted, int | float):
-        raise TypeError(f"predicted: expected a number or None, got {type(predicted).__name__}")
-    off = measured - predicted
-    return (
-        f"Measured {what}: {shown}; you predicted {predicted:.{digits}f}{unit}, "
-        f"{abs(off):.{digits}f}{unit} {'under' if off > 0 else 'over'} the measurement."
-    )

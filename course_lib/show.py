@@ -1,4 +1,5 @@
-"""Numbers for a lesson to print that read the same on every CPU (all lessons).
+"""Numbers for a lesson to print that read the same on every CPU (all lessons), and the line
+that sets a learner's prediction beside the measurement (the predict-then-measure cells).
 
 Another CPU, another thread count or another build of torch rounds differently, so a float32
 difference of 6e-08 on one machine is 1.2e-07 on the next. What a lesson claims about such a
@@ -45,3 +46,24 @@ def bounded(value, *, below=None, above=None) -> str:
         if part
     )
     return f"{value:.2g} (expected {wanted})"
+
+
+def judge_prediction(
+    predicted, measured: float, *, what: str, unit: str = "", digits: int = 2
+) -> str:
+    """One line comparing a prediction with the measurement: how far off it was, or, with no
+    prediction written (None), the measurement and a nudge to predict next time (lessons
+    01_language_and_loss and 05_encoder_decoder)."""
+    shown = f"{measured:.{digits}f}{unit}"
+    if predicted is None:
+        return (
+            f"Measured {what}: {shown}. You wrote no prediction: write yours in the cell "
+            "above and run the two cells again to see how far off it was."
+        )
+    if isinstance(predicted, bool) or not isinstance(predicted, int | float):
+        raise TypeError(f"predicted: expected a number or None, got {type(predicted).__name__}")
+    off = measured - predicted
+    return (
+        f"Measured {what}: {shown}; you predicted {predicted:.{digits}f}{unit}, "
+        f"{abs(off):.{digits}f}{unit} {'under' if off > 0 else 'over'} the measurement."
+    )

@@ -113,19 +113,6 @@ def test_a_piece_that_raises_is_replaced_and_the_error_is_named(capsys):
     assert "RuntimeError: shapes do not line up" in capsys.readouterr().out
 
 
-def test_judge_prediction_says_how_far_off_or_asks_for_one():
-    assert reversal.judge_prediction(0.5, 0.97, what="w") == (
-        "Measured w: 0.97; you predicted 0.50, 0.47 under the measurement."
-    )
-    assert "0 over the measurement" not in reversal.judge_prediction(6, 4, what="n", digits=0)
-    assert reversal.judge_prediction(6, 4, what="n", digits=0).endswith(
-        "you predicted 6, 2 over the measurement."
-    )
-    assert "You wrote no prediction" in reversal.judge_prediction(None, 4, what="n")
-    with pytest.raises(TypeError, match="predicted: expected a number or None, got str"):
-        reversal.judge_prediction("0.5", 0.97, what="w")
-
-
 def test_train_reversal_refuses_bad_settings():
     model = reversal.new_model(0)
     with pytest.raises(TypeError, match="steps"):

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from course_lib.show import bounded
+from course_lib.show import bounded, judge_prediction
 
 
 @pytest.mark.parametrize(
@@ -47,3 +47,16 @@ def test_torch_scalars_even_with_a_gradient_are_read_quietly(recwarn):
 def test_a_bound_is_required():
     with pytest.raises(TypeError, match="at least one of below=, above="):
         bounded(1.0)
+
+
+def test_judge_prediction_says_how_far_off_or_asks_for_one():
+    assert judge_prediction(0.5, 0.97, what="w") == (
+        "Measured w: 0.97; you predicted 0.50, 0.47 under the measurement."
+    )
+    assert "0 over the measurement" not in judge_prediction(6, 4, what="n", digits=0)
+    assert judge_prediction(6, 4, what="n", digits=0).endswith(
+        "you predicted 6, 2 over the measurement."
+    )
+    assert "You wrote no prediction" in judge_prediction(None, 4, what="n")
+    with pytest.raises(TypeError, match="predicted: expected a number or None, got str"):
+        judge_prediction("0.5", 0.97, what="w")
