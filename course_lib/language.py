@@ -72,6 +72,16 @@ VOCAB: tuple[str, ...] = (
     *SYLLABLES, *(b for pair in OPENERS.items() for b in pair),
 )  # fmt: skip
 SKILLS = ("subject", "induction", "object", "song", "bracket", "mark", "other")
+# every token of VOCAB in exactly one word class, in VOCAB's order (lesson 01_language_and_loss)
+WORD_CLASSES: dict[str, tuple[str, ...]] = {
+    "marks": MARKS,
+    "subjects": SUBJECTS,
+    "nouns": NOUNS,
+    "prepositions": PREPOSITIONS,
+    "verbs": tuple(form for pair in VERB_FORMS.items() for form in pair),
+    "syllables": SYLLABLES,
+    "brackets": tuple(b for pair in OPENERS.items() for b in pair),
+}
 
 
 def _noun(token: str) -> tuple[int, int]:
@@ -266,6 +276,13 @@ def floor_losses(lines) -> tuple[torch.Tensor, list[list[str]]]:
         rows.append([-math.log(dist[tokens[t + 1]]) for t, dist in enumerate(dists)])
         skills.append(labels)
     return torch.tensor(rows, dtype=torch.float64), skills
+
+
+def first_of_each_skill(tokens) -> dict[str, int]:
+    """For each skill a line asks for, the first position t whose prediction (of tokens[t + 1])
+    asks for it, in the order of SKILLS (lesson 01_language_and_loss)."""
+    _, skills = next_token_distributions(tokens)
+    return {skill: skills.index(skill) for skill in SKILLS if skill in skills}
 
 
 def copy_pairs(tokens) -> list[tuple[int, int]]:

@@ -9,13 +9,20 @@ each name lives in one module of this package:
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
 - `lesson01` ... `lesson06`, `lesson13`, `lesson17`: each lesson's figures and the constants
-  they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lesson
-  05_encoder_decoder, which shares its number with lesson 05, has `lesson05_encoder_decoder`.
+  they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lessons
+  01_language_and_loss and 05_encoder_decoder, which share their numbers with lessons 01 and
+  05, have `lesson01_language_and_loss` and `lesson05_encoder_decoder`.
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
 
 from course_lib.viz.lesson01 import attention_heatmap, draw_weight_bars, influence_figure
+from course_lib.viz.lesson01_language_and_loss import (
+    bigram_curve_figure,
+    embedding_map_figure,
+    next_token_figure,
+    skill_loss_figure,
+)
 from course_lib.viz.lesson02 import REFERENCE_STYLES, curve_panels, scale_sweep_figure
 from course_lib.viz.lesson03 import (
     HEAD_MARKERS,
@@ -84,8 +91,9 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01", "lesson02", "lesson03", "lesson04", "lesson05",
-                  "lesson05_encoder_decoder", "lesson06", "lesson13", "lesson17")  # fmt: skip
+FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson04",
+                  "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson13",
+                  "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -110,6 +118,7 @@ __all__ = [
     "ablation_heatmap",
     "attention_grid",
     "attention_heatmap",
+    "bigram_curve_figure",
     "block_diagram",
     "canvas_png",
     "colour",
@@ -125,6 +134,7 @@ __all__ = [
     "draw_cross_map",
     "draw_head_map",
     "draw_weight_bars",
+    "embedding_map_figure",
     "encoder_decoder_diagram",
     "encoding_heatmap",
     "ffn_width_figure",
@@ -136,6 +146,7 @@ __all__ = [
     "memory_figure",
     "meaning",
     "new_figure",
+    "next_token_figure",
     "pair_arrow",
     "pin_to_limits",
     "pinned_points",
@@ -147,6 +158,7 @@ __all__ = [
     "setup_depth_axes",
     "setup_pair_axes",
     "similarity_figure",
+    "skill_loss_figure",
     "time_per_token_figure",
     "to_png",
     "token_costs_figure",
