@@ -188,3 +188,17 @@ def test_copy_pairs_point_from_a_repeated_preposition_to_the_noun_it_brought():
     for line, _ in _lines(50, 32, seed=4):
         for q, k in L.copy_pairs(line):
             assert line[q] == line[k - 1] in L.PREPOSITIONS and line[q + 1] == line[k]
+
+
+def test_every_token_is_in_exactly_one_word_class():
+    listed = [token for tokens in L.WORD_CLASSES.values() for token in tokens]
+    assert tuple(listed) == L.VOCAB  # in VOCAB's order, each once
+
+
+def test_first_of_each_skill_is_where_the_skill_first_decides_the_next_token(sampled):
+    for tokens, _ in sampled[:50]:
+        _, skills = L.next_token_distributions(tokens)
+        first = L.first_of_each_skill(tokens)
+        assert list(first) == [s for s in L.SKILLS if s in skills]
+        for skill, t in first.items():
+            assert skills[t] == skill and skill not in skills[:t]

@@ -37,6 +37,8 @@ SCRIPT = (Path(__file__).resolve().parent / "site_template" / "explorers.js").re
 STAND_INS = {
     "TrainedHeadsExplorer": "It shows the shipped rope-h4 checkpoint; the notebook shows the "
     "model you trained in it. Typing your own sentence needs the notebook.",
+    "NextTokenExplorer": "It shows a first model built from the course's pieces (seed 0); the "
+    "notebook shows the one you trained from yours.",
     "CrossAttentionExplorer": "It shows the course's model, trained with the course's pieces "
     "(seed 0); the notebook shows the model you trained with yours, every recorded step and "
     "all four sentences.",

@@ -1,16 +1,18 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
 One module per lesson (lesson 06 in two: `lesson06`, its trained heads, and
-`lesson06_ablation`; lesson 05_encoder_decoder, which shares its number, in
-`lesson05_encoder_decoder`) on a small shared base (`base`: the Explorer class, its readout line,
-`state()` and `settings()`, the control helpers and ConceptCheck), and `ticks`, the tick labels
-stamped from cached pictures that lessons 03 and 06 share (TickStamp). Lessons import from here:
+`lesson06_ablation`; lessons 01_language_and_loss and 05_encoder_decoder, which share their
+numbers, in `lesson01_language_and_loss` and `lesson05_encoder_decoder`) on a small shared base
+(`base`: the Explorer class, its readout line, `state()` and `settings()`, the control helpers
+and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons 03
+and 06 share (TickStamp). Lessons import from here:
 `from course_lib.widgets import ScalingExplorer, ConceptCheck`.
 """
 
 from course_lib.widgets.base import ConceptCheck, Explorer
 from course_lib.widgets.lesson00 import SoftmaxExplorer
 from course_lib.widgets.lesson01 import TOY_SENTENCE, AttentionExplorer
+from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
 from course_lib.widgets.lesson02 import ScalingExplorer
 from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_examples
 from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
@@ -30,6 +32,7 @@ from course_lib.widgets.lesson17 import TileExplorer
 EXPLORERS = (
     SoftmaxExplorer,
     AttentionExplorer,
+    NextTokenExplorer,
     ScalingExplorer,
     HeadsExplorer,
     PositionExplorer,
@@ -59,6 +62,7 @@ __all__ = [
     "HeadsExplorer",
     "KnockoutExplorer",
     "KVCostExplorer",
+    "NextTokenExplorer",
     "PositionExplorer",
     "RopeExplorer",
     "ScalingExplorer",

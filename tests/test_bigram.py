@@ -1,0 +1,109 @@
+"""course_lib.bigram: the first model of lesson 01_language_and_loss, the counted bigram and
+the embeddings' projection."""
+
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_lib import bigram, corpus
+from course_lib.exercises.stub import stub_source
+
+
+def test_the_model_is_the_two_layers_it_is_given():
+    calls = []
+
+    def embed(ids, weight):
+        calls.append("embedding")
+        return F.embedding(ids, weight)
+
+    def out(h, weight):
+        calls.append("output")
+        return h @ weight.T
+
+    model = bigram.Bigram(11, 4, embedding=embed, output=out)
+    ids = torch.randint(11, (2, 5))
+    logits = model(ids)
+    assert logits.shape == (2, 5, 11) and calls == ["embedding", "output"]
+    assert torch.allclose(logits, model.head(model.embed(ids)))
+    assert sum(p.numel() for p in model.parameters()) == 2 * 11 * 4
+    # each position from its own token alone: changing one token moves its logits only
+    other = ids.clone()
+    other[:, 2] = (other[:, 2] + 1) % 11
+    moved = (model(other) - logits).abs().amax(dim=-1)  # (2, 5)
+    assert (moved[:, 2] > 0).all() and (moved[:, [0, 1, 3, 4]] == 0).all()
+
+
+def test_yours_is_used_only_where_it_passes_its_check():
+    def good(ids, weight):
+        return weight[ids]
+
+    assert bigram.yours_if_it_passes("token_embedding", good) == (good, "yours")
+    fn, why = bigram.yours_if_it_passes("token_embedding", lambda ids, w: w.T[ids])
+    assert fn is not None and why == "the course's (yours does not pass its check)"
+    namespace = {}
+    exec(f"def stubbed(ids, weight):\n{stub_source('token_embedding', '    ')}", namespace)
+    fn, why = bigram.yours_if_it_passes("token_embedding", namespace["stubbed"])
+    assert why == "the course's (yours is not written yet)"
+    ids, weight = torch.tensor([[1, 0]]), torch.randn(3, 2)
+    assert torch.equal(fn(ids, weight), F.embedding(ids, weight))
+
+
+def test_training_lowers_the_loss_from_ln_v():
+    model = bigram.Bigram()
+    history = bigram.train_bigram(model, replace(bigram.RECIPE, steps=20, eval_every=10))
+    assert history.val_step == [9, 19]
+    assert history.train_loss[0] == pytest.approx(math.log(104), abs=0.05)
+    assert history.val_loss[-1] < history.train_loss[0]
+
+
+def test_the_counted_bigram_is_a_distribution_per_token():
+    probs = bigram.counted_probabilities()
+    assert probs.shape == (104, 104) and probs.dtype == torch.float64
+    rows = probs.sum(dim=1)
+    assert torch.allclose(rows[rows > 0], torch.ones_like(rows[rows > 0]))
+    losses = bigram.count_bigram_losses("valid")
+    assert losses.shape == corpus.floored_split("valid")[1].shape
+    assert torch.isfinite(losses).all()  # every validation pair occurs in training
+
+
+def test_the_projection_keeps_the_largest_spread():
+    g = torch.Generator().manual_seed(0)
+    # points along one direction, with a little noise: the first axis is that direction
+    direction = torch.tensor([3.0, 4.0, 0.0]) / 5
+    t = torch.randn(50, 1, generator=g)
+    points = t * direction + 0.01 * torch.randn(50, 3, generator=g) + 7.0
+    coords, kept = bigram.pca_2d(points)
+    assert coords.shape == (50, 2) and kept > 0.999
+    assert coords[:, 0].abs().max() > 10 * coords[:, 1].abs().max()
+    assert coords.mean(dim=0).abs().max() < 1e-4  # centred
+    # the sign is fixed: the largest coordinate of each axis is positive
+    assert (coords.max(dim=0).values >= -coords.min(dim=0).values).all()
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: bigram.Bigram(0), ValueError, "vocab_size: expected a positive int, got 0"),
+        (lambda: bigram.Bigram(d_model=2.5), TypeError, "d_model: expected a positive int"),
+        (
+            lambda: bigram.Bigram(embedding="F.embedding"),
+            TypeError,
+            "embedding: expected a function",
+        ),
+        (lambda: bigram.train_bigram(torch.nn.Linear(2, 2)), TypeError, "model: expected a Bigram"),
+        (lambda: bigram.pca_2d(torch.ones(5)), ValueError, "weight: expected at least 2 dim"),
+        (
+            lambda: bigram.pca_2d(torch.ones(5, 1)),
+            ValueError,
+            r"weight: expected a \(V, D\) matrix",
+        ),
+        (lambda: bigram.pca_2d(torch.ones(5, 3, dtype=torch.long)), TypeError, "floating-point"),
+        (lambda: bigram.count_bigram_losses("test"), ValueError, "name: expected one of"),
+    ],
+)
+def test_bad_input_names_the_parameter(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
