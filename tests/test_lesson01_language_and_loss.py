@@ -212,5 +212,5 @@ def test_the_tied_rows_say_what_the_lesson_reads_from_them():
     assert copy == {"base": [0.001, 0.001, 0.001], "tied": [0.001, 0.183, 0.160]}
     text = _markdown()
     for said in ("6,656 fewer parameters", "0.0072 to 0.0271", "0.0102", "(0.0598)",
-                 "(0.183 and 0.160", "against 0.001"):  # fmt: skip
+                 "0.183 and 0.160 above the floor", "against 0.001"):  # fmt: skip
         assert said in text, said
