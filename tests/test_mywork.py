@@ -150,3 +150,31 @@ def test_a_workspace_made_from_todays_lessons_maps_every_exercise_to_its_noteboo
         "decoder_layer": "lesson 05_encoder_decoder: the course's (yours is not written yet)",
         "prenorm_block": "lesson 05: the course's (yours is not written yet)",
     }
+
+
+# ---------------------------------------------------------------- two lessons numbered 01
+
+
+def test_earlier_work_reads_each_lesson_01_from_its_own_notebook(tmp_path):
+    # 01_attention_qkv sorts before 01_language_and_loss: each key finds only its own
+    from course_lib.exercises import lesson_file, lesson_key
+
+    assert lesson_key("01_language_and_loss") == "01_language_and_loss"
+    assert lesson_key("01_language_and_loss-Copy1") == "01_language_and_loss"
+    lesson(
+        tmp_path, "01_attention_qkv.ipynb",
+        ("def attention(q, k, v, mask=None):\n    return 'mine: attention'", True),
+    )  # fmt: skip
+    lesson(
+        tmp_path, "01_language_and_loss.ipynb",
+        ("def token_embedding(ids, weight):\n    return 'mine: rows'", True),
+    )  # fmt: skip
+    assert lesson_file(tmp_path, "01").name == "01_attention_qkv.ipynb"
+    assert lesson_file(tmp_path, "01_language_and_loss").name == "01_language_and_loss.ipynb"
+    work = collect(["token_embedding", "attention"], tmp_path)
+    assert work.origin == {
+        "token_embedding": "lesson 01_language_and_loss: yours",
+        "attention": "lesson 01: yours",
+    }
+    assert work.functions["token_embedding"](None, None) == "mine: rows"
+    assert work.functions["attention"](None, None, None) == "mine: attention"
