@@ -127,6 +127,7 @@ def test_a_uniform_guess_pays_ln_v_whatever_the_text():
 # ---------------------------------------------------------------- the first model
 
 
+@pytest.mark.slow  # five bigrams trained: in `make test`, not `make quick`
 def test_the_first_model_comes_within_001_nats_of_the_counted_bigram(runs, measure):
     counted = float(bigram.count_bigram_losses().mean())
     assert round(counted, 3) == 2.220
@@ -136,6 +137,7 @@ def test_the_first_model_comes_within_001_nats_of_the_counted_bigram(runs, measu
         assert 0 < gap < 0.01, seed
 
 
+@pytest.mark.slow  # five bigrams trained: in `make test`, not `make quick`
 def test_one_token_learns_the_free_choices_and_no_skill(runs, measure):
     valid = corpus.load_split("valid")
     for seed, (model, _) in runs.items():
@@ -148,6 +150,7 @@ def test_one_token_learns_the_free_choices_and_no_skill(runs, measure):
         assert 1.15 < excess["all"] < 1.25, seed
 
 
+@pytest.mark.slow  # five bigrams trained: in `make test`, not `make quick`
 def test_the_lessons_printed_numbers_of_the_first_model(runs):
     model, history = runs[0]
     counted = float(bigram.count_bigram_losses().mean())
@@ -169,6 +172,7 @@ def _groups_of(model) -> tuple[list[str], float]:
     return [_group_label(g, vocab, language.WORD_CLASSES) for g in _groups(coords, near)], kept
 
 
+@pytest.mark.slow  # five bigrams trained: in `make test`, not `make quick`
 def test_the_embedding_groups_tokens_by_what_follows_them(runs):
     for seed, (model, _) in runs.items():
         groups, kept = _groups_of(model)
