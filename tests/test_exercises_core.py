@@ -1,5 +1,6 @@
 """The checkers' core and every exercise entry: no dead hint, strict comparisons, hints in steps."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,7 @@ def test_a_result_without_its_gradient_fails_with_its_own_hint():
         reference=_double,
         cases=lambda: [Case((torch.ones(3, requires_grad=True),), label="x needs a gradient")],
         idea="the toy cell",
+        needs_grad=True,
     )
     assert run(exercise, lambda x: x + x).passed
 
@@ -90,8 +92,10 @@ def test_a_result_without_its_gradient_fails_with_its_own_hint():
     verdict = run(exercise, double)
     assert not verdict.passed and verdict.bug == "no gradient"
     assert verdict.steps[0] == core.NO_GRADIENT[1]
-    # where the course's result carries none, neither need the learner's
+    # where the course's result carries none, or the exercise does not feed training (a
+    # forward pass under no_grad), neither need the learner's
     assert run(TOY, double).passed
+    assert run(replace(exercise, needs_grad=False), double).passed
 
 
 def test_dtype_is_compared_not_cast():

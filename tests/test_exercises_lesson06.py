@@ -462,6 +462,17 @@ def test_learner_style_loss_mistakes_get_their_hint(bug, fn):
     assert not result.passed and result.bug == bug, result.message
 
 
+def test_a_loss_under_no_grad_is_named_before_train_step_breaks_on_it():
+    # issue 25: it once passed, and the learner's training step then failed far from here
+    def next_token_loss(model, ids):
+        with torch.no_grad():
+            return F.cross_entropy(model(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten())
+
+    result = _loss_verdict(next_token_loss)
+    assert not result.passed and result.bug == "no gradient", result.message
+    assert "torch.no_grad()" in result.steps[0]
+
+
 def test_loss_dtype_number_hard_coded_vocabulary_and_in_place_are_named():
     def to_float32(model, ids):
         logits = model(ids[:, :-1]).float()

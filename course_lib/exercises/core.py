@@ -11,8 +11,9 @@ What a check compares, for every case:
 - the result must have the reference's type, shape and dtype: a float64 tensor where float32
   is expected fails, it is not cast first;
 - the numbers must match to `atol`/`rtol`;
-- where the course's result carries a gradient (its inputs require one), the learner's must
-  too: a loss computed under torch.no_grad() has the right numbers and cannot train.
+- for an exercise whose result feeds training (`needs_grad`), where the course's result carries
+  a gradient the learner's must too: a loss computed under torch.no_grad() has the right
+  numbers and cannot train.
 
 A known bug is recognised by the numbers its wrong version returns, or, where the learner's
 function raises, by the same error (type and message) its wrong version raises on that case.
@@ -82,6 +83,9 @@ class Exercise:
     # (got, expected, args, kwargs) -> a got to compare instead, e.g. to accept an equally
     # right variant; None compares got itself
     accept: Callable | None = None
+    # the result feeds training: where the course's carries a gradient, the learner's must
+    # too (an inference exercise, such as a cached forward pass under no_grad, leaves it off)
+    needs_grad: bool = False
 
     def case_list(self) -> list[Case]:
         return [c if isinstance(c, Case) else Case(tuple(c)) for c in self.cases()]
@@ -317,7 +321,7 @@ def run(exercise: Exercise, fn) -> Verdict:
         if exercise.accept is not None:
             got = exercise.accept(got, expected, case.args, case.kwargs)
         if close(got, expected, exercise.atol, exercise.rtol):
-            if _lost_gradient(got, expected):
+            if exercise.needs_grad and _lost_gradient(got, expected):
                 return _fail(exercise, f"{NO_GRADIENT[0]} (case: {label})", (NO_GRADIENT[1],),
                              "no gradient")  # fmt: skip
             continue

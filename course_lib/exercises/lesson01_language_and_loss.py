@@ -11,8 +11,9 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
   -log softmax(logits[b, t])[ids[b, t + 1]] for t = 0 .. T - 2 (the last position predicts
   nothing here), as F.cross_entropy on those pairs; its gradient flows back to logits.
 
-Every weight and every logits tensor in the cases requires a gradient, as a model's do, so a
-result computed under torch.no_grad() or detached fails (course_lib.exercises.core).
+Every weight and every logits tensor in the cases requires a gradient, as a model's do, and
+every entry `needs_grad`: a result computed under torch.no_grad() or detached fails
+(course_lib.exercises.core).
 """
 
 import math
@@ -133,6 +134,7 @@ TOKEN_EMBEDDING = Exercise(
         "Row i of weight is token i's vector: the result for ids of shape (...) has shape "
         "(..., D), one row per id, in the weight's dtype.",
     ),
+    needs_grad=True,
 )
 
 
@@ -208,6 +210,7 @@ OUTPUT_LAYER = Exercise(
         "The result has one logit per token: shape (..., V), with V the weight's number of "
         "rows, in h's dtype.",
     ),
+    needs_grad=True,
 )
 
 
@@ -331,6 +334,7 @@ NEXT_TOKEN_CROSS_ENTROPY = Exercise(
         "The result is one number, a 0-d tensor: the mean of B * (T - 1) losses, one per "
         "prediction, each minus the log-probability of the right next token.",
     ),
+    needs_grad=True,
 )
 
 EXERCISES = (TOKEN_EMBEDDING, OUTPUT_LAYER, NEXT_TOKEN_CROSS_ENTROPY)

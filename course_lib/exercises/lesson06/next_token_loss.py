@@ -125,4 +125,5 @@ NEXT_TOKEN_LOSS = Exercise(
     ),
     atol=1e-5,
     rtol=1e-5,
+    needs_grad=True,  # a loss under torch.no_grad() has the right number and cannot train
 )
