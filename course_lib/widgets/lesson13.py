@@ -69,7 +69,7 @@ class KVCostExplorer(Explorer):
             Ts, Ts, "-", color=viz.PALETTE[7], linewidth=2, label="the weights"
         )
         self.marks = [
-            ax.axvline(64, color="0.4", linewidth=1, label="the chosen T")
+            ax.axvline(64, color="0.4", linewidth=1, linestyle="--", label="the chosen T")
             for ax in (self.ax_work, self.ax_bytes)
         ]
         for ax, ylabel, corner in (
