@@ -17,7 +17,7 @@ from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
 
 # each lesson's key, in the order its notebook file sorts: a two-digit number, or a full stem
 # where two lessons share the number
-LESSONS = ("00", "01", "02", "03", "04", "05", "05_encoder_decoder", "06", "13", "17")
+LESSONS = ("00", "01", "02", "03", "04", "05", "05_encoder_decoder", "06", "13", "14", "17")
 
 __all__ = [
     "Bug", "Case", "Exercise", "Verdict", "run", "all_exercises", "by_name", "lesson_file",
