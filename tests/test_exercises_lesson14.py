@@ -121,9 +121,12 @@ def test_every_bug_runs_on_every_case_and_can_be_named(exercise):
 
 def test_no_cell_above_an_exercise_shows_its_solution():
     """No worked RMSNorm or SwiGLU before the learner writes one: no code cell above an
-    exercise calls torch's rms_norm / RMSNorm or silu."""
+    exercise calls torch's rms_norm / RMSNorm or silu, or the course's reference."""
     cells = _lesson().cells
-    for name, ready_made in (("rms_norm", ("rms_norm", "RMSNorm")), ("swiglu", ("silu",))):
+    for name, ready_made in (
+        ("rms_norm", ("F.rms_norm", "torch.rms_norm", "RMSNorm(", "rms_norm_reference(")),
+        ("swiglu", ("silu(", "SiLU(", "swiglu_reference(", 'ff="swiglu"')),
+    ):
         at = next(
             i for i, c in enumerate(cells) if c.cell_type == "code" and f"def {name}(" in c.source
         )
