@@ -2,9 +2,8 @@
 SwiGLU in the course's block are torch's, the parameter counts, your block against the
 course's, and the trained rows the lesson reads from data/variants.json."""
 
-import hashlib
 import json
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, fields
 from functools import partial
 from pathlib import Path
 
@@ -26,12 +25,13 @@ from helpers import notebook_functions
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_todays_block.ipynb"
 
 
-def _digest(model) -> str:
-    h = hashlib.sha256()
-    for name, tensor in model.state_dict().items():
-        h.update(name.encode())
-        h.update(tensor.numpy().tobytes())
-    return h.hexdigest()[:16]
+def _fingerprint(model) -> list[float]:
+    """Sum, sum of squares and a position-weighted sum of every parameter: a draw in another
+    order or of another size changes them in the first digits, the kernel path (whose
+    uniform_ rounds differently) only in the sixth decimal."""
+    flat = torch.cat([p.detach().double().flatten() for p in model.state_dict().values()])
+    weights = torch.arange(1, flat.numel() + 1, dtype=torch.float64) / flat.numel()
+    return [float(flat.sum()), float((flat**2).sum()), float((flat * weights).sum())]
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +51,16 @@ def test_the_new_fields_come_after_residual_with_the_old_behaviour_as_default():
 
 
 def test_a_default_model_draws_the_same_parameters_as_before():
-    # digests of seed 0's models, computed with the code before ff and bias existed
+    # fingerprints of seed 0's models, computed with the code before ff and bias existed;
+    # native 337.908452, generic 337.908439, AVX2 337.908452 for the first
     for config, before in (
-        (ModelConfig(vocab_size=104), "3cc1c582f20d47fd"),
-        (ModelConfig(vocab_size=104, norm="none", residual=False, d_ff=0), "67d7df6990aef678"),
-    ):
+        (ModelConfig(vocab_size=104), [337.908452, 809.771064, 210.754169]),
+        (ModelConfig(vocab_size=104, norm="none", residual=False, d_ff=0),
+         [23.352851, 272.706049, 1.722808]),
+    ):  # fmt: skip
         course_lib.set_seed(0)
-        assert _digest(TinyTransformer.from_config(config)) == before
+        model = TinyTransformer.from_config(config)
+        assert _fingerprint(model) == pytest.approx(before, abs=1e-4)
 
 
 def test_explicit_defaults_train_bit_for_bit_as_the_implicit_ones():

@@ -23,7 +23,8 @@ def _rms_norm_cases() -> list[Case]:
     return [
         # first, where most mistakes show: an offset mean (centring changes the numbers) and
         # a weight far from ones
-        Case((randn(2, 5, 16) + 3, weight(16)), label="a 3-D x (B, T, D) whose vectors' mean is near 3"),
+        Case((randn(2, 5, 16) + 3, weight(16)),
+             label="a 3-D x (B, T, D) whose vectors' mean is near 3"),
         Case(
             (randn(2, 3, 8) * 1e-3, weight(8)),
             label="a small x (entries near 0.001): eps = 1e-5 is ten times its mean square",
