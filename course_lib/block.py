@@ -4,9 +4,11 @@ import torch
 from torch import nn
 
 from course_lib._validation import one_of
+from course_lib.feedforward import FEED_FORWARDS, SwiGLU
 from course_lib.multihead import MultiHeadAttention
 
-NORMS = ("layer", "batch", "none")
+NORMS = ("layer", "batch", "none", "rms")
+RMS_EPS = 1e-5  # the eps of nn.LayerNorm, so "rms" differs from "layer" only in its formula
 
 
 class TokenBatchNorm(nn.Module):
@@ -26,10 +28,13 @@ class TokenBatchNorm(nn.Module):
 
 
 def make_norm(norm: str, d_model: int) -> nn.Module:
-    """LayerNorm, TokenBatchNorm or Identity for norm = "layer", "batch" or "none" (lesson 05)."""
+    """LayerNorm, TokenBatchNorm, Identity or RMSNorm for norm = "layer", "batch", "none" or
+    "rms" (lessons 05 and 14)."""
     one_of("norm", norm, NORMS)
     if norm == "layer":
         return nn.LayerNorm(d_model)
+    if norm == "rms":
+        return nn.RMSNorm(d_model, eps=RMS_EPS)
     if norm == "batch":
         return TokenBatchNorm(d_model)
     return nn.Identity()
@@ -47,6 +52,8 @@ class TransformerBlock(nn.Module):
 
     prenorm=False gives the original post-norm block, norm1(x + attn(x)) then
     norm2(x + ff(x)); residual=False drops the "x +" so lesson 05 can show what it buys.
+    ff="swiglu" makes the feed-forward layer SwiGLU with hidden width d_ff, and bias=False
+    drops the attention's biases: with norm="rms", the block of Llama-style models (lesson 14).
     """
 
     def __init__(
@@ -62,6 +69,8 @@ class TransformerBlock(nn.Module):
         rope=None,
         scale: bool = True,
         check_inputs: bool = True,
+        ff: str = "gelu",
+        bias: bool = True,
     ):
         super().__init__()
         if isinstance(d_ff, bool) or not isinstance(d_ff, int):
@@ -69,20 +78,24 @@ class TransformerBlock(nn.Module):
         if d_ff < 0:
             raise ValueError(f"d_ff: expected an int >= 0 (0: no feed-forward layer), got {d_ff}")
         one_of("norm", norm, NORMS)
+        one_of("ff", ff, FEED_FORWARDS)
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias: expected True or False, got {type(bias).__name__} {bias!r}")
         if not isinstance(dropout, int | float) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout: expected a probability in [0, 1), got {dropout!r}")
         self.prenorm = bool(prenorm)
         self.residual = bool(residual)
         self.attn = MultiHeadAttention(
-            d_model, num_heads, rope=rope, scale=scale, check_inputs=check_inputs
+            d_model, num_heads, bias=bias, rope=rope, scale=scale, check_inputs=check_inputs
         )
         self.norm1 = make_norm(norm, d_model)
         # d_ff = 0: a block without its feed-forward layer, for the variant table (lesson 05)
-        self.ff = (
-            nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
-            if d_ff
-            else NoFeedForward()
-        )
+        if not d_ff:
+            self.ff = NoFeedForward()
+        elif ff == "swiglu":
+            self.ff = SwiGLU(d_model, d_ff)
+        else:
+            self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
         self.norm2 = make_norm(norm, d_model)
         self.drop = nn.Dropout(dropout)
 

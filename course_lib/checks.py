@@ -1,9 +1,9 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06, 13 and 17 (lesson 01_language_and_loss, which shares
-its number with lesson 01, in lesson01_language_and_loss.py): the course's reference, the
-cases, the likely bugs with their hints;
+lessons 03, 04, 05_encoder_decoder, 06, 13, 14 and 17 (lesson 01_language_and_loss, which
+shares its number with lesson 01, in lesson01_language_and_loss.py): the course's reference,
+the cases, the likely bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
@@ -29,6 +29,7 @@ from course_lib.exercises import (
     lesson05_encoder_decoder,
     lesson06,
     lesson13,
+    lesson14,
     lesson17,
 )
 from course_lib.exercises.core import Exercise, Verdict, run
@@ -142,6 +143,10 @@ check_attend_cached = checker(lesson13.ATTEND_CACHED)
 check_forward_with_cache = checker(lesson13.FORWARD_WITH_CACHE, lesson13.run_forward)
 check_generate_cached = checker(lesson13.GENERATE_CACHED, lesson13.run_generate)
 check_grouped_multihead = checker(lesson13.GROUPED_MULTIHEAD)
+
+# ---------------------------------------------------------------- lesson 14
+check_rms_norm = checker(lesson14.RMS_NORM)
+check_swiglu = checker(lesson14.SWIGLU)
 
 
 # ---------------------------------------------------------------- lesson 17

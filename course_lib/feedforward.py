@@ -13,6 +13,7 @@ from course_lib._validation import float_tensor, one_of
 from course_lib.runtime import evaluating
 
 ACTIVATIONS = ("GELU", "ReLU")
+FEED_FORWARDS = ("gelu", "swiglu")  # Linear, GELU, Linear (lesson 05) or SwiGLU (lesson 14)
 
 
 def _tensor(name: str, x) -> torch.Tensor:
@@ -125,3 +126,23 @@ class NoFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(x)
+
+
+class SwiGLU(nn.Module):
+    """down(silu(gate(x)) * up(x)), three bias-free Linears: the feed-forward layer of
+    Llama-style models (lesson 14). Its 3 D d_ff weights match Linear, GELU, Linear's
+    2 D d_ff' + d_ff' + D when d_ff is about two thirds of d_ff'."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.gate = nn.Linear(d_model, d_ff, bias=False)
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.nn.functional.silu(self.gate(x)) * self.up(x))
+
+
+def swiglu_parameters(d_model: int, d_ff: int) -> int:
+    """Weights of SwiGLU(d_model, d_ff): gate, up and down, no biases: 3 D d_ff (lesson 14)."""
+    return 3 * d_model * d_ff

@@ -37,6 +37,8 @@ class ModelConfig:
     scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 06)
     residual: bool = True  # False drops every block's "x +", for the variant table (lesson 05)
     tied: bool = False  # the head reuses the embedding's matrix (lesson 01_language_and_loss)
+    ff: str = "gelu"  # "gelu" (Linear, GELU, Linear) or "swiglu", hidden width d_ff (lesson 14)
+    bias: bool = True  # False: attention projections without biases, as in Llama (lesson 14)
 
 
 def check_ids(name: str, ids, vocab_size: int, max_len: int | None = None) -> None:
@@ -73,6 +75,8 @@ class TinyTransformer(nn.Module):
         scale: bool = True,
         residual: bool = True,
         tied: bool = False,
+        ff: str = "gelu",
+        bias: bool = True,
     ):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("num_layers", num_layers)):
@@ -81,7 +85,7 @@ class TinyTransformer(nn.Module):
         one_of("positional", positional, POSITIONAL)
         self.config = ModelConfig(
             vocab_size, d_model, num_heads, d_ff, num_layers, max_len, positional, norm, prenorm,
-            scale, residual, tied,
+            scale, residual, tied, ff, bias,
         )  # fmt: skip
         self.embed = nn.Embedding(vocab_size, d_model)
         # RoPE has no weights, so one instance (and one cos/sin table) serves every block
@@ -105,6 +109,8 @@ class TinyTransformer(nn.Module):
                 rope=rope,
                 scale=scale,
                 check_inputs=False,
+                ff=ff,
+                bias=bias,
             )  # fmt: skip
             for _ in range(num_layers)
         )
@@ -118,7 +124,7 @@ class TinyTransformer(nn.Module):
     def from_config(cls, config: ModelConfig) -> "TinyTransformer":
         """Build the model a ModelConfig describes (lesson 06)."""
         kwargs = asdict(config)
-        keywords = ("positional", "norm", "prenorm", "scale", "residual", "tied")
+        keywords = ("positional", "norm", "prenorm", "scale", "residual", "tied", "ff", "bias")
         positional = {k: kwargs.pop(k) for k in keywords}
         return cls(**kwargs, **positional)
 

@@ -71,7 +71,7 @@ def test_return_weights_gives_per_head_maps():
         (
             {"norm": "group"},
             ValueError,
-            r"norm: expected one of \('layer', 'batch', 'none'\), got 'group'",
+            r"norm: expected one of \('layer', 'batch', 'none', 'rms'\), got 'group'",
         ),
         ({"d_ff": -1}, ValueError, "d_ff: expected an int >= 0 .0: no feed-forward layer., got -1"),
         ({"d_ff": 2.5}, TypeError, "d_ff: expected an int >= 0, got float 2.5"),

@@ -362,7 +362,13 @@ def test_the_width_sweep_is_complete_and_its_4d_run_is_the_shipped_model():
     # ModelConfig fields added after the sweep ran (e.g. residual) count at their defaults
     model = {**asdict(model_config), **results["model"]}
     assert model == asdict(model_config) | {"d_ff": model["d_ff"]}
-    assert set(asdict(model_config)) - set(results["model"]) <= {"d_ff", "residual", "tied"}
+    assert set(asdict(model_config)) - set(results["model"]) <= {
+        "d_ff",
+        "residual",
+        "tied",
+        "ff",
+        "bias",
+    }
     assert results["train"] == {k: v for k, v in asdict(train_config).items() if k != "seed"}
     assert results["widths"] == list(WIDTHS) and results["seeds"] == list(SEEDS)
     runs = {(r["d_ff"], r["seed"]): r for r in results["runs"]}

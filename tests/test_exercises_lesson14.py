@@ -1,0 +1,283 @@
+"""Lesson 14's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+
+Every wrong function here is written the way a learner would write it (x.pow(2).mean, norms
+and rsqrt, the layers called in turn), not taken from the bug list in
+course_lib/exercises/lesson14/.
+"""
+
+import math
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_lib.checks import check_rms_norm, check_swiglu
+from course_lib.exercises.core import dead_bugs, run
+from course_lib.exercises.lesson14 import (
+    EXERCISES,
+    RMS_NORM,
+    SWIGLU,
+    rms_norm_reference,
+    swiglu_reference,
+)
+from course_lib.workspace import stub_solutions
+from helpers import notebook_functions, stub, verdict
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_todays_block.ipynb"
+NAMES = ("rms_norm", "swiglu")
+
+
+def _check(exercise, fn, bug):
+    """fn fails, matched to `bug`, whose cause is the first hint; the last names the lesson."""
+    result = run(exercise, fn)
+    assert not result.passed, result.message
+    assert result.bug == bug, result.message
+    cause = next(b.cause for b in exercise.bugs if b.name == bug)
+    assert result.steps[0] == cause and result.steps[-1] == f"See {exercise.idea}."
+    return result
+
+
+def _lesson():
+    return nbformat.read(NOTEBOOK, as_version=4)
+
+
+# ---------------------------------------------------------------- right answers, as written
+
+
+def rms_norm(x, weight, eps=1e-5):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def rms_norm_by_norm(x, weight, eps=1e-5):
+    D = x.shape[-1]
+    return weight * x / torch.sqrt(torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / D + eps)
+
+
+def swiglu(x, gate, up, down):
+    return down(F.silu(gate(x)) * up(x))
+
+
+def swiglu_by_hand(x, gate, up, down):
+    g = gate(x)
+    return down(g * torch.sigmoid(g) * up(x))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_lessons_solution_passes(name):
+    mine = notebook_functions(*NAMES)
+    exercise = next(e for e in EXERCISES if e.name == name)
+    assert run(exercise, mine[name]).passed
+
+
+def test_the_right_answers_written_here_pass():
+    for fn in (rms_norm, rms_norm_by_norm):
+        assert run(RMS_NORM, fn).passed
+    for fn in (swiglu, swiglu_by_hand):
+        assert run(SWIGLU, fn).passed
+
+
+def test_the_references_are_torchs_rmsnorm_and_an_independent_swiglu():
+    for case in RMS_NORM.case_list():
+        x, weight, *rest = case.args
+        eps = case.kwargs.get("eps", rest[0] if rest else 1e-5)
+        module = nn.RMSNorm(x.shape[-1], eps=eps, dtype=x.dtype)
+        with torch.no_grad():
+            module.weight.copy_(weight)
+        expected = rms_norm_reference(*case.args, **case.kwargs)
+        assert torch.allclose(module(x), expected, atol=1e-6), case.label
+        assert torch.allclose(rms_norm(*case.args, **case.kwargs), expected, atol=1e-6)
+    for case in SWIGLU.case_list():
+        assert torch.allclose(swiglu(*case.args), swiglu_reference(*case.args), atol=1e-6)
+
+
+CHECKS = [check_rms_norm, check_swiglu]
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_a_stub_is_not_implemented_yet(check, capsys):
+    assert "not implemented yet" in verdict(check, stub, capsys)
+
+
+def test_the_workspace_stubs_are_not_implemented_yet(capsys):
+    namespace = {"torch": torch, "F": F, "math": math, "nn": nn}
+    for cell in _lesson().cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(stub_solutions(cell.source), namespace)
+    for check in CHECKS:
+        name = check.__name__.removeprefix("check_")
+        assert "not implemented yet" in verdict(check, namespace[name], capsys), name
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_every_bug_runs_on_every_case_and_can_be_named(exercise):
+    for case in exercise.case_list():
+        for bug in exercise.bugs:
+            bug.wrong(*case.args, **case.kwargs)
+    assert dead_bugs(exercise) == []
+
+
+def test_no_cell_above_an_exercise_shows_its_solution():
+    """No worked RMSNorm or SwiGLU before the learner writes one: no code cell above an
+    exercise calls torch's rms_norm / RMSNorm or silu, or the course's reference."""
+    cells = _lesson().cells
+    for name, ready_made in (
+        ("rms_norm", ("F.rms_norm", "torch.rms_norm", "RMSNorm(", "rms_norm_reference(")),
+        ("swiglu", ("silu(", "SiLU(", "swiglu_reference(", 'ff="swiglu"')),
+    ):
+        at = next(
+            i for i, c in enumerate(cells) if c.cell_type == "code" and f"def {name}(" in c.source
+        )
+        above = "\n".join(c.source for c in cells[:at] if c.cell_type == "code")
+        assert not any(word in above for word in ready_made), name
+
+
+# ---------------------------------------------------------------- rms_norm, learner-style
+
+
+def test_rms_norm_that_subtracts_the_mean_first_is_named():
+    def wrong(x, weight, eps=1e-5):
+        centred = x - x.mean(dim=-1, keepdim=True)
+        return centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+    _check(RMS_NORM, wrong, "mean_subtracted")
+
+
+def test_rms_norm_with_eps_added_after_the_root_is_named():
+    def wrong(x, weight, eps=1e-5):
+        rms = x.pow(2).mean(-1, keepdim=True).sqrt()
+        return weight * x / (rms + eps)
+
+    _check(RMS_NORM, wrong, "eps_outside")
+
+
+def test_rms_norm_with_the_root_of_the_sum_is_named():
+    def wrong(x, weight, eps=1e-5):
+        return weight * x / torch.sqrt((x * x).sum(-1, keepdim=True) + eps)
+
+    _check(RMS_NORM, wrong, "sqrt_of_sum")
+
+
+def test_rms_norm_over_the_first_axis_is_named():
+    def wrong(x, weight, eps=1e-5):
+        return weight * x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + eps)
+
+    _check(RMS_NORM, wrong, "first_axis")
+
+
+def test_rms_norm_over_every_axis_is_named():
+    def wrong(x, weight, eps=1e-5):
+        return weight * x / torch.sqrt(torch.mean(x**2) + eps)
+
+    _check(RMS_NORM, wrong, "every_axis")
+
+
+def test_rms_norm_that_adds_the_weight_is_named():
+    def wrong(x, weight, eps=1e-5):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) + weight
+
+    _check(RMS_NORM, wrong, "weight_added")
+
+
+def test_rms_norm_without_the_weight_is_named():
+    def wrong(x, weight, eps=1e-5):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+    _check(RMS_NORM, wrong, "no_weight")
+
+
+def test_rms_norm_dividing_by_the_standard_deviation_is_named():
+    def wrong(x, weight, eps=1e-5):
+        return weight * x / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps)
+
+    _check(RMS_NORM, wrong, "variance")
+
+
+def test_rms_norm_with_a_fixed_eps_is_named():
+    def wrong(x, weight, eps=1e-5):
+        return weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+
+    _check(RMS_NORM, wrong, "eps_ignored")
+
+
+def test_rms_norm_that_forgets_the_root_is_named():
+    def wrong(x, weight, eps=1e-5):
+        return weight * x / (x.pow(2).mean(-1, keepdim=True) + eps)
+
+    _check(RMS_NORM, wrong, "no_root")
+
+
+# ---------------------------------------------------------------- swiglu, learner-style
+
+
+def test_swiglu_with_gelu_is_named():
+    def wrong(x, gate, up, down):
+        return down(nn.GELU()(gate(x)) * up(x))
+
+    _check(SWIGLU, wrong, "gelu")
+
+
+def test_swiglu_with_a_plain_sigmoid_is_named():
+    def wrong(x, gate, up, down):
+        return down(torch.sigmoid(gate(x)) * up(x))
+
+    _check(SWIGLU, wrong, "sigmoid")
+
+
+def test_swiglu_with_gate_and_up_swapped_is_named():
+    def wrong(x, gate, up, down):
+        a, b = up(x), gate(x)
+        return down(a * torch.sigmoid(a) * b)
+
+    _check(SWIGLU, wrong, "swapped")
+
+
+def test_swiglu_without_the_up_projection_is_named():
+    def wrong(x, gate, up, down):
+        return down(F.silu(gate(x)))
+
+    _check(SWIGLU, wrong, "no_up")
+
+
+def test_swiglu_without_the_gate_is_named():
+    def wrong(x, gate, up, down):
+        return down(F.silu(up(x)))
+
+    _check(SWIGLU, wrong, "no_gate")
+
+
+def test_swiglu_that_multiplies_before_the_activation_is_named():
+    def wrong(x, gate, up, down):
+        return down(F.silu(gate(x) * up(x)))
+
+    _check(SWIGLU, wrong, "product_first")
+
+
+def test_swiglu_with_silu_on_both_is_named():
+    def wrong(x, gate, up, down):
+        return down(F.silu(gate(x)) * F.silu(up(x)))
+
+    _check(SWIGLU, wrong, "silu_both")
+
+
+def test_swiglu_with_relu_is_named():
+    def wrong(x, gate, up, down):
+        return down(torch.relu(gate(x)) * up(x))
+
+    _check(SWIGLU, wrong, "relu")
+
+
+def test_swiglu_that_adds_the_residual_is_named():
+    def wrong(x, gate, up, down):
+        return x + down(F.silu(gate(x)) * up(x))
+
+    _check(SWIGLU, wrong, "residual_inside")
+
+
+def test_swiglu_that_adds_gate_and_up_is_named():
+    def wrong(x, gate, up, down):
+        return down(F.silu(gate(x)) + up(x))
+
+    _check(SWIGLU, wrong, "added")
