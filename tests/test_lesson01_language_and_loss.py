@@ -218,3 +218,47 @@ def test_the_tied_rows_say_what_the_lesson_reads_from_them():
     for said in ("6,656 fewer parameters", "0.0072 to 0.0271", "0.0102", "(0.0598)",
                  "0.183 and 0.160 above the floor", "against 0.001"):  # fmt: skip
         assert said in text, said
+
+
+def test_the_counted_bigram_is_within_002_of_the_first_model_on_every_row(runs):
+    model, _ = runs[0]
+    valid = corpus.load_split("valid")
+    excess = corpus.excess_loss(token_losses(model, valid), "valid")
+    best = corpus.excess_loss(bigram.count_bigram_losses("valid"), "valid")
+    for s in ("all", *language.SKILLS):  # as printed, to two decimals
+        assert abs(round(excess[s], 2) - round(best[s], 2)) <= 0.02 + 1e-9, s
+    assert "within 0.02 nats of this model on every row" in _markdown()
+
+
+def test_at_most_eight_tokens_may_come_next_in_the_lessons_figure(line):
+    dists, _ = language.next_token_distributions(line)
+    first = language.first_of_each_skill(line)
+    shown = {*first.values(), line.index("[")}
+    assert max(sum(p > 0 for p in dists[t].values()) for t in shown) == 8
+    assert "at most eight in the figure above" in _markdown()
+
+
+@pytest.mark.slow  # a bigram trained: in `make test`, not `make quick`
+def test_a_tied_bigram_pays_090_nats_more():
+    valid = corpus.load_split("valid")
+    losses = {}
+    for tied in (False, True):
+        course_lib.set_seed(0)
+        model = bigram.Bigram()
+        if tied:
+            model.head.weight = model.embed.weight
+        bigram.train_bigram(model)
+        with torch.no_grad():
+            losses[tied] = loss_of(model(valid), valid).item()
+    assert round(losses[True] - losses[False], 2) == 0.90  # native and generic paths: +0.901
+    assert "Tied, the bigram pays 0.90 nats more per prediction." in _markdown()
+
+
+def test_the_induction_copy_adds_what_the_lesson_says_to_the_tied_runs_excess():
+    table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    _, _, skills = corpus.floored_split("valid")
+    labels = [s for row in skills for s in row]
+    share = labels.count("induction") / len(labels)
+    tied = [r["valid"]["induction"] for r in table["runs"] if r["variant"] == "tied"]
+    assert [round(share * x, 4) for x in tied[1:]] == [0.0152, 0.0133]
+    assert "which adds 0.0152 and 0.0133 to their excess" in _markdown()

@@ -70,7 +70,7 @@ def bigram_curve_figure(history, *, floor: float, uniform: float, counted: float
             raise ValueError(f"{name}: expected a finite number, got {value!r}")
     fig, ax = new_figure(7.2, 3.9)
     steps = [s + 1 for s in history.step]
-    ax.plot(steps, history.train_loss, color=COLOURS["training"], lw=0.8, alpha=0.4,
+    ax.plot(steps, history.train_loss, color=COLOURS["training"], lw=1.0, alpha=0.7,
             label="training (each batch)")  # fmt: skip
     ax.plot([s + 1 for s in history.val_step], history.val_loss, "o-", ms=4,
             color=COLOURS["validation"], label="validation")  # fmt: skip
@@ -81,7 +81,8 @@ def bigram_curve_figure(history, *, floor: float, uniform: float, counted: float
     ax.set_xlabel("step")
     ax.set_ylabel("loss per prediction (nats)")
     ax.set_title("the first model: embedding, then output layer")
-    ax.legend(fontsize=8, loc="upper right")
+    # below the uniform line and above the curves' plateau, where the axes are empty
+    ax.legend(fontsize=8, loc="upper right", bbox_to_anchor=(1.0, 0.86))
     ax.grid(True, alpha=0.3)
     return fig
 
@@ -164,8 +165,11 @@ def embedding_map_figure(coords, vocab, classes: dict, *, explained: float) -> F
     for (name, tokens), colour, marker in zip(classes.items(), CLASS_COLOURS, CLASS_MARKERS,
                                               strict=False):  # fmt: skip
         rows = [vocab.index(t) for t in tokens]
+        # the smaller a class, the higher it is drawn: two prepositions stay visible among
+        # the ten verbs they sit with
         ax.scatter(coords[rows, 0], coords[rows, 1], color=colour, marker=marker, s=36,
-                   edgecolor="white", linewidth=0.5, label=f"{name} ({len(rows)})")  # fmt: skip
+                   edgecolor="white", linewidth=0.5, label=f"{name} ({len(rows)})",
+                   zorder=2 + 1 / len(rows))  # fmt: skip
     span = float(np.ptp(coords, axis=0).max()) or 1.0
     box = {"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.7", "alpha": 0.85}
     for rows in _groups(coords, near=0.08 * span):
