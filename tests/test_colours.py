@@ -161,6 +161,7 @@ VIZ_FIGURES = {
         [256, 512], {"cached": [1e-3, 1.1e-3], "recomputed": [1e-2, 4e-2]}
     ),
     "head_groups_figure": lambda: viz.head_groups_figure(8, 2),
+    "bends_figure": viz.bends_figure,
     "attention_grid": lambda: viz.attention_grid(
         [attention(2, 6, 6), attention(2, 6, 6)],
         LABELS,

@@ -281,3 +281,25 @@ def test_swiglu_that_adds_gate_and_up_is_named():
         return down(F.silu(gate(x)) + up(x))
 
     _check(SWIGLU, wrong, "added")
+
+
+# ---------------------------------------------------------------- torch's own, called
+
+
+def rms_norm_by_torch(x, weight, eps=1e-5):
+    return F.rms_norm(x, x.shape[-1:], weight, eps)
+
+
+def rms_norm_by_module(x, weight, eps=1e-5):
+    norm = nn.RMSNorm(x.shape[-1], eps=eps, dtype=x.dtype)
+    with torch.no_grad():
+        norm.weight.copy_(weight)
+    return norm(x)
+
+
+@pytest.mark.parametrize("fn", [rms_norm_by_torch, rms_norm_by_module])
+def test_calling_torchs_rms_norm_fails_with_the_write_it_yourself_hint(fn):
+    result = run(RMS_NORM, fn)
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert "rms_norm" in result.message and result.steps[0] == RMS_NORM.forbidden_hint
+    assert F.rms_norm.__name__ == "rms_norm" and run(RMS_NORM, rms_norm).passed  # spy removed

@@ -27,6 +27,7 @@ import copy
 import inspect
 import math
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -86,6 +87,10 @@ class Exercise:
     # the result feeds training: where the course's carries a gradient, the learner's must
     # too (an inference exercise, such as a cached forward pass under no_grad, leaves it off)
     needs_grad: bool = False
+    # torch functions the learner is asked to write by hand, as (module, name): a check that
+    # finds one called while the learner's function runs fails with `forbidden_hint`
+    forbidden: tuple[tuple[object, str], ...] = ()
+    forbidden_hint: str = ""
 
     def case_list(self) -> list[Case]:
         return [c if isinstance(c, Case) else Case(tuple(c)) for c in self.cases()]
@@ -260,6 +265,27 @@ def _fail(exercise: Exercise, message: str, steps, bug: str | None = None) -> Ve
     return Verdict(False, f"{exercise.name}: {message}", steps, FAILED, bug)
 
 
+@contextmanager
+def _watching(forbidden):
+    """Wrap each (module, name) in forbidden so a call is recorded; yield the list of calls."""
+    called, saved = [], []
+    for module, attr in forbidden:
+        original = getattr(module, attr)
+        label = f"{getattr(module, '__name__', module)}.{attr}"
+
+        def spy(*args, _original=original, _label=label, **kwargs):
+            called.append(_label)
+            return _original(*args, **kwargs)
+
+        saved.append((module, attr, original))
+        setattr(module, attr, spy)
+    try:
+        yield called
+    finally:
+        for module, attr, original in reversed(saved):
+            setattr(module, attr, original)
+
+
 def run(exercise: Exercise, fn) -> Verdict:
     """Check the learner's fn against exercise on every case; return the Verdict."""
     name = exercise.name
@@ -270,7 +296,13 @@ def run(exercise: Exercise, fn) -> Verdict:
         label = case_label(exercise.reference, case)
         mine = _copy_args(case.args)
         mine_kw = dict(zip(case.kwargs, _copy_args(case.kwargs.values()), strict=True))
-        tried = attempt(name, fn, *mine, **mine_kw)
+        # the reference may be the very torch function the learner must not call
+        with _watching(() if fn is exercise.reference else exercise.forbidden) as called:
+            tried = attempt(name, fn, *mine, **mine_kw)
+        if called and tried.missing is None:
+            return _fail(exercise, f"your function calls {called[0]}, the function this exercise "
+                         f"asks you to write (case: {label})", (exercise.forbidden_hint,),
+                         "forbidden")  # fmt: skip
         if tried.missing not in (None, name):
             return Verdict(
                 False,

@@ -125,6 +125,12 @@ RMS_NORM = Exercise(
             "your function uses a fixed 1e-5 (or another number) instead of its eps argument.",
         ),
     ),
+    # F.rms_norm is the reference: calling it (or nn.RMSNorm, which calls it) passes every
+    # case without writing the formula
+    forbidden=((F, "rms_norm"), (torch, "rms_norm")),
+    forbidden_hint="The check compares with torch's rms_norm, so calling it (or nn.RMSNorm) "
+    "proves nothing. Write the formula with tensor operations: the mean of the squares over "
+    "the last axis, eps added under the root, then the weight.",
     hints=(
         "RMSNorm divides each vector, along its last axis, by the square root of the mean of "
         "its squares plus eps, then multiplies by weight, feature by feature.",
