@@ -23,6 +23,26 @@ def float_tensor(name: str, value, min_dim: int = 1) -> torch.Tensor:
     return value
 
 
+def text_ids(text, token_id: dict[str, int], vocabulary: str) -> list[int]:
+    """The ids of `text`, a space-separated string or a list of tokens, every token a key of
+    token_id (`vocabulary` says, in the error, where the tokens are listed)."""
+    if isinstance(text, str):
+        tokens = text.split()
+    elif isinstance(text, list | tuple):
+        tokens = list(text)
+    else:
+        raise TypeError(f"text: expected a str or a list of tokens, got {type(text).__name__}")
+    if not tokens:
+        raise ValueError("text: expected at least one token, got empty text")
+    for position, token in enumerate(tokens):
+        if token not in token_id:
+            raise ValueError(
+                f"text: unknown token {token!r} at position {position}; expected tokens of "
+                f"{vocabulary}"
+            )
+    return [token_id[t] for t in tokens]
+
+
 def one_of(name: str, value, choices: tuple) -> str:
     if value not in choices:
         raise ValueError(f"{name}: expected one of {choices}, got {value!r}")

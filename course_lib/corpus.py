@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from course_lib import language
+from course_lib._validation import text_ids
 from course_lib.paths import DATA_DIR
 
 DIRECTORY = DATA_DIR / "language"
@@ -57,21 +58,7 @@ def _split_name(name) -> str:
 
 def encode(text) -> torch.Tensor:
     """Token ids (T,) of a space-separated string or a list of tokens."""
-    if isinstance(text, str):
-        tokens = text.split()
-    elif isinstance(text, list | tuple):
-        tokens = list(text)
-    else:
-        raise TypeError(f"text: expected a str or a list of tokens, got {type(text).__name__}")
-    if not tokens:
-        raise ValueError("text: expected at least one token, got none")
-    for position, token in enumerate(tokens):
-        if token not in TOKEN_ID:
-            raise ValueError(
-                f"text: expected tokens of the vocabulary (corpus.VOCAB), got {token!r} at "
-                f"position {position}"
-            )
-    return torch.tensor([TOKEN_ID[t] for t in tokens], dtype=torch.long)
+    return torch.tensor(text_ids(text, TOKEN_ID, "the vocabulary (corpus.VOCAB)"), dtype=torch.long)
 
 
 def to_tokens(ids) -> list[str]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from course_lib._validation import positive_int
+from course_lib._validation import positive_int, text_ids
 from course_lib.paths import DATA_DIR
 
 SEQ_LEN = 32  # L: the length every model is trained on
@@ -154,23 +154,10 @@ def encode(text, *, max_len: int | None = None) -> torch.Tensor:
 
     Raises ValueError for empty text, a token outside VOCAB, or more than max_len tokens.
     """
-    if isinstance(text, str):
-        tokens = text.split()
-    elif isinstance(text, list | tuple):
-        tokens = list(text)
-    else:
-        raise TypeError(f"text: expected a str or a list of tokens, got {type(text).__name__}")
-    if not tokens:
-        raise ValueError("text: expected at least one token, got empty text")
-    for position, token in enumerate(tokens):
-        if token not in TOKEN_ID:
-            raise ValueError(
-                f"text: unknown token {token!r} at position {position}; "
-                f"the vocabulary is {' '.join(VOCAB)}"
-            )
-    if max_len is not None and len(tokens) > max_len:
-        raise ValueError(f"text: expected at most max_len = {max_len} tokens, got {len(tokens)}")
-    return torch.tensor([TOKEN_ID[t] for t in tokens], dtype=torch.long)  # (T,)
+    ids = text_ids(text, TOKEN_ID, f"the vocabulary: {' '.join(VOCAB)}")
+    if max_len is not None and len(ids) > max_len:
+        raise ValueError(f"text: expected at most max_len = {max_len} tokens, got {len(ids)}")
+    return torch.tensor(ids, dtype=torch.long)  # (T,)
 
 
 def to_tokens(ids) -> list[str]:

@@ -68,6 +68,8 @@ VARIANTS: dict[str, ModelConfig] = {
     "llama-block": replace(BASE, **LLAMA),
     "rms-norm": replace(BASE, norm="rms"),
     "swiglu": replace(BASE, ff="swiglu", d_ff=172),
+    # lesson 13: the four query heads share 2 key/value heads, or 1 (multi-query attention)
+    **{f"kv-heads-{n}": replace(BASE, num_kv_heads=n) for n in (1, 2)},
 }
 VARIANTS["layers-2"] = BASE  # names for one config share its runs: each trains once
 
@@ -118,6 +120,9 @@ ROWS = (
     # added after the runs above showed SwiGLU's gap on the mark: a lead, not a prediction
     Row("SwiGLU on the mark (seen after the runs)", "14", "mark",
         (("swiglu", "base"), ("llama-block", "base"))),
+    # lesson 13: a key/value head per query head against fewer (a cache 2 or 4 times smaller)
+    Row("four key/value heads against two", "13", "all", (("base", "kv-heads-2"),)),
+    Row("four key/value heads against one", "13", "all", (("base", "kv-heads-1"),)),
 )  # fmt: skip
 
 # variants whose trained models are shipped (data/checkpoints/lang-VARIANT-sSEED.pt and .json),
