@@ -21,6 +21,28 @@ def verdict(check, fn, capsys) -> str:
     return capsys.readouterr().out.strip()
 
 
+def solution_cells(notebook, namespace: dict, source=lambda s: s) -> dict:
+    """`namespace` after running each exercise cell of lesson `notebook` (a path), through
+    `source` (course_lib.workspace.stub_solutions: the learner's stubs)."""
+    import nbformat
+
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(source(cell.source), namespace)
+    return namespace
+
+
+def assert_stubs_not_implemented(notebook, checks, namespace: dict, capsys) -> None:
+    """Each check_<name> of `checks` says "not implemented yet" of the workspace's stub of
+    <name>, from lesson `notebook`'s exercise cells as the learner's copy holds them."""
+    from course_lib.workspace import stub_solutions
+
+    stubs = solution_cells(notebook, namespace, stub_solutions)
+    for check in checks:
+        name = check.__name__.removeprefix("check_")
+        assert "not implemented yet" in verdict(check, stubs[name], capsys), name
+
+
 def assert_hints(check, wrong: dict, capsys) -> None:
     """Each wrong function in {hint: fn} fails the check with a message containing its hint."""
     for hint, fn in wrong.items():

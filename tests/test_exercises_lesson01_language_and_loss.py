@@ -10,7 +10,6 @@ import math
 import warnings
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -28,9 +27,8 @@ from course_lib.exercises.lesson01_language_and_loss import (
     OUTPUT_LAYER,
     TOKEN_EMBEDDING,
 )
-from course_lib.workspace import stub_solutions
+from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 from helpers import failed_with_hint as _check
-from helpers import notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_language_and_loss.ipynb"
 CHECKS = (check_token_embedding, check_output_layer, check_next_token_cross_entropy)
@@ -80,12 +78,7 @@ def test_a_stub_is_not_implemented_yet(check, capsys):
 
 def test_the_workspace_stubs_are_not_implemented_yet(capsys):
     namespace = {"torch": torch, "F": F, "math": math}
-    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(stub_solutions(cell.source), namespace)
-    for check in CHECKS:
-        name = check.__name__.removeprefix("check_")
-        assert "not implemented yet" in verdict(check, namespace[name], capsys)
+    assert_stubs_not_implemented(NOTEBOOK, CHECKS, namespace, capsys)
 
 
 def test_the_names_are_the_courses_own_and_collide_with_no_other_lesson():

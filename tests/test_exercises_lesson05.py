@@ -25,7 +25,7 @@ from course_lib.exercises.lesson05 import (
     layer_norm_reference,
 )
 from course_lib.workspace import stub_solutions
-from helpers import notebook_functions, stub, verdict
+from helpers import notebook_functions, solution_cells, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_transformer_block.ipynb"
 
@@ -36,11 +36,7 @@ def _lesson():
 
 def _solutions(source=lambda s: s) -> dict:
     """The lesson's three exercise functions as its cells define them (through `source`)."""
-    namespace = {"torch": torch, "F": F, "nn": nn}
-    for cell in _lesson().cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(source(cell.source), namespace)
-    return namespace
+    return solution_cells(NOTEBOOK, {"torch": torch, "F": F, "nn": nn}, source)
 
 
 def _check(exercise, fn, bug=None, words=()):

@@ -8,7 +8,6 @@ the bug list in course_lib/exercises/lesson13/.
 import math
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -34,8 +33,7 @@ from course_lib.exercises.lesson13 import (
     uncached,
 )
 from course_lib.model import generate, load_pretrained
-from course_lib.workspace import stub_solutions
-from helpers import notebook_functions, stub, verdict
+from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "13_kv_cache_and_gqa.ipynb"
 NAMES = ("rope_from", "attend_cached", "forward_with_cache", "generate_cached", "grouped_multihead")
@@ -167,10 +165,6 @@ def grouped_multihead(x, qkv, out, num_heads, num_kv_heads, mask=None, rope=None
 # ---------------------------------------------------------------- every exercise
 
 
-def _lesson():
-    return nbformat.read(NOTEBOOK, as_version=4)
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_the_lessons_solution_passes(name):
     mine = notebook_functions(*NAMES)
@@ -202,13 +196,7 @@ def test_a_stub_is_not_implemented_yet(check, capsys):
 
 
 def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "F": F, "math": math}
-    for cell in _lesson().cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(stub_solutions(cell.source), namespace)
-    for check in CHECKS:
-        name = check.__name__.removeprefix("check_")
-        assert "not implemented yet" in verdict(check, namespace[name], capsys), name
+    assert_stubs_not_implemented(NOTEBOOK, CHECKS, {"torch": torch, "F": F, "math": math}, capsys)
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)

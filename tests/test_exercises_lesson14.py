@@ -23,8 +23,7 @@ from course_lib.exercises.lesson14 import (
     rms_norm_reference,
     swiglu_reference,
 )
-from course_lib.workspace import stub_solutions
-from helpers import notebook_functions, stub, verdict
+from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_todays_block.ipynb"
 NAMES = ("rms_norm", "swiglu")
@@ -102,13 +101,9 @@ def test_a_stub_is_not_implemented_yet(check, capsys):
 
 
 def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "F": F, "math": math, "nn": nn}
-    for cell in _lesson().cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(stub_solutions(cell.source), namespace)
-    for check in CHECKS:
-        name = check.__name__.removeprefix("check_")
-        assert "not implemented yet" in verdict(check, namespace[name], capsys), name
+    assert_stubs_not_implemented(
+        NOTEBOOK, CHECKS, {"torch": torch, "F": F, "math": math, "nn": nn}, capsys
+    )
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)

@@ -25,7 +25,7 @@ from course_lib.exercises.lesson17 import (
     run_online,
 )
 from course_lib.workspace import stub_solutions
-from helpers import notebook_functions, stub, verdict
+from helpers import notebook_functions, solution_cells, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "17_tiled_attention.ipynb"
 INF = float("inf")
@@ -36,11 +36,7 @@ def _lesson():
 
 
 def _solutions(source=lambda s: s) -> dict:
-    namespace = {"torch": torch, "F": F, "math": math}
-    for cell in _lesson().cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(source(cell.source), namespace)
-    return namespace
+    return solution_cells(NOTEBOOK, {"torch": torch, "F": F, "math": math}, source)
 
 
 def _expect(verdict_, exercise, bug):
