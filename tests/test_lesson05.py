@@ -368,6 +368,7 @@ def test_the_width_sweep_is_complete_and_its_4d_run_is_the_shipped_model():
         "tied",
         "ff",
         "bias",
+        "num_kv_heads",
     }
     assert results["train"] == {k: v for k, v in asdict(train_config).items() if k != "seed"}
     assert results["widths"] == list(WIDTHS) and results["seeds"] == list(SEEDS)
