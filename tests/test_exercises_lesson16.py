@@ -231,9 +231,8 @@ def test_yarn_without_the_clamp_is_named():
     _check(YARN_FREQUENCIES, _yarn(gamma=lambda r, a, b: (r - a) / (b - a)), "unclamped")
 
 
-def test_yarn_with_alpha_and_beta_swapped_is_named():
-    swapped = _yarn(gamma=lambda r, a, b: ((r - b) / (a - b)).clamp(0, 1))
-    _check(YARN_FREQUENCIES, swapped, "boundaries_swapped")
+def test_yarn_that_multiplies_where_it_should_divide_is_named():
+    _check(YARN_FREQUENCIES, _yarn(mix=lambda g, t, s: (1 - g) * t * s + g * t), "multiplied")
 
 
 def test_yarn_with_a_step_instead_of_a_ramp_is_named():
