@@ -144,8 +144,8 @@ PI_ANGLES = Exercise(
             "your fastest pair is unchanged and the slower ones slow down: that is a change "
             "of base, not interpolation",
             "you multiplied the base by the factor and left the positions as they were. "
-            "Position interpolation leaves the frequencies alone and divides the position: every pair slows down by the same s, "
-            "the fastest included.",
+            "Position interpolation leaves the frequencies alone and divides the position: "
+            "every pair slows down by the same s, the fastest included.",
         ),
         Bug(
             "half_exponent",
