@@ -47,6 +47,15 @@ TRAINED_LEN = corpus.SEQ_LEN  # L: the length the shipped models were trained on
 YARN_ALPHA, YARN_BETA = 1.0, 32.0  # the YaRN paper's boundaries for Llama, in turns per L
 FACTORS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # the grid's scaling factors s
 SEEDS = (0, 1, 2)
+# tried after the paper's YaRN boundaries measured like interpolation on these models (so a
+# lead, not a prediction): boundaries at the scale of a 32-token trained length, and YaRN's
+# temperature alone (RoPE's own frequencies, cos and sin times 0.1 ln s + 1)
+TRIED = {
+    "yarn, alpha 0.5, beta 4": {"alpha": 0.5, "beta": 4.0},
+    "yarn, alpha 0.25, beta 1": {"alpha": 0.25, "beta": 1.0},
+    "temperature alone": None,
+}
+TRIED_FACTORS = (2.0, 4.0)
 GRID = DATA_DIR / "rope_scaling.json"
 
 
@@ -74,6 +83,12 @@ def frequencies(d: int, base: float = BASE) -> torch.Tensor:
 def wavelengths(freqs: torch.Tensor) -> torch.Tensor:
     """(d/2,): the positions pair i takes to turn once, 2 pi / theta_i (lesson 16)."""
     return 2 * math.pi / freqs
+
+
+def angles_of(freqs: torch.Tensor, max_len: int) -> torch.Tensor:
+    """(max_len, d/2) float64: angle p * freqs[i] of pair i at positions p = 0 .. max_len - 1."""
+    positive_int("max_len", max_len)
+    return torch.arange(max_len, dtype=torch.float64)[:, None] * freqs.double()[None, :]
 
 
 def yarn_ramp(
@@ -122,23 +137,33 @@ def _ropes(model) -> list[RotaryEmbedding]:
     return list(found.values())
 
 
-def with_frequencies(model, freqs: torch.Tensor, scale: float = 1.0):
-    """A copy of `model` whose RoPE turns pair i of position p by p * freqs[i], its cos and
-    sin multiplied by `scale`; the model itself is unchanged (lesson 16)."""
+def with_angles(model, angles: torch.Tensor, scale: float = 1.0):
+    """A copy of `model` whose RoPE turns pair i of position p by angles[p, i], its cos and sin
+    multiplied by `scale`; angles (max_len, d/2), one row per position the model accepts. The
+    model itself and its weights are unchanged (lesson 16)."""
     ropes = _ropes(model)
-    half = ropes[0].d_head // 2
-    if not isinstance(freqs, torch.Tensor) or tuple(freqs.shape) != (half,):
-        got = tuple(freqs.shape) if isinstance(freqs, torch.Tensor) else type(freqs).__name__
-        raise ValueError(f"freqs: expected a ({half},) tensor, one per pair, got {got}")
+    shape = (ropes[0].max_len, ropes[0].d_head // 2)
+    if not isinstance(angles, torch.Tensor) or tuple(angles.shape) != shape:
+        got = tuple(angles.shape) if isinstance(angles, torch.Tensor) else type(angles).__name__
+        raise ValueError(f"angles: expected a {shape} tensor (max_len, d/2), got {got}")
     if isinstance(scale, bool) or not isinstance(scale, int | float) or not scale > 0:
         raise ValueError(f"scale: expected a number > 0, got {scale!r}")
     new = copy.deepcopy(model)
     for rope in _ropes(new):  # one RotaryEmbedding shared by every block: its tables once
-        positions = torch.arange(rope.max_len, dtype=torch.float64)
-        angles = positions[:, None] * freqs.double()[None, :]  # (max_len, d/2)
-        rope.cos.copy_(angles.cos() * scale)
-        rope.sin.copy_(angles.sin() * scale)
+        rope.cos.copy_(angles.double().cos() * scale)
+        rope.sin.copy_(angles.double().sin() * scale)
     return new
+
+
+def with_frequencies(model, freqs: torch.Tensor, scale: float = 1.0):
+    """A copy of `model` whose RoPE turns pair i of position p by p * freqs[i], its cos and
+    sin multiplied by `scale` (lesson 16)."""
+    rope = _ropes(model)[0]
+    half = rope.d_head // 2
+    if not isinstance(freqs, torch.Tensor) or tuple(freqs.shape) != (half,):
+        got = tuple(freqs.shape) if isinstance(freqs, torch.Tensor) else type(freqs).__name__
+        raise ValueError(f"freqs: expected a ({half},) tensor, one per pair, got {got}")
+    return with_angles(model, angles_of(freqs, rope.max_len), scale)
 
 
 def scaled_model(model, method: str, factor: float, **yarn):
@@ -182,11 +207,23 @@ def measure_grid(load, seeds=SEEDS, factors=FACTORS) -> dict:
                 for s in factors
                 if s > 1
             }
+        for name, boundaries in TRIED.items():
+            found[name] = {}
+            for s in TRIED_FACTORS:
+                if boundaries is None:
+                    tried = with_frequencies(model, frequencies(_ropes(model)[0].d_head),
+                                             attention_scale("yarn", s))  # fmt: skip
+                else:
+                    tried = scaled_model(model, "yarn", s, **boundaries)
+                found[name][f"{s:g}"] = _rounded(excess_by_position(tried))
         runs[str(seed)] = found
     return {
         "trained_len": TRAINED_LEN,
         "yarn": {"alpha": YARN_ALPHA, "beta": YARN_BETA},
         "factors": [s for s in factors if s > 1],
+        "tried": {
+            name: {"boundaries": b, "factors": list(TRIED_FACTORS)} for name, b in TRIED.items()
+        },  # fmt: skip
         "runs": runs,
     }
 
@@ -201,8 +238,9 @@ def load_grid(path=GRID) -> dict:
 
 
 def grid_excess(grid: dict, seed: int, method: str, factor: float) -> torch.Tensor:
-    """(T - 1,) float64: the stored excess by position of one seed, method and factor."""
-    one_of("method", method, METHODS)
+    """(T - 1,) float64: the stored excess by position of one seed, method (or tried setting)
+    and factor (lesson 16)."""
+    one_of("method", method, METHODS + tuple(TRIED))
     runs = grid["runs"][str(seed)][method]
     key = "1" if method == "none" else f"{_factor(factor):g}"
     if key not in runs:
