@@ -176,10 +176,10 @@ def scaled_model(model, method: str, factor: float, **yarn):
 def excess_by_position(model, split: str = "long") -> torch.Tensor:
     """(T - 1,) float64: the model's mean loss minus the floor at each prediction position of
     `split`, over its lines (lesson 16)."""
-    ids, floor, _ = corpus.floored_split(split)
+    ids, _, _ = corpus.floored_split(split)
     with torch.no_grad():
         losses = token_losses(model, ids)  # (N, T - 1)
-    return (losses.double() - floor).mean(0)
+    return corpus.excess_by_position(losses, split)  # (T - 1,)
 
 
 def summary(excess: torch.Tensor, trained_len: int = TRAINED_LEN) -> dict[str, float]:
