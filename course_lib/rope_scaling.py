@@ -37,7 +37,7 @@ from course_lib.train import token_losses
 
 METHODS = ("none", "pi", "ntk", "yarn")
 NAMES = {
-    "none": "unscaled",
+    "none": "as trained",
     "pi": "position interpolation",
     "ntk": "NTK-aware",
     "yarn": "YaRN",

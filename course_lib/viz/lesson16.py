@@ -9,7 +9,7 @@ from course_lib.viz.style import BLUE, GREEN, ORANGE, PALETTE, PURPLE, new_figur
 
 # one colour and one dash per method, in both figures and in the explorer
 METHOD_STYLES = {
-    "unscaled": {"color": PALETTE[7], "linestyle": "-"},
+    "as trained": {"color": PALETTE[7], "linestyle": "-"},
     "position interpolation": {"color": ORANGE, "linestyle": "--"},
     "NTK-aware": {"color": GREEN, "linestyle": "-."},
     "YaRN": {"color": PURPLE, "linestyle": ":"},

@@ -40,7 +40,7 @@ class RopeScalingExplorer(Explorer):
         left.set_title("each pair's angle, the fastest on top")
         seeds = self.grid["runs"]
         self.unscaled = torch.stack([rs.grid_excess(self.grid, int(s), "none", 1) for s in seeds])
-        curves = {"unscaled": self.unscaled.mean(0), "NTK-aware": self.unscaled.mean(0)}
+        curves = {"as trained": self.unscaled.mean(0), "NTK-aware": self.unscaled.mean(0)}
         lines = draw_excess(right, curves, rs.TRAINED_LEN)
         self.excess_line = lines.pop("NTK-aware")
         top = max(float(self._mean(m, f).max()) for m in LABELS.values() for f in factors)
