@@ -77,6 +77,7 @@ from course_lib.viz.lesson16 import (
     draw_angles,
     draw_excess,
     excess_figure,
+    excess_panels,
 )
 from course_lib.viz.lesson17 import memory_figure
 from course_lib.viz.render import canvas_png, to_png
@@ -159,6 +160,7 @@ __all__ = [
     "draw_angles",
     "draw_excess",
     "excess_figure",
+    "excess_panels",
     "meaning",
     "new_figure",
     "next_token_figure",

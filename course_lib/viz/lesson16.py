@@ -42,7 +42,8 @@ def draw_angles(ax, angles, trained, trained_len: int) -> list:
         lines.append(ax.plot(positions, angles[1:, i], color=colour, linewidth=2)[0])
     ax.axhline(2 * math.pi, color="black", linewidth=1.2, linestyle="--")
     ax.text(T * 0.02, 2 * math.pi * 1.3, "one full turn", fontsize=9)
-    ax.text(trained_len * 0.5, angles[1:, -1].min() * 1.1, "trained", fontsize=9, ha="center")
+    ax.text(trained_len * 0.5, 0.97, "trained\npositions", fontsize=9, ha="center", va="top",
+            transform=ax.get_xaxis_transform())  # fmt: skip
     ax.set_yscale("log")
     ax.set_ylim(angles[1:].min() * 0.5, max(angles.max(), 2 * math.pi) * 2)
     ax.set_xlim(0, T)
@@ -63,6 +64,8 @@ def draw_excess(ax, curves: dict, trained_len: int, spread: dict | None = None) 
     """Mean excess loss (nats) against position for each label in `curves` ({label: (T - 1,)});
     `spread` {label: (low, high)} shades the seeds' range. Returns {label: line} (lesson 16)."""
     ax.axvspan(0, trained_len - 1, color=BLUE, alpha=0.12, linewidth=0)
+    ax.text(trained_len * 0.5, 0.2, "trained\npositions", fontsize=9, ha="center",
+            transform=ax.get_xaxis_transform())  # fmt: skip
     lines = {}
     for label, values in curves.items():
         values = _array(label, values, 1)
@@ -77,6 +80,18 @@ def draw_excess(ax, curves: dict, trained_len: int, spread: dict | None = None) 
     ax.set_ylabel("excess loss (nats above the floor)")
     ax.legend(fontsize=9, loc="upper left")
     return lines
+
+
+def excess_panels(groups: list[dict], trained_len: int, spread: dict | None = None,
+                  titles: tuple = ()):  # fmt: skip
+    """draw_excess side by side, one panel per dict of curves, on one y scale (lesson 16)."""
+    fig, axes = new_figure(11.0, 4.0, ncols=len(groups), sharey=True)
+    for ax, curves, title in zip(axes, groups, titles or [""] * len(groups), strict=True):
+        draw_excess(ax, curves, trained_len, spread)
+        ax.set_title(title)
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    return fig
 
 
 def excess_figure(curves: dict, trained_len: int, spread: dict | None = None, title: str = ""):
