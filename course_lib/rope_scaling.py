@@ -91,6 +91,19 @@ def angles_of(freqs: torch.Tensor, max_len: int) -> torch.Tensor:
     return torch.arange(max_len, dtype=torch.float64)[:, None] * freqs.double()[None, :]
 
 
+def past_trained(angles: torch.Tensor, distance: int, trained_len: int = TRAINED_LEN) -> dict:
+    """{pair i: angles[distance, i] / the largest angle pair i reached in training}, for the
+    pairs that turn past it at `distance`: training reached (trained_len - 2) theta_i, and a pair
+    that went a full turn or more has met every angle, so it never appears (lesson 16)."""
+    reach = (trained_len - 2) * frequencies(2 * angles.shape[1])  # (d/2,)
+    at = angles[distance].double()  # (d/2,)
+    return {
+        i: float(at[i] / reach[i])
+        for i in range(len(reach))
+        if reach[i] < 2 * math.pi and at[i] > reach[i]
+    }
+
+
 def yarn_ramp(
     d: int, trained_len: int = TRAINED_LEN, alpha: float = YARN_ALPHA, beta: float = YARN_BETA,
     base: float = BASE,

@@ -47,7 +47,7 @@ class RopeScalingExplorer(Explorer):
         right.set_ylim(-0.2, top * 1.05)
         self.legend = right.get_legend()
         right.set_title("excess loss by position, mean of 3 seeds")
-        self.source = ""
+        self.source, self.past = "", {}
         super().__init__(controls, self.fig, dynamic=[*self.angle_lines, self.excess_line,
                                                       self.legend])  # fmt: skip
 
@@ -98,13 +98,14 @@ class RopeScalingExplorer(Explorer):
         self.legend.get_texts()[1].set_text(label)
         said = rs.summary(excess)
         base = rs.summary(self.unscaled.mean(0))
-        slowest = float(angles[-1, -1])
+        self.past = rs.past_trained(angles, MAX_LEN - 2)  # the longest distance a line predicts
+        new = ", ".join(f"{i} ({r:.2f}x)" for i, r in self.past.items()) or "none"
         self.show_readout(
             f"{label}, s = {factor:g}: ",
-            f"excess inside the trained length {said['inside']:.2f} nats (unscaled "
+            f"excess inside the trained length {said['inside']:.2f} nats (as trained "
             f"{base['inside']:.2f}), positions 32-63 {said['to 2L']:.2f} ({base['to 2L']:.2f}), "
-            f"64-126 {said['beyond 2L']:.2f} ({base['beyond 2L']:.2f}); slowest pair at "
-            f"p = 127: {slowest:.3f} rad (trained up to {float(self.trained[30, -1]):.3f})",
+            f"64-126 {said['beyond 2L']:.2f} ({base['beyond 2L']:.2f}). Pairs past their "
+            f"largest trained angle at distance {MAX_LEN - 2}: {new}",
             f"Angles: {self.source}. Losses: the stored grid, mean of the three shipped models.",
         )
 
@@ -115,5 +116,6 @@ class RopeScalingExplorer(Explorer):
             "angles": [line.get_ydata().tolist() for line in self.angle_lines],
             "excess": self.excess_line.get_ydata().tolist(),
             "source": self.source,
+            "past": self.past,
             "summary": rs.summary(self._mean(LABELS[label], factor)),
         }
