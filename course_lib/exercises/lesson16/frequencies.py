@@ -121,7 +121,7 @@ PI_ANGLES = Exercise(
     lesson="16",
     reference=pi_angles_reference,
     cases=_pi_cases,
-    idea="the section 'Position interpolation': exercise 1's text, and lesson 04's angle table",
+    idea="the section 'Position interpolation': exercise 1's text, and lesson 04's rope_heads",
     bugs=(
         Bug(
             "floor_division",
@@ -164,8 +164,8 @@ PI_ANGLES = Exercise(
         ),
     ),
     hints=(
-        "Print your table's first rows next to lesson 04's rope_angles of the positions: at "
-        "factor s, row p of yours is lesson 04's row at position p / s.",
+        "Print your table's first rows at s = 1 next to the angles your lesson 04 rope_heads "
+        "turns by (t theta_i): they must agree; at factor s, row p of yours is row p / s.",
         "angles[t, i] = (positions[t] / s) * base ** (-2i / d), a (T, d/2) float64 table.",
     ),
     atol=1e-9,
@@ -227,7 +227,8 @@ NTK_FREQUENCIES = Exercise(
     ),
     hints=(
         "Check two pairs by hand: at i = 0 your frequency must be exactly 1, at the last pair "
-        "i = d/2 - 1 exactly RoPE's divided by s.",
+        "i = d/2 - 1 exactly RoPE's divided by s. Write the new base as base * s ** k and solve "
+        "(base s ** k) ** (-(d - 2) / d) = base ** (-(d - 2) / d) / s for k.",
         "Make the new base b' = base * s ** (d / (d - 2)), then RoPE's frequencies with it: "
         "b' ** (-2i / d), float64, shape (d/2,).",
     ),
