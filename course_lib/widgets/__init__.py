@@ -26,6 +26,7 @@ from course_lib.widgets.lesson06 import (
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
+from course_lib.widgets.lesson16 import RopeScalingExplorer
 from course_lib.widgets.lesson17 import TileExplorer
 
 # every explorer, in lesson order
@@ -44,6 +45,7 @@ EXPLORERS = (
     AblationExplorer,
     KnockoutExplorer,
     KVCostExplorer,
+    RopeScalingExplorer,
     TileExplorer,
 )
 
@@ -65,6 +67,7 @@ __all__ = [
     "NextTokenExplorer",
     "PositionExplorer",
     "RopeExplorer",
+    "RopeScalingExplorer",
     "ScalingExplorer",
     "SoftmaxExplorer",
     "TileExplorer",
