@@ -14,12 +14,16 @@ This module drives a TinyTransformer from outside, as course_lib.kv_cache does; 
 itself is unchanged.
 """
 
+import json
+
 import torch
 
+from course_lib import corpus, variants
 from course_lib._validation import one_of, positive_int
 from course_lib.gqa import split_qkv
 from course_lib.kv_cache import _check_model
 from course_lib.model import check_ids
+from course_lib.paths import DATA_DIR
 from course_lib.positional import apply_rope, apply_rope_half
 from course_lib.runtime import evaluating
 
@@ -100,7 +104,9 @@ def _attention(attn, x, window, sinks, positions, keep):
         offsets = sink_offsets(T, window, sinks, positions)  # (T, s)
         for s in range(sinks):
             # sink s turned to where query i's cache puts it: position i - offset
-            sink = _rotate(attn.rope, k[:, :, s : s + 1].expand(B, -1, T, -1), steps - offsets[:, s])
+            sink = _rotate(
+                attn.rope, k[:, :, s : s + 1].expand(B, -1, T, -1), steps - offsets[:, s]
+            )
             scores[..., s] = (qr * sink).sum(-1) * factor  # (B, H, T)
     scores = scores.masked_fill(~window_mask(T, window, sinks), float("-inf"))
     weights = scores.softmax(-1)  # (B, H, T, T)
@@ -157,3 +163,66 @@ def first_key_mass(model, ids, window=None, sinks=0, positions="original") -> to
     weights = []
     windowed_logits(model, ids, window, sinks, positions, weights)
     return torch.stack([w[..., 0].mean(0) for w in weights])  # (L, H, T)
+
+
+# ---------------------------------------------------------------- the measured table
+#     python -m course_lib.sliding_window    # write data/sliding_window.json again
+
+RESULTS = DATA_DIR / "sliding_window.json"
+SEEDS = (0, 1, 2)
+# (label, window, sinks, positions): every setting tried, all of them reported. A window of
+# 31 or 28 with 1 or 4 sinks keeps 32 entries, the cache of a window of 32.
+SETTINGS = (
+    ("full causal", None, 0, "original"),
+    ("window 64", 64, 0, "original"),
+    ("window 32", 32, 0, "original"),
+    ("window 16", 16, 0, "original"),
+    ("window 8", 8, 0, "original"),
+    ("window 31 + 1 sink, own position", 31, 1, "original"),
+    ("window 31 + 1 sink, cache position", 31, 1, "cache"),
+    ("window 28 + 4 sinks, own positions", 28, 4, "original"),
+    ("window 28 + 4 sinks, cache positions", 28, 4, "cache"),
+    ("window 15 + 1 sink, own position", 15, 1, "original"),
+    ("window 15 + 1 sink, cache position", 15, 1, "cache"),
+)
+
+
+def measure(model, label: str) -> dict:
+    """One setting of SETTINGS on the long split: mean excess loss by position (127 values)
+    and, over positions 32-126, per skill (the sliding-window lesson)."""
+    _, window, sinks, positions = next(s for s in SETTINGS if s[0] == label)
+    losses = windowed_losses(model, corpus.load_split("long"), window, sinks, positions)
+    by_position = corpus.excess_by_position(losses, "long")
+    return {
+        "by_position": [round(float(x), 4) for x in by_position],
+        "beyond": {k: round(v, 4) for k, v in corpus.excess_loss(losses, "long").items()},
+    }
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    runs = []
+    for seed in SEEDS:
+        model = variants.load_trained("base", seed)
+        mass = first_key_mass(model, corpus.load_split("valid"))  # (L, H, T)
+        runs.append({
+            "seed": seed,
+            # each head's mean weight on key 0 from queries 16-31, against 1 / (t + 1) there
+            "first_key_mass": [[round(float(m), 4) for m in layer] for layer in
+                               mass[..., 16:].mean(-1)],
+            "settings": {label: measure(model, label) for label, *_ in SETTINGS},
+        })  # fmt: skip
+        print(f"seed {seed} measured", flush=True)
+    uniform = float((1 / torch.arange(17, 33, dtype=torch.float64)).mean())
+    table = {"uniform_mass": round(uniform, 4), "settings": [list(s) for s in SETTINGS],
+             "runs": runs}  # fmt: skip
+    RESULTS.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+
+
+def load_results() -> dict:
+    """data/sliding_window.json: every setting's excess by position over the three seeds."""
+    return json.loads(RESULTS.read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    main()

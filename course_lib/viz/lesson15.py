@@ -6,7 +6,9 @@ from matplotlib.figure import Figure
 from course_lib.viz.style import LINE_MARKERS, LINE_STYLES, _numbers, new_figure
 
 
-def excess_by_position_figure(curves: dict, trained: int = 32, spread: dict | None = None) -> Figure:
+def excess_by_position_figure(
+    curves: dict, trained: int = 32, spread: dict | None = None
+) -> Figure:
     """Excess loss (nats) against the position of the prediction (lesson 15): `curves` maps
     each line's label to its excess at positions 0 .. T - 2; `spread` (optional) maps a label
     to (low, high) arrays drawn as a band, the seeds' range. A grey line marks the trained
@@ -19,10 +21,12 @@ def excess_by_position_figure(curves: dict, trained: int = 32, spread: dict | No
     for n, (label, values) in enumerate(curves.items()):
         y = np.asarray(_numbers(label, values), dtype=float)
         x = np.arange(len(y))
-        (line,) = ax.plot(x, np.maximum(y, 1e-3), linestyle=LINE_STYLES[n % 4], linewidth=1.8,
-                          marker=LINE_MARKERS[n], markevery=(4 * n, 16), ms=6, label=label)  # fmt: skip
+        style = {"linestyle": LINE_STYLES[n % 4], "marker": LINE_MARKERS[n], "ms": 6}
+        (line,) = ax.plot(x, np.maximum(y, 1e-3), linewidth=1.8, markevery=(4 * n, 16),
+                          label=label, **style)  # fmt: skip
         if spread and label in spread:
-            low, high = (np.maximum(np.asarray(v, dtype=float), 1e-3) for v in spread[label])
+            low, high = (np.maximum(np.asarray(v, dtype=float), 1e-3)
+                         for v in spread[label])  # fmt: skip
             ax.fill_between(x, low, high, color=line.get_color(), alpha=0.18, linewidth=0)
     ax.axvline(trained - 0.5, color="grey", linestyle=":", linewidth=1.2)
     ax.text(trained, ax.get_ylim()[1], " trained length", va="top", fontsize=9, color="grey")

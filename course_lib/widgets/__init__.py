@@ -26,6 +26,7 @@ from course_lib.widgets.lesson06 import (
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
+from course_lib.widgets.lesson15 import WindowExplorer
 from course_lib.widgets.lesson17 import TileExplorer
 
 # every explorer, in lesson order
@@ -44,6 +45,7 @@ EXPLORERS = (
     AblationExplorer,
     KnockoutExplorer,
     KVCostExplorer,
+    WindowExplorer,
     TileExplorer,
 )
 
@@ -68,6 +70,7 @@ __all__ = [
     "ScalingExplorer",
     "SoftmaxExplorer",
     "TileExplorer",
+    "WindowExplorer",
     "TrainedHeadsExplorer",
     "best_detector",
     "fresh_sentences",
