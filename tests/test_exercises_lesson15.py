@@ -114,7 +114,9 @@ def test_the_rolling_reference_is_the_whole_sequence_through_torchs_attention(wi
                          rope_from_reference)  # fmt: skip
         q, kk, vv = (t.unflatten(-1, (2, -1)).transpose(1, 2) for t in qkv(x).split(16, -1))
         q, kk = rope_from_reference(q, 0), rope_from_reference(kk, 0)
-        whole = F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask_by_loops(14, window, sinks))
+        whole = F.scaled_dot_product_attention(
+            q, kk, vv, attn_mask=mask_by_loops(14, window, sinks)
+        )
         whole = out(whole.transpose(1, 2).flatten(-2))
     assert torch.allclose(y, whole, atol=1e-12)
     assert k.shape[-2] == min(14, sinks + window)
