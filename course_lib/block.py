@@ -5,6 +5,7 @@ from torch import nn
 
 from course_lib._validation import one_of
 from course_lib.feedforward import FEED_FORWARDS, SwiGLU
+from course_lib.gqa import GroupedQueryAttention
 from course_lib.multihead import MultiHeadAttention
 
 NORMS = ("layer", "batch", "none", "rms")
@@ -54,6 +55,7 @@ class TransformerBlock(nn.Module):
     norm2(x + ff(x)); residual=False drops the "x +" so lesson 05 can show what it buys.
     ff="swiglu" makes the feed-forward layer SwiGLU with hidden width d_ff, and bias=False
     drops the attention's biases: with norm="rms", the block of Llama-style models (lesson 14).
+    num_kv_heads below num_heads makes the attention grouped-query (lesson 13).
     """
 
     def __init__(
@@ -71,6 +73,7 @@ class TransformerBlock(nn.Module):
         check_inputs: bool = True,
         ff: str = "gelu",
         bias: bool = True,
+        num_kv_heads: int | None = None,
     ):
         super().__init__()
         if isinstance(d_ff, bool) or not isinstance(d_ff, int):
@@ -85,9 +88,15 @@ class TransformerBlock(nn.Module):
             raise ValueError(f"dropout: expected a probability in [0, 1), got {dropout!r}")
         self.prenorm = bool(prenorm)
         self.residual = bool(residual)
-        self.attn = MultiHeadAttention(
-            d_model, num_heads, bias=bias, rope=rope, scale=scale, check_inputs=check_inputs
-        )
+        if num_kv_heads is None or num_kv_heads == num_heads:
+            self.attn = MultiHeadAttention(
+                d_model, num_heads, bias=bias, rope=rope, scale=scale, check_inputs=check_inputs
+            )
+        else:  # H / num_kv_heads query heads share each key and value head
+            self.attn = GroupedQueryAttention(
+                d_model, num_heads, num_kv_heads, bias=bias, rope=rope, scale=scale,
+                check_inputs=check_inputs,
+            )  # fmt: skip
         self.norm1 = make_norm(norm, d_model)
         # d_ff = 0: a block without its feed-forward layer, for the variant table (lesson 05)
         if not d_ff:

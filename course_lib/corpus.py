@@ -123,6 +123,20 @@ def excess_loss(losses: torch.Tensor, split: str) -> dict[str, float]:
     return language.excess_by_skill(losses, floor, skills, _start(split))
 
 
+def excess_by_position(losses: torch.Tensor, split: str) -> torch.Tensor:
+    """Loss minus floor at each prediction position, averaged over a split's lines: (T - 1,)
+    from the (N, T - 1) losses of a model on `split`; entry t is the prediction of token t + 1
+    from tokens 0..t (on "long", entries 32 on lie beyond the trained length)."""
+    _, floor, _ = floored_split(split)
+    if not isinstance(losses, torch.Tensor) or tuple(losses.shape) != tuple(floor.shape):
+        got = tuple(losses.shape) if isinstance(losses, torch.Tensor) else type(losses).__name__
+        raise ValueError(
+            f"losses: expected shape {tuple(floor.shape)} (one per prediction of {split!r}), "
+            f"got {got}"
+        )
+    return (losses.detach().to(floor.dtype) - floor).mean(0)  # (T - 1,)
+
+
 def split_floor(split: str) -> dict[str, float]:
     """The floor of a split, overall and per skill, in nats per prediction."""
     _, floor, skills = floored_split(split)

@@ -39,6 +39,8 @@ class ModelConfig:
     tied: bool = False  # the head reuses the embedding's matrix (lesson 01_language_and_loss)
     ff: str = "gelu"  # "gelu" (Linear, GELU, Linear) or "swiglu", hidden width d_ff (lesson 14)
     bias: bool = True  # False: attention projections without biases, as in Llama (lesson 14)
+    # key/value heads shared by groups of query heads; None: one per query head (lesson 13)
+    num_kv_heads: int | None = None
 
 
 def check_ids(name: str, ids, vocab_size: int, max_len: int | None = None) -> None:
@@ -77,6 +79,7 @@ class TinyTransformer(nn.Module):
         tied: bool = False,
         ff: str = "gelu",
         bias: bool = True,
+        num_kv_heads: int | None = None,
     ):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("num_layers", num_layers)):
@@ -85,7 +88,7 @@ class TinyTransformer(nn.Module):
         one_of("positional", positional, POSITIONAL)
         self.config = ModelConfig(
             vocab_size, d_model, num_heads, d_ff, num_layers, max_len, positional, norm, prenorm,
-            scale, residual, tied, ff, bias,
+            scale, residual, tied, ff, bias, num_kv_heads,
         )  # fmt: skip
         self.embed = nn.Embedding(vocab_size, d_model)
         # RoPE has no weights, so one instance (and one cos/sin table) serves every block
@@ -111,6 +114,7 @@ class TinyTransformer(nn.Module):
                 check_inputs=False,
                 ff=ff,
                 bias=bias,
+                num_kv_heads=num_kv_heads,
             )  # fmt: skip
             for _ in range(num_layers)
         )
@@ -124,7 +128,8 @@ class TinyTransformer(nn.Module):
     def from_config(cls, config: ModelConfig) -> "TinyTransformer":
         """Build the model a ModelConfig describes (lesson 06)."""
         kwargs = asdict(config)
-        keywords = ("positional", "norm", "prenorm", "scale", "residual", "tied", "ff", "bias")
+        keywords = ("positional", "norm", "prenorm", "scale", "residual", "tied", "ff", "bias",
+                    "num_kv_heads")  # fmt: skip
         positional = {k: kwargs.pop(k) for k in keywords}
         return cls(**kwargs, **positional)
 

@@ -3,6 +3,7 @@
     python -m course_lib.variants            # train every variant, write data/variants.json
     python -m course_lib.variants --jobs 2   # two at a time, one torch thread each
     python -m course_lib.variants --missing  # train only variants not yet in the file
+    python -m course_lib.variants --save     # train and ship the models of CHECKPOINTS
 
 Each variant is one model with one thing changed (D = 64, 4 heads, d_ff = 256, two layers,
 RoPE), trained for 2,000 AdamW steps of 32 lines from each seed on the toy language of
@@ -20,12 +21,13 @@ import json
 import time
 from dataclasses import asdict, dataclass, fields, replace
 from multiprocessing import get_context
+from pathlib import Path
 
 import torch
 
 import course_lib
 from course_lib import corpus, heads, language
-from course_lib.model import ModelConfig, TinyTransformer
+from course_lib.model import CHECKPOINT_DIR, ModelConfig, TinyTransformer
 from course_lib.paths import DATA_DIR
 from course_lib.train import TrainConfig, token_losses, train
 
@@ -118,6 +120,10 @@ ROWS = (
         (("swiglu", "base"), ("llama-block", "base"))),
 )  # fmt: skip
 
+# variants whose trained models are shipped (data/checkpoints/lang-VARIANT-sSEED.pt and .json),
+# so a lesson can study a trained model without training one: the runs of the table, exactly
+CHECKPOINTS = {"base": SEEDS}
+
 
 def load_split(name: str) -> torch.Tensor:
     """The toy language's split `name` as ids (N, T): data/language/ (course_lib.corpus)."""
@@ -142,6 +148,10 @@ def split_floor(split: str) -> dict[str, float]:
 
 def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:
     """Train one variant from `seed` with the capstone's recipe; return its measurements."""
+    return _trained(variant, seed, curve=curve)[1]
+
+
+def _trained(variant: str, seed: int, *, curve: bool) -> tuple[TinyTransformer, dict]:
     torch.set_num_threads(1)
     config = VARIANTS[variant]
     train_ids = load_split("train")
@@ -175,7 +185,61 @@ def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:
         # [step, excess on copy positions, best last-layer head's mass from a repeated preposition
         # to the noun after its first use, best head's score on repeated random tokens]
         result["curve"] = points
-    return result
+    return model, result
+
+
+def checkpoint_name(variant: str, seed: int) -> str:
+    """The file stem of a shipped trained variant: "lang-base-s0"."""
+    if variant not in CHECKPOINTS:
+        raise ValueError(f"variant: expected one of {', '.join(CHECKPOINTS)}, got {variant!r}")
+    if seed not in CHECKPOINTS[variant]:
+        seeds = ", ".join(map(str, CHECKPOINTS[variant]))
+        raise ValueError(f"seed: expected one of {seeds} (shipped for {variant!r}), got {seed!r}")
+    return f"lang-{variant}-s{seed}"
+
+
+def save_trained(variant: str, seed: int, directory=CHECKPOINT_DIR) -> dict:
+    """Train `variant` from `seed` as the table does (its curve too, which the base run records)
+    and save its weights and card; return the card."""
+    name = checkpoint_name(variant, seed)
+    model, run = _trained(variant, seed, curve=variant == "base")
+    card = {
+        "name": name,
+        "variant": variant,
+        "seed": seed,
+        "config": asdict(VARIANTS[variant]),
+        "recipe": asdict(replace(RECIPE, seed=seed)),
+        "train_len": SEQ_LEN,
+        "parameters": _parameters(VARIANTS[variant]),
+        "excess": {split: run[split] for split in ("valid", "long")},
+        "note": "excess: loss minus floor per prediction; on long, positions 32-126 only",
+        "torch": torch.__version__,
+    }
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), directory / f"{name}.pt")
+    (directory / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
+    return card
+
+
+def trained_card(variant: str = "base", seed: int = 0) -> dict:
+    """The card of a shipped trained variant: config, recipe and its excess losses."""
+    path = CHECKPOINT_DIR / f"{checkpoint_name(variant, seed)}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_trained(variant: str = "base", seed: int = 0) -> TinyTransformer:
+    """A shipped trained variant (the run of the table with this seed), in eval mode: the
+    lessons after the capstone study these instead of training their own."""
+    card = trained_card(variant, seed)
+    model = TinyTransformer.from_config(ModelConfig(**card["config"]))
+    path = CHECKPOINT_DIR / f"{card['name']}.pt"
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return model.eval()
+
+
+def _save_job(args):
+    return save_trained(*args)
 
 
 def _gap(runs_by_variant, better, worse, split, skill) -> dict:
@@ -228,7 +292,18 @@ def main(argv=None) -> None:
         help="keep the stored runs of every variant whose config and recipe are unchanged "
         "and train only the rest (a run is the same on one thread wherever it is repeated)",
     )
+    parser.add_argument(
+        "--save",
+        action="store_true",
+        help="train the variants of CHECKPOINTS and write their weights and cards; nothing else",
+    )
     args = parser.parse_args(argv)
+    if args.save:
+        jobs = [(variant, seed) for variant, seeds in CHECKPOINTS.items() for seed in seeds]
+        with get_context("spawn").Pool(args.jobs) as pool:
+            for card in pool.imap_unordered(_save_job, jobs):
+                print(f"{card['name']}: excess {card['excess']['valid']['all']:.4f}", flush=True)
+        return
     if args.markdown:
         print(markdown(json.loads(RESULTS.read_text(encoding="utf-8"))))
         return

@@ -46,6 +46,23 @@ def test_excess_loss_of_the_floor_is_zero_and_a_uniform_guess_is_log_v_above_not
     assert corpus.excess_loss(uniform, "valid")["all"] == pytest.approx(expected, abs=1e-6)
 
 
+def test_excess_by_position_averages_each_position_over_the_lines():
+    _, floor, _ = corpus.floored_split("long")
+    losses = floor + torch.linspace(0, 1, floor.shape[1])  # (N, T - 1), t / (T - 2) above
+    by_position = corpus.excess_by_position(losses, "long")
+    assert by_position.shape == (floor.shape[1],)
+    torch.testing.assert_close(by_position, torch.linspace(0, 1, floor.shape[1]).double())
+    bumped = losses.clone()
+    bumped[0, 40] += floor.shape[0]  # one line's loss at one position: that mean rises by 1
+    rise = corpus.excess_by_position(bumped, "long")[40] - by_position[40]
+    assert float(rise) == pytest.approx(1)
+    # over a split whose every position counts, the positions' mean is the overall excess
+    _, valid_floor, _ = corpus.floored_split("valid")
+    noisy = valid_floor + torch.rand(valid_floor.shape, generator=torch.Generator().manual_seed(0))
+    overall = corpus.excess_loss(noisy, "valid")["all"]
+    assert float(corpus.excess_by_position(noisy, "valid").mean()) == pytest.approx(overall)
+
+
 @pytest.mark.parametrize(
     "call, words",
     [
@@ -56,6 +73,8 @@ def test_excess_loss_of_the_floor_is_zero_and_a_uniform_guess_is_log_v_above_not
         (lambda: corpus.to_tokens([0, 104]), ["ids", "104"]),
         (lambda: corpus.to_tokens(torch.zeros(2, 2, dtype=torch.long)), ["ids", "(2, 2)"]),
         (lambda: corpus.excess_loss(torch.zeros(3, 31), "valid"), ["losses", "(400, 31)"]),
+        (lambda: corpus.excess_by_position(torch.zeros(200, 31), "long"), ["losses", "(200, 127)"]),
+        (lambda: corpus.excess_by_position([0.0], "valid"), ["losses", "list"]),
     ],
 )
 def test_bad_input_names_the_parameter(call, words):

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 from torch.testing import assert_close
 
-from course_lib.gqa import GroupedQueryAttention, kv_cache_bytes
+from course_lib.gqa import kv_cache_bytes
 from course_lib.kv_cache import (
     KVCache,
     cached_forward,
@@ -22,15 +22,9 @@ from course_lib.positional import RotaryEmbedding, apply_rope
 V = 23
 
 
-def tiny(positional="rope", max_len=24, num_kv_heads=None, **kwargs):
-    """A random-weight TinyTransformer; with num_kv_heads, its attention made grouped-query."""
-    model = TinyTransformer(V, 32, 4, 48, 2, max_len, positional=positional, **kwargs)
-    if num_kv_heads is not None:
-        for block in model.blocks:
-            block.attn = GroupedQueryAttention(
-                32, 4, num_kv_heads, rope=block.attn.rope, check_inputs=False
-            )
-    return model.eval()
+def tiny(positional="rope", max_len=24, **kwargs):
+    """A random-weight TinyTransformer (num_kv_heads=2 or 1: its attention grouped-query)."""
+    return TinyTransformer(V, 32, 4, 48, 2, max_len, positional=positional, **kwargs).eval()
 
 
 def ids(B=2, T=24, seed=0):

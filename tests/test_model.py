@@ -167,8 +167,10 @@ def test_every_shipped_checkpoint_loads_and_matches_its_card(name):
 
 
 def test_checkpoints_are_a_few_megabytes():
+    # 5.2 MB: eleven toy-language checkpoints of the earlier language, three of the new one
+    # (data/checkpoints/lang-base-s*.pt, 0.44 MB each) and their cards
     total = sum(p.stat().st_size for p in CHECKPOINT_DIR.iterdir())
-    assert total < 5e6
+    assert total < 6e6
 
 
 def test_pretrained_heads_positions_and_scale_are_as_named():

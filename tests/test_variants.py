@@ -6,6 +6,7 @@ from dataclasses import replace
 import pytest
 
 from course_lib import language, variants
+from course_lib.model import ModelConfig
 
 
 def _run(variant, seed, valid, long=None):
@@ -100,3 +101,27 @@ def test_the_shipped_verdicts_follow_from_the_shipped_runs(table):
 def test_the_shipped_floor_is_the_languages(table):
     for split in ("valid", "long"):
         assert table["floor"][split] == pytest.approx(variants.split_floor(split), abs=1e-5)
+
+
+def test_a_shipped_trained_variant_is_the_tables_run():
+    # lessons 15 and 16 study these models: each must be the run the table reports
+    table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    for variant, seeds in variants.CHECKPOINTS.items():
+        for seed in seeds:
+            model = variants.load_trained(variant, seed)
+            card = variants.trained_card(variant, seed)
+            assert not model.training
+            assert variants._same_config(table["configs"][variant], ModelConfig(**card["config"]))
+            (run,) = [r for r in table["runs"] if (r["variant"], r["seed"]) == (variant, seed)]
+            for split in ("valid", "long"):
+                measured = variants.excess_loss(model, split)
+                for skill, value in run[split].items():
+                    assert measured[skill] == pytest.approx(value, abs=2e-5), (seed, split, skill)
+                    assert card["excess"][split][skill] == value
+
+
+def test_a_trained_variant_that_is_not_shipped_is_named():
+    with pytest.raises(ValueError, match="variant: expected one of base, got 'heads-1'"):
+        variants.load_trained("heads-1", 0)
+    with pytest.raises(ValueError, match="seed: expected one of 0, 1, 2 .* got 7"):
+        variants.trained_card("base", 7)
