@@ -161,7 +161,7 @@ def test_no_cell_above_an_exercise_shows_its_solution():
         assert not any(word in above for word in ready_made), name
 
 
-# ---------------------------------------------------------------- sliding_window_mask, learner-style
+# ---------------------------------------------------------------- the mask, learner-style
 
 
 def test_a_mask_with_i_minus_j_at_most_window_is_named():
