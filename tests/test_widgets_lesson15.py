@@ -64,3 +64,17 @@ def test_each_setting_draws_a_new_picture(explorer):
     before = picture(explorer)
     _set(explorer, window=2)
     assert picture(explorer) != before
+
+
+def test_a_query_near_the_start_says_where_its_reach_stops(explorer):
+    state = _set(explorer, window=8, layers=4, sinks=0, query=20)
+    assert "reaches back 20 positions" in state["readout"]
+    assert "it stops at position 0" in state["readout"]
+    assert "stops" not in _set(explorer, query=T - 1)["readout"]
+
+
+def test_the_blank_rows_say_why_they_are_blank(explorer):
+    _set(explorer, window=8, layers=2, sinks=0, query=T - 1)
+    assert explorer.blank_note.get_text() == "L = 2: layers 3 to 4 not drawn"
+    _set(explorer, layers=4)
+    assert explorer.blank_note.get_text() == ""

@@ -2,6 +2,7 @@
 the layers."""
 
 import numpy as np
+from matplotlib.patches import Rectangle
 
 from course_lib import viz
 from course_lib.sliding_window import receptive_field, window_mask
@@ -32,7 +33,9 @@ class WindowExplorer(Explorer):
         fig, (self.ax_m, self.ax_r) = viz.new_figure(11.0, 4.6, ncols=2, width_ratios=[1, 1.5])
         self.mask_image = self.ax_m.imshow(np.zeros((T, T)), cmap="viridis", vmin=0, vmax=1,
                                            interpolation="nearest")  # fmt: skip
-        (self.query_line,) = self.ax_m.plot([], [], color=viz.ORANGE, linewidth=2)
+        # the chosen query's row, outlined so the mask under it stays visible
+        box = Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=viz.ORANGE, linewidth=2)
+        self.query_box = self.ax_m.add_patch(box)
         self.ax_m.set_xlabel("key position")
         self.ax_m.set_ylabel("query position")
         self.ax_m.set_title("the mask (yellow: may read)")
@@ -42,6 +45,7 @@ class WindowExplorer(Explorer):
         self.ax_r.set_yticks(range(4), [f"after layer {n}" for n in range(1, 5)])
         self.ax_r.set_xlabel("input position")
         self.ax_r.set_ylim(3.5, -0.7)
+        self.blank_note = self.ax_r.text(T / 2, 3, "", ha="center", va="center", color="grey")
         self.setting_title = fig.suptitle("", fontsize=11)
         controls = {
             "window": slider("window W", 8, 1, 16),
@@ -51,8 +55,8 @@ class WindowExplorer(Explorer):
         }
         super().__init__(
             controls, fig,
-            dynamic=[self.mask_image, self.query_line, self.reach_image, self.reach_mark,
-                     self.ax_r.title, self.setting_title],
+            dynamic=[self.mask_image, self.query_box, self.reach_image, self.reach_mark,
+                     self.blank_note, self.ax_r.title, self.setting_title],
         )  # fmt: skip
 
     def _mask(self, window, sinks):
@@ -72,18 +76,23 @@ class WindowExplorer(Explorer):
         shown = reach.float().numpy()
         shown[layers:] = np.nan  # layers beyond L are left blank
         self.mask_image.set_data(mask.float().numpy())
-        self.query_line.set_data([-0.5, T - 0.5], [q, q])
+        self.query_box.set_y(q - 0.5)
         self.reach_image.set_data(shown)
         self.reach_mark.set_data([q], [-0.45])
         window_part = reach[:layers, sinks:]  # (L, T - sinks): the sinks left out
         back = [q - sinks - int(row.nonzero().min()) if row.any() else 0 for row in window_part]
-        self.ax_r.set_title(f"what reaches query {q} (orange triangle), layer by layer")
+        self.blank_note.set_text(f"L = {layers}: layers {layers + 1} to 4 not drawn"
+                                 if layers < 4 else "")  # fmt: skip
+        self.blank_note.set_y((layers + 3) / 2)  # centred on the blank rows
+        self.ax_r.set_title(f"yellow: what can reach query {q} (orange triangle), layer by layer")
         lead = f"window {window}, {layers} layer{'s' if layers > 1 else ''}, sinks {sinks}: "
         steps = ", ".join(f"{b}" for b in back)
         rest = (
             f"query {q} reaches back {back[-1]} positions through the window "
             f"(after each layer: {steps}); L x (W - 1) = {layers * (window - 1)}"
         )
+        if layers * (window - 1) > q - sinks >= 0:  # the bound is longer than the line so far
+            rest += f"; it stops at position {sinks}: nothing earlier is left to reach"
         if sinks and q >= 1:
             rest += "; the sink (position 0) reaches it directly, at every layer"
         self.setting_title.set_text(lead.rstrip(": "))
