@@ -181,6 +181,11 @@ VIZ_FIGURES = {
     ),
     "head_groups_figure": lambda: viz.head_groups_figure(8, 2),
     "bends_figure": viz.bends_figure,
+    "excess_by_position_figure": lambda: viz.excess_by_position_figure(
+        {"full causal": [0.01, 0.5, 1.0], "window 32": [0.01, 0.05, 0.06]},
+        trained=1,
+        spread={"window 32": ([0.01, 0.04, 0.05], [0.02, 0.06, 0.07])},
+    ),
     "attention_grid": lambda: viz.attention_grid(
         [attention(2, 6, 6), attention(2, 6, 6)],
         LABELS,

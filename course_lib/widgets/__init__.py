@@ -26,6 +26,7 @@ from course_lib.widgets.lesson06 import (
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
+from course_lib.widgets.lesson15 import WindowExplorer
 from course_lib.widgets.lesson16 import RopeScalingExplorer
 from course_lib.widgets.lesson17 import TileExplorer
 
@@ -46,6 +47,7 @@ EXPLORERS = (
     KnockoutExplorer,
     KVCostExplorer,
     RopeScalingExplorer,
+    WindowExplorer,
     TileExplorer,
 )
 
@@ -71,6 +73,7 @@ __all__ = [
     "ScalingExplorer",
     "SoftmaxExplorer",
     "TileExplorer",
+    "WindowExplorer",
     "TrainedHeadsExplorer",
     "best_detector",
     "fresh_sentences",
