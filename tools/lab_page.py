@@ -13,27 +13,50 @@ STARTED = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-
     .some(p => /[*\\d]/.test(p.textContent))"""
 
 
-def click_menu(page, menu: str, item: str) -> None:
+def click_menu(page, menu: str, item: str, *, timeout_ms: float | None = None) -> None:
     """Open menu `menu` of the menu bar and click its item `item` (exact labels)."""
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(menu)}$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
+    label = page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(menu)}$"))
+    label.click(timeout=timeout_ms)
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click(
+        timeout=timeout_ms
+    )
 
 
-def start_run_all(page, *, tries: int = 2, timeout_ms: int = 15_000, accept_kernel=False) -> None:
+# the dialog in which JupyterLab asks which kernel to start for a notebook it opened (on a
+# loaded machine it can come up a few seconds after the notebook, over the menus)
+KERNEL_DIALOG = ".jp-Dialog .jp-mod-accept"
+
+
+def accept_kernel_dialog(page, *, wait_ms: int = 0) -> bool:
+    """Accept the kernel a showing dialog proposes (waiting up to wait_ms for one); True if
+    there was one."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.locator(KERNEL_DIALOG).first.click(timeout=wait_ms or 1_000)
+    except PlaywrightTimeout:
+        return False
+    return True
+
+
+def start_run_all(page, *, tries: int = 3, timeout_ms: int = 15_000, accept_kernel=False) -> None:
     """Run > Run All Cells until a cell has started, `tries` clicks at most.
 
-    accept_kernel: first accept the kernel a dialog proposes, if one shows (a notebook new to
-    the server can ask which kernel to start, a little after it opens).
+    A kernel dialog in the way is accepted; accept_kernel: first wait 5 s for one to show (a
+    notebook new to the server can ask which kernel to start, a little after it opens).
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     for _ in range(tries):
         if accept_kernel:
-            try:
-                page.locator(".jp-Dialog .jp-mod-accept").click(timeout=5_000)
-            except PlaywrightTimeout:
-                pass
-        click_menu(page, "Run", "Run All Cells")
+            accept_kernel_dialog(page, wait_ms=5_000)
+        elif page.locator(KERNEL_DIALOG).count():
+            accept_kernel_dialog(page)
+        try:
+            click_menu(page, "Run", "Run All Cells", timeout_ms=timeout_ms)
+        except PlaywrightTimeout:  # a dialog over the menus: accept it and click again
+            accept_kernel_dialog(page, wait_ms=2_000)
+            continue
         try:
             page.wait_for_function(STARTED, timeout=timeout_ms)
             return
