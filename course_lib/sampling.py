@@ -48,6 +48,27 @@ class RuleCheck:
     broken: int | None  # the position of the first token the language never writes there
 
 
+def _first_beliefs(token: str) -> dict:
+    beliefs = {}
+    for p, written, changes in language.step(language.State()):
+        if written == token:
+            after = language.State()._replace(**changes)
+            beliefs[after] = beliefs.get(after, 0.0) + p
+    return beliefs
+
+
+def _next(beliefs: dict, token: str) -> dict:
+    """The states after `token`, each weighted by the probability of reaching it and writing
+    token (their sum is the language's probability of token here); empty if none can."""
+    total, updated = sum(beliefs.values()), {}
+    for state, weight in beliefs.items():
+        for p, written, changes in language.step(state):
+            if written == token:
+                after = state._replace(**changes)
+                updated[after] = updated.get(after, 0.0) + weight * p / total
+    return updated
+
+
 def rule_check(tokens) -> RuleCheck:
     """Follow the generator over a line, from its start: every state it could be in and its
     probability, as language.next_token_distributions does; stop at the first token that no
@@ -55,26 +76,33 @@ def rule_check(tokens) -> RuleCheck:
     tokens = list(tokens)
     if not tokens:
         raise ValueError("tokens: expected a line of at least one token, got none")
-    beliefs = {}
-    for p, token, changes in language.step(language.State()):
-        if token == tokens[0]:
-            after = language.State()._replace(**changes)
-            beliefs[after] = beliefs.get(after, 0.0) + p
+    beliefs = _first_beliefs(tokens[0])
     if not beliefs:
         return RuleCheck((), 0)
     probs = []
     for t in range(1, len(tokens)):
-        total, updated = sum(beliefs.values()), {}
-        for state, weight in beliefs.items():
-            for p, token, changes in language.step(state):
-                if token == tokens[t]:
-                    after = state._replace(**changes)
-                    updated[after] = updated.get(after, 0.0) + weight * p / total
-        if not updated:
+        beliefs = _next(beliefs, tokens[t])
+        if not beliefs:
             return RuleCheck(tuple(probs), t)
-        probs.append(sum(updated.values()))
-        beliefs = updated
+        probs.append(sum(beliefs.values()))
     return RuleCheck(tuple(probs), None)
+
+
+def language_next(tokens) -> dict[str, float]:
+    """The language's exact distribution of the token after `tokens` (a line's start)."""
+    tokens = list(tokens)
+    check = rule_check(tokens)
+    if check.broken is not None:
+        raise ValueError(f"tokens: {tokens[check.broken]!r} at position {check.broken} breaks "
+                         "a rule of the language")  # fmt: skip
+    beliefs = _first_beliefs(tokens[0])
+    for token in tokens[1:]:
+        beliefs = _next(beliefs, token)
+    total, dist = sum(beliefs.values()), {}
+    for state, weight in beliefs.items():
+        for p, written, _ in language.step(state):
+            dist[written] = dist.get(written, 0.0) + weight * p / total
+    return dist
 
 
 def read_samples(ids: torch.Tensor, prompt_len: int, group: int) -> dict:

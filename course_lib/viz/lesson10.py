@@ -48,8 +48,9 @@ def tradeoff_figure(table: dict) -> Figure:
             if said != "k=1" and not (colour == GREEN and row["temperature"] == 1):
                 ax.annotate(said, (d.mean(), k.mean()), textcoords="offset points",
                             xytext=(dx, dy), ha=align, fontsize=8, color=colour)  # fmt: skip
-        ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, color=colour, marker=marker, linestyle=style,
-                    ms=7, mfc="white", mew=1.6, capsize=2, label=label)  # fmt: skip
+        ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, color=colour, linestyle="none", capsize=2)
+        ax.plot(xs, ys, color=colour, marker=marker, linestyle=style, ms=7, mfc="white",
+                mew=1.6, label=label)  # fmt: skip
     ax.set_xlabel(f"different starts (first {table['window']} new tokens) of "
                   f"{table['samples']} samples")  # fmt: skip
     ax.set_ylabel("lines that keep every rule (%)")

@@ -25,6 +25,7 @@ from course_lib.widgets.lesson06 import (
     fresh_sentences,
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
+from course_lib.widgets.lesson10 import SamplingExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson17 import TileExplorer
 
@@ -43,6 +44,7 @@ EXPLORERS = (
     TrainedHeadsExplorer,
     AblationExplorer,
     KnockoutExplorer,
+    SamplingExplorer,
     KVCostExplorer,
     TileExplorer,
 )
@@ -65,6 +67,7 @@ __all__ = [
     "NextTokenExplorer",
     "PositionExplorer",
     "RopeExplorer",
+    "SamplingExplorer",
     "ScalingExplorer",
     "SoftmaxExplorer",
     "TileExplorer",
