@@ -118,6 +118,39 @@ def read_samples(ids: torch.Tensor, prompt_len: int, group: int) -> dict:
     }
 
 
+def allowed(ids: torch.Tensor) -> torch.Tensor:
+    """(N, T - 1, V) bool: True where the language may write token v after ids[n, :t + 1]
+    (lines of the language, each from its start)."""
+    N, T = ids.shape
+    out = torch.zeros(N, T - 1, len(corpus.VOCAB), dtype=torch.bool)
+    for n, row in enumerate(ids):
+        dists, _ = language.next_token_distributions(corpus.to_tokens(row))
+        for t, dist in enumerate(dists):
+            out[n, t, [corpus.TOKEN_ID[token] for token in dist]] = True
+    return out
+
+
+def leak(model, ids: torch.Tensor, temperature: float, start: int = PROMPT_LEN - 1) -> dict:
+    """Read on the language's own lines: the mean probability the sampler at `temperature`
+    puts on tokens the language never writes there (the leak), from position `start` on, and
+    the chance a line of those draws keeps every rule, the product of (1 - leak) along it."""
+    if not temperature > 0:
+        raise ValueError(f"temperature: expected a positive number, got {temperature}")
+    with torch.no_grad():
+        logits = model(ids)[:, :-1]  # (N, T - 1, V)
+    probs = torch.softmax(logits / temperature, dim=-1)
+    lost = (probs * ~allowed(ids)).sum(dim=-1)[:, start:]  # (N, T - 1 - start)
+    return {"leak": lost.mean().item(), "keep": (1 - lost).prod(dim=-1).mean().item()}
+
+
+def argmax_share(model, ids: torch.Tensor, temperature: float) -> float:
+    """The mean probability the sampler at `temperature` gives the model's most likely
+    token, over every position of ids: 1 is greedy."""
+    with torch.no_grad():
+        logits = model(ids)  # (N, T, V)
+    return torch.softmax(logits / temperature, dim=-1).amax(dim=-1).mean().item()
+
+
 def prompts(count: int = PROMPTS, length: int = PROMPT_LEN) -> torch.Tensor:
     """The first `length` tokens of the first `count` lines of the valid split (count, length)."""
     return corpus.load_split("valid")[:count, :length]
@@ -179,8 +212,11 @@ def fused_causal(q, k, v):
 
 def memory_table(attention, lengths, B: int = 1, H: int = 4, d: int = 32) -> list[dict]:
     """For each T: the largest block and the peak bytes of `attention(q, k, v, mask)` (yours,
-    causal mask passed in) and of torch's fused kernel, under no_grad (lesson 10)."""
+    causal mask passed in) and of torch's fused kernel, under no_grad, on one torch thread:
+    the fused kernel keeps a buffer per thread, so its bytes depend on the thread count
+    (lesson 10)."""
     from course_lib.attention import causal_mask
+    from course_lib.runtime import one_thread
 
     for name, value in (("B", B), ("H", H), ("d", d)):
         positive_int(name, value)
@@ -189,7 +225,7 @@ def memory_table(attention, lengths, B: int = 1, H: int = 4, d: int = 32) -> lis
     for T in lengths:
         q, k, v = (torch.randn(B, H, T, d, generator=g) for _ in range(3))
         mask = causal_mask(T)
-        with torch.no_grad():
+        with torch.no_grad(), one_thread():
             mine, fused = allocations(attention, q, k, v, mask), allocations(fused_causal, q, k, v)
         rows.append({"T": T, "mine": mine, "fused": fused})
     return rows
