@@ -32,8 +32,8 @@ PROMPTS, SAMPLES, PROMPT_LEN = 8, 16, 4  # 8 line starts of 4 tokens, 16 samples
 WINDOW = 4  # diversity: how many different first WINDOW new tokens a prompt's samples have
 LINE_LEN = corpus.SEQ_LEN  # every sample is cut at the trained length
 SETTINGS = (  # (temperature, top_k)
-    (0, None), (0.2, None), (0.5, None), (0.8, None), (1.0, None), (1.2, None), (1.5, None), (2.0, None),
-    (1.0, 1), (1.0, 2), (1.0, 3), (1.0, 5), (1.0, 10), (1.5, 3), (2.0, 3),
+    (0, None), (0.2, None), (0.5, None), (0.8, None), (1.0, None), (1.2, None), (1.5, None),
+    (2.0, None), (1.0, 1), (1.0, 2), (1.0, 3), (1.0, 5), (1.0, 10), (1.5, 3), (2.0, 3),
 )  # fmt: skip
 
 

@@ -52,7 +52,9 @@ def learner(*, scale=lambda z, t: z / t, pick=None, window=lambda ids, n: ids[:,
                 if temperature == 0:
                     nxt = torch.argmax(z, dim=-1, keepdim=True)
                 else:
-                    nxt = torch.multinomial(F.softmax(scale(z, temperature), dim=dim), 1, generator=g)
+                    nxt = torch.multinomial(
+                        F.softmax(scale(z, temperature), dim=dim), 1, generator=g
+                    )
             out = torch.cat((out, nxt), dim=1)
         return out if keep else out[:, prompt.shape[1] :]
 

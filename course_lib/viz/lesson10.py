@@ -10,7 +10,11 @@ from course_lib.viz.style import BLUE, GREEN, ORANGE, _numbers, new_figure
 def _setting(row) -> str:
     if row["top_k"] is None:
         return f"T={row['temperature']:g}"
-    return f"k={row['top_k']}" if row["temperature"] == 1 else f"T={row['temperature']:g}, k={row['top_k']}"
+    return (
+        f"k={row['top_k']}"
+        if row["temperature"] == 1
+        else f"T={row['temperature']:g}, k={row['top_k']}"
+    )
 
 
 def tradeoff_figure(table: dict) -> Figure:
@@ -21,13 +25,12 @@ def tradeoff_figure(table: dict) -> Figure:
     if not isinstance(table, dict) or "rows" not in table:
         raise TypeError(f"table: expected data/sampling.json's dict, got {type(table).__name__}")
     fig, ax = new_figure(7.4, 4.6)
+    rows = table["rows"]
     groups = {
-        "temperature, every token kept": (BLUE, "o", "-",
-                                          [r for r in table["rows"] if r["top_k"] is None]),
-        "top-k at temperature 1": (ORANGE, "s", "--",
-                                   [r for r in table["rows"] if r["top_k"] and r["temperature"] == 1]),
-        "top-3 at higher temperatures": (GREEN, "^", ":",
-                                         [r for r in table["rows"] if r["top_k"] == 3]),
+        "temperature, every token kept": (BLUE, "o", "-", [r for r in rows if r["top_k"] is None]),
+        "top-k at temperature 1": (
+            ORANGE, "s", "--", [r for r in rows if r["top_k"] and r["temperature"] == 1]),
+        "top-3 as the temperature rises": (GREEN, "^", ":", [r for r in rows if r["top_k"] == 3]),
     }  # fmt: skip
     offsets = {BLUE: ((6, 5), "left"), ORANGE: ((-6, -13), "right"), GREEN: ((-36, -4), "right")}
     for label, (colour, marker, style, rows) in groups.items():
@@ -75,7 +78,9 @@ def time_figure(lengths, seconds: dict) -> Figure:
                                                strict=False):  # fmt: skip
         values = _numbers(label, values)
         if len(values) != len(Ts):
-            raise ValueError(f"{label}: expected {len(Ts)} times, one per length, got {len(values)}")
+            raise ValueError(
+                f"{label}: expected {len(Ts)} times, one per length, got {len(values)}"
+            )
         first = values[0] if first is None else first
         ax.loglog(Ts, values, marker=marker, color=colour, mfc="white", mew=1.6, linewidth=2,
                   label=label)  # fmt: skip

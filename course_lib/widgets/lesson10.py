@@ -137,7 +137,7 @@ class SamplingExplorer(Explorer):
         ids, whose = self.lines(prompt, temperature, top_k)
         checks = [rule_check(corpus.to_tokens(row)) for row in ids]
         kept = sum(c.broken is None for c in checks)
-        starts = len({tuple(row[data["ids"].shape[1]:].tolist()) for row in ids})
+        starts = len({tuple(row[data["ids"].shape[1] :].tolist()) for row in ids})
         self.samples.value = self._samples_html(ids, checks, data["ids"].shape[1])
         lead = f"temperature {temperature:g}, top-k {k}, prompt {prompt}"
         rest = (

@@ -169,8 +169,7 @@ GENERATE = Exercise(
         Bug(
             "top_k_sorted_draw",
             _wrong(topk="sorted"),
-            "with top_k your tokens are among the k most likely, but not the ones the seed "
-            "draws",
+            "with top_k your tokens are among the k most likely, but not the ones the seed draws",
             "you draw among the k kept tokens in their sorted order and map the place back to "
             "a token: a right sampler, but the same random number then lands on another token. "
             "The contract draws over the whole vocabulary, every logit below the k-th largest "
@@ -268,8 +267,11 @@ def promises(fn) -> Verdict | None:
             "not greedy",
         )
     if not torch.equal(fn(model, prompt, 16, temperature=0), greedy):
-        return _fail("at temperature 0 two calls gave different tokens", "greedy decoding "
-                     "draws nothing: the same prompt gives the same tokens.", "not greedy")  # fmt: skip
+        return _fail(
+            "at temperature 0 two calls gave different tokens",
+            "greedy decoding draws nothing: the same prompt gives the same tokens.",
+            "not greedy",
+        )
     sampled = fn(model, prompt, 16, top_k=3, seed=9)
     with torch.no_grad():
         logits = model(sampled)[:, 3:-1]  # (B, 16, V)
@@ -296,7 +298,7 @@ def promises(fn) -> Verdict | None:
                 return _fail(
                     f"{what} raised {type(err).__name__}: {err}, which does not name `{name}`",
                     f"start the message with the parameter's name, what you expected and what "
-                    f"you got, e.g. \"{name}: expected ..., got ...\".",
+                    f'you got, e.g. "{name}: expected ..., got ...".',
                     "error unnamed",
                 )
             continue
