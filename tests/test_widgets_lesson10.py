@@ -50,7 +50,11 @@ def test_the_readout_counts_the_lines_that_keep_every_rule(explorer):
     ids, whose = explorer.lines("object", 2.0, None)
     kept = sum(sampling.rule_check(corpus.to_tokens(r)).broken is None for r in ids)
     assert f"{kept} of {LINES} sampled lines keep every rule" in state["readout"]
-    assert state["samples"].count("breaks a rule") == LINES - kept
+    assert sum(line.startswith("x ") for line in state["lines"]) == LINES - kept
+    for line, broken, row in zip(state["lines"], state["broken"], ids, strict=True):
+        check = sampling.rule_check(corpus.to_tokens(row))
+        assert broken == ("" if check.broken is None else corpus.VOCAB[row[check.broken]])
+        assert line.endswith(" ".join(corpus.to_tokens(row)[4:]))
     greedy = _set(explorer, temperature=0)
     assert greedy["distinct"] == 1 and greedy["readout"].split("\n")[0].endswith("1 different line")
 

@@ -1,9 +1,6 @@
 """Lesson 10's explorer: temperature and top-k against the next-token distribution of a
 trained model, and the lines it samples, read against the toy language's rules."""
 
-import html
-
-import ipywidgets
 import numpy as np
 import torch
 
@@ -20,14 +17,16 @@ PROMPTS = (
     ("free noun", "Fishes with dog near"),  # any of 8 nouns, equally likely
 )
 SHOWN = 10  # bars: the model's 10 most likely next tokens
-LINES, LINE_LEN = 8, 24  # sampled lines shown, each cut at this many tokens
+LINES, LINE_LEN = 8, 20  # sampled lines shown, each cut at this many tokens
+FONT = 8.0  # the lines' monospace size, points; DejaVu Sans Mono advances 0.602 em a character
 
 
 class SamplingExplorer(Explorer):
     """Lesson 10: choose a temperature, a top-k and a prompt; see the distribution the
-    sampler draws the next token from (bars) beside the language's own (dots), and 8 lines
-    sampled after the prompt, each read by the toy language's generator: the first token it
-    could never have written is marked, and the readout counts the lines that keep every rule.
+    sampler draws the next token from (bars) beside the language's own (diamonds), and 8
+    lines sampled after the prompt (below), each read by the toy language's generator: the
+    first token it could never have written is marked, and the readout counts the lines that
+    keep every rule.
 
     The model is the shipped base model of seed 0 unless `model` is given; the lines come from
     your `generate` when it is given and runs, else from the course's (the note says which).
@@ -35,7 +34,8 @@ class SamplingExplorer(Explorer):
 
     PICTURE = (
         "Bar chart of the model's 10 most likely next tokens after the prompt, at the chosen "
-        "temperature and top-k, with the language's own probability of each as a dot"
+        "temperature and top-k, with the language's own probability of each as a diamond; "
+        "below it, 8 lines sampled after the prompt, the first token that breaks a rule marked"
     )
 
     TEMPERATURES = (0, 0.2, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0)
@@ -54,7 +54,7 @@ class SamplingExplorer(Explorer):
         self.model, self.mine, self.seed = model, generate, seed
         self._lines = {}
         self._prompt_data = {name: self._read_prompt(text) for name, text in PROMPTS}
-        fig, self.ax = viz.new_figure(7.6, 3.6)
+        fig, (self.ax, self.ax_lines) = viz.new_figure(7.6, 6.2, nrows=2, height_ratios=[3.0, 2.4])
         x = np.arange(SHOWN)
         self.bars = self.ax.bar(x, np.zeros(SHOWN), color=viz.BLUE, edgecolor="black",
                                 linewidth=0.8, label="the sampler draws from")  # fmt: skip
@@ -66,15 +66,33 @@ class SamplingExplorer(Explorer):
         self.ax.legend(loc="upper right", fontsize=9)
         self.ax.grid(True, axis="y", alpha=0.3)
         self.title = self.ax.set_title("")
-        self.samples = ipywidgets.HTML()
+        self.ax_lines.set_axis_off()
+        self.ax_lines.set_xlim(0, 1)
+        self.ax_lines.set_ylim(LINES, -1)
+        self.ax_lines.text(0, -0.9, "sampled lines: the prompt | the new tokens; the first token "
+                           "that breaks a rule in vermillion", fontsize=8.5)  # fmt: skip
+        text = {"fontsize": FONT, "family": "DejaVu Sans Mono", "va": "center"}
+        self.line_texts = [self.ax_lines.text(0, i + 0.3, "", **text) for i in range(LINES)]
+        self.broken_texts = [
+            self.ax_lines.annotate(
+                "",
+                (0, i + 0.3),
+                textcoords="offset points",
+                xytext=(0, 0),
+                color="white",
+                fontweight="bold",
+                **text,
+                bbox={"facecolor": viz.VERMILLION, "edgecolor": "none", "pad": 0.6},
+            )  # fmt: skip
+            for i in range(LINES)
+        ]
         controls = {
             "temperature": choice_slider("temperature", self.TEMPERATURES, 1.0),
             "top_k": choice_buttons("top-k", self.TOP_K, 0),
             "prompt": choice_buttons("prompt", [(n, n) for n, _ in PROMPTS], "object"),
         }
-        super().__init__(controls, fig, dynamic=[*self.bars, self.truth, self.title],
-                         above_readout=(), rows=None)  # fmt: skip
-        self.widget.children = (*self.widget.children, self.samples)
+        super().__init__(controls, fig, dynamic=[*self.bars, self.truth, self.title,
+                                                 *self.line_texts, *self.broken_texts])  # fmt: skip
 
     def _read_prompt(self, text: str) -> dict:
         ids = corpus.encode(text)[None]  # (1, T0)
@@ -138,7 +156,7 @@ class SamplingExplorer(Explorer):
         checks = [rule_check(corpus.to_tokens(row)) for row in ids]
         kept = sum(c.broken is None for c in checks)
         starts = len({tuple(row[data["ids"].shape[1] :].tolist()) for row in ids})
-        self.samples.value = self._samples_html(ids, checks, data["ids"].shape[1])
+        self._draw_lines(ids, checks, data["ids"].shape[1])
         lead = f"temperature {temperature:g}, top-k {k}, prompt {prompt}"
         rest = (
             f": {100 * never:.1f}% of the next token's probability is on tokens the language "
@@ -148,25 +166,23 @@ class SamplingExplorer(Explorer):
         self._kept, self._never, self._distinct = kept, never, starts
         self.show_readout(lead, rest, note=f"Lines drawn by {whose}, seed {self.seed}.")
 
-    @staticmethod
-    def _samples_html(ids, checks, prompt_len: int) -> str:
-        rows = []
-        for row, check in zip(ids, checks, strict=True):
-            words = []
-            for t, token in enumerate(corpus.to_tokens(row)):
-                word = html.escape(token)
-                if t < prompt_len:
-                    words.append(f'<span style="color:#555555">{word}</span>')
-                elif check.broken == t:
-                    words.append(f'<b style="background:{viz.VERMILLION};color:white">'
-                                 f"{word} &#x2717;</b>")  # fmt: skip
-                elif check.broken is not None and t > check.broken:
-                    words.append(f'<i style="color:#888888">{word}</i>')
-                else:
-                    words.append(word)
-            mark = "keeps every rule" if check.broken is None else "breaks a rule"
-            rows.append(f"<div>{' '.join(words)} <small>({mark})</small></div>")
-        return '<div style="font-family:monospace;font-size:12px">' + "".join(rows) + "</div>"
+    def _draw_lines(self, ids, checks, prompt_len: int) -> None:
+        self._lines_shown = []
+        for row, check, line, broken in zip(ids, checks, self.line_texts, self.broken_texts,
+                                            strict=True):  # fmt: skip
+            tokens = corpus.to_tokens(row)
+            mark = "ok" if check.broken is None else "x "
+            head = f"{mark} {' '.join(tokens[:prompt_len])} | "
+            said = head + " ".join(tokens[prompt_len:])
+            line.set_text(said)
+            self._lines_shown.append(said)
+            if check.broken is None:
+                broken.set_text("")
+                continue
+            before = len(head) + len(" ".join(tokens[prompt_len : check.broken]))
+            before += 1 if check.broken > prompt_len else 0  # the space before the token
+            broken.set_text(tokens[check.broken])
+            broken.xyann = (before * 0.602 * FONT, 0)
 
     def state(self) -> dict:
         """Adds the bars, the dots, the tick labels and the counts behind the readout."""
@@ -177,5 +193,6 @@ class SamplingExplorer(Explorer):
             "kept": self._kept,
             "never": self._never,
             "distinct": self._distinct,
-            "samples": self.samples.value,
+            "lines": list(self._lines_shown),
+            "broken": [t.get_text() for t in self.broken_texts],
         }
