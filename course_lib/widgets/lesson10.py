@@ -69,8 +69,7 @@ class SamplingExplorer(Explorer):
         self.ax_lines.set_axis_off()
         self.ax_lines.set_xlim(0, 1)
         self.ax_lines.set_ylim(LINES, -1)
-        self.ax_lines.text(0, -0.9, "sampled lines: the prompt | the new tokens; the first token "
-                           "that breaks a rule in vermillion", fontsize=8.5)  # fmt: skip
+        self.lines_title = self.ax_lines.text(0, -0.9, "", fontsize=8.5)
         text = {"fontsize": FONT, "family": "DejaVu Sans Mono", "va": "center"}
         self.line_texts = [self.ax_lines.text(0, i + 0.3, "", **text) for i in range(LINES)]
         self.broken_texts = [
@@ -156,6 +155,9 @@ class SamplingExplorer(Explorer):
         checks = [rule_check(corpus.to_tokens(row)) for row in ids]
         kept = sum(c.broken is None for c in checks)
         starts = len({tuple(row[data["ids"].shape[1] :].tolist()) for row in ids})
+        self.lines_title.set_text(
+            f'{LINES} lines sampled after "{text}"; x: a broken rule, its first token in vermillion'
+        )
         self._draw_lines(ids, checks, data["ids"].shape[1])
         lead = f"temperature {temperature:g}, top-k {k}, prompt {prompt}"
         rest = (
@@ -172,7 +174,7 @@ class SamplingExplorer(Explorer):
                                             strict=True):  # fmt: skip
             tokens = corpus.to_tokens(row)
             mark = "ok" if check.broken is None else "x "
-            head = f"{mark} {' '.join(tokens[:prompt_len])} | "
+            head = f"{mark}  "
             said = head + " ".join(tokens[prompt_len:])
             line.set_text(said)
             self._lines_shown.append(said)
