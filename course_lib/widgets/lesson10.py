@@ -87,7 +87,7 @@ class SamplingExplorer(Explorer):
         ]
         controls = {
             "temperature": choice_slider("temperature", self.TEMPERATURES, 1.0),
-            "top_k": choice_buttons("top-k", self.TOP_K, 0),
+            "top_k": choice_slider("top-k", self.TOP_K, 0),
             "prompt": choice_buttons("prompt", [(n, n) for n, _ in PROMPTS], "object"),
         }
         super().__init__(controls, fig, dynamic=[*self.bars, self.truth, self.title,
