@@ -1,7 +1,7 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14 and 17 (lesson 01_language_and_loss, which
+lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson 01_language_and_loss, which
 shares its number with lesson 01, in lesson01_language_and_loss.py): the course's reference,
 the cases, the likely bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
@@ -31,6 +31,8 @@ from course_lib.exercises import (
     lesson10,
     lesson13,
     lesson14,
+    lesson15,
+    lesson16,
     lesson17,
 )
 from course_lib.exercises.core import Exercise, Verdict, run
@@ -152,6 +154,14 @@ check_grouped_multihead = checker(lesson13.GROUPED_MULTIHEAD)
 check_rms_norm = checker(lesson14.RMS_NORM)
 check_swiglu = checker(lesson14.SWIGLU)
 
+
+# ---------------------------------------------------------------- lesson 15
+check_sliding_window_mask = checker(lesson15.SLIDING_WINDOW_MASK)
+check_attend_rolling = checker(lesson15.ATTEND_ROLLING)
+# ---------------------------------------------------------------- lesson 16
+check_pi_angles = checker(lesson16.PI_ANGLES)
+check_ntk_frequencies = checker(lesson16.NTK_FREQUENCIES)
+check_yarn_frequencies = checker(lesson16.YARN_FREQUENCIES)
 
 # ---------------------------------------------------------------- lesson 17
 check_online_attention = checker(lesson17.ONLINE_ATTENTION, lesson17.run_online)

@@ -154,6 +154,8 @@ def cached_forward(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     x = model.embed(ids)  # (B, T, D)
     if model.config.positional == "sinusoidal":
         x = x + model.pe[start : start + T]  # (B, T, D) + (T, D)
+    elif model.config.positional == "learned":
+        x = x + model.pos.weight[start : start + T]  # (B, T, D) + (T, D)
     # one new token sees every cached position: no mask needed
     mask = model.causal[start : start + T, : start + T] if T > 1 else None  # (T, start + T)
     for layer, block in enumerate(model.blocks):

@@ -13,7 +13,7 @@ from course_lib.paths import DATA_DIR
 from course_lib.positional import RotaryEmbedding, sinusoidal_encoding
 from course_lib.runtime import evaluating
 
-POSITIONAL = ("rope", "sinusoidal", "none")
+POSITIONAL = ("rope", "sinusoidal", "none", "learned")
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 PRETRAINED = (
     "rope-h1", "rope-h2", "rope-h4", "rope-h8", "sinusoidal-h4", "none-h4", "rope-h4-noscale",
@@ -31,7 +31,9 @@ class ModelConfig:
     d_ff: int = 256  # hidden width of each block's feed-forward layer
     num_layers: int = 2  # number of TransformerBlocks
     max_len: int = 128  # longest sequence the model accepts
-    positional: str = "rope"  # "rope", "sinusoidal" (added to the embeddings) or "none"
+    # "rope", "sinusoidal" (added to the embeddings), "learned" (a trained (max_len, D) table
+    # added to them, as GPT-2) or "none"
+    positional: str = "rope"
     norm: str = "layer"  # "layer", "batch" or "none", as in TransformerBlock
     prenorm: bool = True  # pre-norm blocks (the modern default) or post-norm
     scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 06)
@@ -123,6 +125,9 @@ class TinyTransformer(nn.Module):
         if tied:  # one (V, D) matrix both reads tokens in and scores them out
             self.head.weight = self.embed.weight
         nn.init.normal_(self.embed.weight, std=0.1)  # same order as the sinusoids' 0.1..1
+        if positional == "learned":  # a row per position, trained like the token embedding
+            self.pos = nn.Embedding(max_len, d_model)
+            nn.init.normal_(self.pos.weight, std=0.1)
 
     @classmethod
     def from_config(cls, config: ModelConfig) -> "TinyTransformer":
@@ -139,6 +144,8 @@ class TinyTransformer(nn.Module):
         x = self.embed(idx)  # (B, T, D)
         if self.config.positional == "sinusoidal":
             x = x + self.pe[:T]  # (B, T, D) + (T, D)
+        elif self.config.positional == "learned":
+            x = x + self.pos.weight[:T]  # (B, T, D) + (T, D)
         mask = self.causal[:T, :T]  # (T, T)
         weights = []
         for block in self.blocks:

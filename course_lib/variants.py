@@ -59,6 +59,8 @@ VARIANTS: dict[str, ModelConfig] = {
     "no-feed-forward": replace(BASE, d_ff=0),
     "sinusoidal": replace(BASE, positional="sinusoidal"),
     "no-positions": replace(BASE, positional="none"),
+    # GPT-2's learned table: trained on positions 0-31, its rows 32-127 keep their random start
+    "learned-positions": replace(BASE, positional="learned"),
     "heads-1-no-scale": replace(BASE, num_heads=1, scale=False),
     **{f"layers-{n}": replace(BASE, num_layers=n) for n in (1, 4)},
     **{f"layers-{n}-bare": replace(BASE, num_layers=n, **BARE) for n in (1, 2, 4)},
@@ -103,6 +105,12 @@ ROWS = (
         (("base", "sinusoidal"), ("no-positions", "sinusoidal")), split="long"),
     Row("RoPE against no positions, beyond the trained length", "04", "song",
         (("base", "no-positions"),), split="long"),
+    # issue 26: learned absolute positions (GPT-2) beside RoPE, sinusoidal and none
+    Row("learned positions against none, inside the trained length", "04", "song",
+        (("learned-positions", "no-positions"),)),
+    Row("RoPE and no positions against learned positions, beyond the trained length", "04",
+        "song", (("base", "learned-positions"), ("no-positions", "learned-positions")),
+        split="long"),
     Row("the 1/sqrt(d) scale at head width 64", "02", "mark", (("heads-1", "heads-1-no-scale"),)),
     Row("the 1/sqrt(d) scale at head width 128, one layer", "02", "object",
         (("1-layer-width-128", "1-layer-width-128-no-scale"),)),

@@ -137,6 +137,25 @@ VIZ_FIGURES = {
             "saved": {"lesson 01 attention": [5e6, 20e6], "flash_attention": [1e5, 2e5]},
         },
     ),
+    "angles_figure": lambda: viz.angles_figure(
+        torch.outer(torch.arange(16.0), torch.tensor([1.0, 0.1])),
+        torch.outer(torch.arange(16.0), torch.tensor([1.0, 0.1])),
+        8,
+    ),
+    "excess_figure": lambda: viz.excess_figure(
+        {"as trained": [0.0, 0.1, 1.0], "NTK-aware, s = 4": [0.0, 0.1, 0.5]},
+        2,
+        {"as trained": ([0.0, 0.0, 0.8], [0.1, 0.2, 1.2])},
+    ),
+    "excess_panels": lambda: viz.excess_panels(
+        [
+            {"as trained": [0.0, 0.1, 1.0], "YaRN, s = 4": [0.5, 0.6, 0.7]},
+            {"as trained": [0.0, 0.1, 1.0], "NTK-aware, s = 4": [0.0, 0.1, 0.5]},
+        ],
+        2,
+        {"as trained": ([0.0, 0.0, 0.8], [0.1, 0.2, 1.2])},
+        ("left", "right"),
+    ),  # fmt: skip
     "visibility_figure": lambda: viz.visibility_figure(
         attention(6, 6), attention(6, 6) * torch.ones(6, 6).tril(), LABELS
     ),
@@ -176,6 +195,11 @@ VIZ_FIGURES = {
         [256, 512], {"your attention": [1e-3, 4e-3], "fused kernel": [1e-4, 3e-4]}
     ),
     "bends_figure": viz.bends_figure,
+    "excess_by_position_figure": lambda: viz.excess_by_position_figure(
+        {"full causal": [0.01, 0.5, 1.0], "window 32": [0.01, 0.05, 0.06]},
+        trained=1,
+        spread={"window 32": ([0.01, 0.04, 0.05], [0.02, 0.06, 0.07])},
+    ),
     "attention_grid": lambda: viz.attention_grid(
         [attention(2, 6, 6), attention(2, 6, 6)],
         LABELS,

@@ -69,7 +69,7 @@ def test_rotate_from_names_bad_offsets():
         rotate_from(rope, torch.randn(2, 8), 9)
 
 
-@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none"])
+@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none", "learned"])
 @pytest.mark.parametrize("prompt_len", [1, 2, 7, 24])
 def test_cached_logits_match_the_full_forward(positional, prompt_len):
     model = tiny(positional)
@@ -97,7 +97,7 @@ def test_cached_logits_match_for_the_block_variants_and_grouped_queries(kwargs):
     assert_close(cached_logits(model, x, 3), model(x), atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none"])
+@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none", "learned"])
 @pytest.mark.parametrize("prompt_len,num_tokens", [(1, 10), (4, 20), (30, 5), (1, 40)])
 def test_generate_cached_gives_the_tokens_generate_gives(positional, prompt_len, num_tokens):
     # (30, 5): a prompt longer than max_len = 24; (1, 40) and (4, 20): past max_len

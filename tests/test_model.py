@@ -25,7 +25,7 @@ def small(positional="rope", **kw):
     return TinyTransformer(V, 32, 4, 64, 2, 24, positional=positional, **kw).eval()
 
 
-@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none"])
+@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none", "learned"])
 def test_shapes_and_weights(positional):
     model = small(positional)
     idx = torch.randint(V, (3, 10))
@@ -40,7 +40,7 @@ def test_shapes_and_weights(positional):
         assert (w.triu(1) == 0).all()  # no query looks ahead
 
 
-@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none"])
+@pytest.mark.parametrize("positional", ["rope", "sinusoidal", "none", "learned"])
 @pytest.mark.parametrize("prenorm", [True, False])
 def test_changing_a_future_token_never_changes_earlier_logits(positional, prenorm):
     model = small(positional, prenorm=prenorm)
@@ -140,7 +140,7 @@ def test_bad_input_raises(idx, message):
 
 def test_bad_configuration_raises():
     with pytest.raises(ValueError, match="positional"):
-        TinyTransformer(V, 32, 4, 64, 2, 24, positional="learned")
+        TinyTransformer(V, 32, 4, 64, 2, 24, positional="alibi")
     with pytest.raises(ValueError, match="num_heads"):
         TinyTransformer(V, 32, 5, 64, 2, 24)
 

@@ -27,6 +27,8 @@ from course_lib.widgets.lesson06 import (
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
 from course_lib.widgets.lesson10 import SamplingExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
+from course_lib.widgets.lesson15 import WindowExplorer
+from course_lib.widgets.lesson16 import RopeScalingExplorer
 from course_lib.widgets.lesson17 import TileExplorer
 
 # every explorer, in lesson order
@@ -46,6 +48,8 @@ EXPLORERS = (
     KnockoutExplorer,
     SamplingExplorer,
     KVCostExplorer,
+    RopeScalingExplorer,
+    WindowExplorer,
     TileExplorer,
 )
 
@@ -67,10 +71,12 @@ __all__ = [
     "NextTokenExplorer",
     "PositionExplorer",
     "RopeExplorer",
+    "RopeScalingExplorer",
     "SamplingExplorer",
     "ScalingExplorer",
     "SoftmaxExplorer",
     "TileExplorer",
+    "WindowExplorer",
     "TrainedHeadsExplorer",
     "best_detector",
     "fresh_sentences",
