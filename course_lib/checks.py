@@ -1,8 +1,9 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson 01_language_and_loss, which
-shares its number with lesson 01, in lesson01_language_and_loss.py): the course's reference,
+lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson
+01_language_and_loss, which shares its number with lesson 01, in
+lesson01_language_and_loss.py): the course's reference,
 the cases, the likely bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
