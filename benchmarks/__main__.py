@@ -292,6 +292,9 @@ def main(argv=None) -> int:
         f"`import course_lib` (math modules) after torch: {attention.import_time():.0f} ms.",
     ]
 
+    print("attention's growth with T (lesson 10) ...", flush=True)
+    out += ["", *growth_section(args.quick)]
+
     print("KV cache and tiled attention ...", flush=True)
     out += ["", *kernels_section(args.quick)]
 
@@ -302,6 +305,39 @@ def main(argv=None) -> int:
     RESULTS.write_text(with_section(text, kept) if kept else text)
     print(text)
     return 0
+
+
+def growth_section(quick: bool) -> list[str]:
+    """Lesson 10: one causal forward call against T, from scratch and fused, with the fitted
+    exponents of time (asserted within attention.TARGET_EXPONENT) and of peak bytes."""
+    g = attention.growth(min_run_time=0.2 if quick else 1.0)
+    low, high = attention.TARGET_EXPONENT
+    Ts = ", ".join(str(r["T"]) for r in g["rows"])
+    out = [
+        f"## Attention's growth with the sequence length, causal forward, {g['shape']}, "
+        "one torch thread (lesson 10)",
+        "",
+        "Median of repeated calls; peak MiB counted block by block by torch's profiler "
+        "(`course_lib.memory.allocations`). From scratch: `course_lib.attention.attend`, "
+        "lesson 01's arithmetic; fused: `F.scaled_dot_product_attention(is_causal=True)`.",
+        "",
+    ]
+    out += table(
+        ["T", "from-scratch ms", "fused ms", "from-scratch peak MiB", "fused peak MiB"],
+        [
+            [r["T"], f"{r['scratch_s'] * 1000:.2f}", f"{r['fused_s'] * 1000:.2f}",
+             f"{r['scratch_peak'] / 2**20:.2f}", f"{r['fused_peak'] / 2**20:.2f}"]
+            for r in g["rows"]
+        ],
+    )  # fmt: skip
+    out += [
+        "",
+        f"Time grows as T^k, k fitted by least squares over T = {Ts}: from scratch k = "
+        f"{g['scratch_s_exponent']:.2f}, fused k = {g['fused_s_exponent']:.2f} (target: both "
+        f"within {low} to {high}): {mark(g['ok'])}. Peak bytes fitted the same way: from "
+        f"scratch k = {g['scratch_peak_exponent']:.2f}, fused k = {g['fused_peak_exponent']:.2f}.",
+    ]
+    return out
 
 
 def variants_section() -> list[str]:

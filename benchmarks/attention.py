@@ -11,6 +11,11 @@ from course_lib.attention import causal_mask
 from course_lib.multihead import MultiHeadAttention
 
 TARGET_FUSED, TARGET_SCRATCH = 1.1, 1.5
+# lesson 10: both forwards' time over T grows as T^k with k in this range: the (T, T)
+# products dominate (k near 2; the fused kernel's fixed costs pull its k below 2 at small T),
+# and the from-scratch matrices' trips to memory once they outgrow the caches push k above 2
+GROWTH_LENGTHS = (256, 512, 1024, 2048)
+TARGET_EXPONENT = (1.5, 3.0)
 
 
 def _pair(d_model: int, heads: int):
@@ -56,6 +61,50 @@ def compare(B=8, T=256, D=256, H=8, min_run_time=1.0) -> dict:
         **{f"{k}_ms": v * 1000 for k, v in seconds.items()},
         "fused_ratio": seconds["fused"] / seconds["torch"],
         "scratch_ratio": seconds["scratch"] / seconds["torch"],
+    }
+
+
+def growth(lengths=GROWTH_LENGTHS, B=1, H=4, d=32, min_run_time=0.5) -> dict:
+    """Lesson 10's measurement done carefully: median seconds of one causal forward call
+    of the from-scratch attention (course_lib.attention.attend, lesson 01's arithmetic) and of
+    torch's fused kernel at each T, one torch thread, with the exponent k of T^k fitted to
+    each by least squares, and the peak bytes counted by the profiler with theirs."""
+    from benchmarks.kernels import fitted_exponent
+    from course_lib.attention import attend
+    from course_lib.memory import allocations
+    from course_lib.runtime import one_thread
+
+    def scratch(q, k, v, mask):
+        return attend(q, k, v, mask, d**-0.5)[0]
+
+    def fused(q, k, v, mask):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    rows = []
+    with one_thread(), torch.no_grad():
+        for T in lengths:
+            g = torch.Generator().manual_seed(T)
+            q, k, v = (torch.randn(B, H, T, d, generator=g) for _ in range(3))
+            mask = causal_mask(T)
+            row = {"T": T}
+            for name, fn in (("scratch", scratch), ("fused", fused)):
+                timer = benchmark.Timer(
+                    "fn(q, k, v, mask)", globals={"fn": fn, "q": q, "k": k, "v": v, "mask": mask}
+                )
+                row[f"{name}_s"] = timer.blocked_autorange(min_run_time=min_run_time).median
+                row[f"{name}_peak"] = allocations(fn, q, k, v, mask).peak_bytes
+            rows.append(row)
+    fits = {
+        f"{name}_{what}_exponent": fitted_exponent(lengths, [r[f"{name}_{what}"] for r in rows])
+        for name in ("scratch", "fused")
+        for what in ("s", "peak")
+    }
+    low, high = TARGET_EXPONENT
+    return {
+        "shape": f"B={B}, H={H}, d={d}",
+        "rows": rows,
+        **fits,
+        "ok": all(low <= fits[f"{n}_s_exponent"] <= high for n in ("scratch", "fused")),
     }
 
 

@@ -1,8 +1,9 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06, 13, 14, 15, 16 and 17 (lesson 01_language_and_loss, which
-shares its number with lesson 01, in lesson01_language_and_loss.py): the course's reference,
+lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson
+01_language_and_loss, which shares its number with lesson 01, in
+lesson01_language_and_loss.py): the course's reference,
 the cases, the likely bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
@@ -28,6 +29,7 @@ from course_lib.exercises import (
     lesson05,
     lesson05_encoder_decoder,
     lesson06,
+    lesson10,
     lesson13,
     lesson14,
     lesson15,
@@ -138,6 +140,9 @@ check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
 check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
 check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
 check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
+
+# ---------------------------------------------------------------- lesson 10
+check_generate = checker(lesson10.GENERATE, lesson10.run_generate)
 
 # ---------------------------------------------------------------- lesson 13
 check_rope_from = checker(lesson13.ROPE_FROM)

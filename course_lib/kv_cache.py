@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from course_lib._validation import positive_int
 from course_lib.block import TransformerBlock
 from course_lib.gqa import GroupedQueryAttention, split_qkv
-from course_lib.model import check_ids, check_sampling
+from course_lib.model import check_ids, check_sampling, next_token
 from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import apply_rope, apply_rope_half
 from course_lib.runtime import evaluating
@@ -182,7 +182,13 @@ def cached_logits(model, ids: torch.Tensor, prompt_len: int = 1) -> torch.Tensor
 
 @torch.no_grad()
 def generate_cached(
-    model, prompt: torch.Tensor, num_tokens: int, *, temperature: float = 1.0, seed: int = 0
+    model,
+    prompt: torch.Tensor,
+    num_tokens: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
 ) -> torch.Tensor:
     """course_lib.model.generate with a KV cache: the same tokens for the same seed (the
     KV-cache lesson). Returns (B, T0 + num_tokens).
@@ -190,9 +196,11 @@ def generate_cached(
     The prompt (at most max_len tokens of it) goes through in one pass; each new token after
     that is one position's work. Once the sequence is longer than max_len, generate's window
     slides by a token per step, every position in it moves, and no cached key still holds:
-    each step then recomputes the window, as generate does.
+    each step then recomputes the window, as generate does. temperature 0 (greedy) and
+    top_k pick each token as generate does (lesson 10), through the same next_token.
     """
-    check_sampling(prompt, num_tokens, temperature)
+    _check_model(model)
+    check_sampling(prompt, num_tokens, temperature, top_k, model.config.vocab_size)
     generator = torch.Generator().manual_seed(seed)
     max_len = model.config.max_len
     ids = prompt
@@ -200,8 +208,7 @@ def generate_cached(
         cache = new_cache(model, prompt.shape[0])
         logits = cached_forward(model, ids[:, -max_len:], cache)[:, -1]  # (B, V)
         for step in range(num_tokens):
-            probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
-            new = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+            new = next_token(logits, temperature, top_k, generator)  # (B, 1)
             ids = torch.cat([ids, new], dim=1)
             if step == num_tokens - 1:
                 break

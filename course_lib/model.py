@@ -181,31 +181,64 @@ def _check_name(name) -> None:
 # ---------------------------------------------------------------- lesson 06: sampling
 
 
-def check_sampling(prompt, num_tokens, temperature) -> None:
-    """The argument checks generate and the cached generate share."""
+def check_sampling(prompt, num_tokens, temperature, top_k=None, vocab_size=None) -> None:
+    """The argument checks generate and the cached generate share (lessons 06 and 10)."""
     if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2:
         got = tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__
         raise ValueError(f"prompt: expected a (B, T0) tensor of token ids, got {got}")
+    if prompt.numel() == 0:
+        raise ValueError(
+            f"prompt: expected at least one token in each of at least one row, got shape "
+            f"{tuple(prompt.shape)}"
+        )
     positive_int("num_tokens", num_tokens)
-    if not temperature > 0:
-        raise ValueError(f"temperature: expected a positive number, got {temperature}")
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        raise TypeError(f"temperature: expected a number, got {type(temperature).__name__}")
+    if not temperature >= 0:
+        raise ValueError(f"temperature: expected a number >= 0 (0 is greedy), got {temperature}")
+    if top_k is not None:
+        positive_int("top_k", top_k)
+        if vocab_size is not None and top_k > vocab_size:
+            raise ValueError(
+                f"top_k: expected at most the vocabulary size {vocab_size}, got {top_k}"
+            )
+
+
+def next_token(logits, temperature, top_k, generator) -> torch.Tensor:
+    """One id (B, 1) from the last position's logits (B, V): the largest at temperature 0,
+    else drawn from softmax(logits / temperature) over the top_k largest logits (all of them
+    when top_k is None), with one torch.multinomial call over the whole vocabulary (lesson 10)."""
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))  # ties with the k-th stay
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+    probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
+    return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
 
 
 @torch.no_grad()
 def generate(
-    model, prompt: torch.Tensor, num_tokens: int, *, temperature: float = 1.0, seed: int = 0
+    model,
+    prompt: torch.Tensor,
+    num_tokens: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
 ) -> torch.Tensor:
-    """Extend prompt ids (B, T0) by num_tokens sampled tokens, one at a time (lesson 06).
+    """Extend prompt ids (B, T0) by num_tokens tokens, one at a time (lessons 06 and 10).
 
-    Each step feeds the whole sequence so far (at most max_len tokens) and samples the next
-    id from softmax(logits / temperature) at the last position. Returns (B, T0 + num_tokens).
+    Each step feeds the last max_len tokens of the sequence so far (a longer prompt keeps its
+    last max_len, as nanoGPT crops) and picks the next id at the last position with
+    next_token: greedy at temperature 0, else sampled from softmax(logits / temperature),
+    over the top_k most likely ids when top_k is given. Returns (B, T0 + num_tokens).
     """
-    check_sampling(prompt, num_tokens, temperature)
+    check_sampling(prompt, num_tokens, temperature, top_k, model.config.vocab_size)
     generator = torch.Generator().manual_seed(seed)
     ids = prompt
     with evaluating(model):
         for _ in range(num_tokens):
             logits = model(ids[:, -model.config.max_len :])[:, -1]  # (B, V)
-            probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
-            ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
+            ids = torch.cat([ids, next_token(logits, temperature, top_k, generator)], dim=1)
     return ids

@@ -154,3 +154,12 @@ def test_bench_reprints_the_variant_file_with_every_claim():
     assert text.count(" | yes |") + text.count(" | no |") == len(claims)
     for name in table["configs"]:
         assert f"| {name} | {table['parameters'][name]:,} |" in text
+
+
+def test_attention_growth_runs_at_tiny_sizes_and_fits_both_exponents():
+    result = attention.growth(lengths=(16, 32), B=1, H=1, d=8, min_run_time=0.01)
+    assert [r["T"] for r in result["rows"]] == [16, 32]
+    assert all(r["scratch_peak"] > 0 and r["fused_s"] > 0 for r in result["rows"])
+    for key in ("scratch_s_exponent", "fused_s_exponent", "scratch_peak_exponent"):
+        assert math.isfinite(result[key])
+    assert isinstance(result["ok"], bool)

@@ -180,6 +180,20 @@ VIZ_FIGURES = {
         [256, 512], {"cached": [1e-3, 1.1e-3], "recomputed": [1e-2, 4e-2]}
     ),
     "head_groups_figure": lambda: viz.head_groups_figure(8, 2),
+    "tradeoff_figure": lambda: viz.tradeoff_figure(
+        {
+            "window": 4,
+            "samples": 16,
+            "seeds": [0, 1],
+            "rows": [
+                {"temperature": t, "top_k": k, "runs": [{"kept": 0.9, "distinct": 9.0}] * 2}
+                for t, k in ((0, None), (1.0, None), (1.0, 3), (2.0, 3))
+            ],
+        }
+    ),
+    "time_figure": lambda: viz.time_figure(
+        [256, 512], {"your attention": [1e-3, 4e-3], "fused kernel": [1e-4, 3e-4]}
+    ),
     "bends_figure": viz.bends_figure,
     "excess_by_position_figure": lambda: viz.excess_by_position_figure(
         {"full causal": [0.01, 0.5, 1.0], "window 32": [0.01, 0.05, 0.06]},

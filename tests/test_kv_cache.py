@@ -109,6 +109,15 @@ def test_generate_cached_gives_the_tokens_generate_gives(positional, prompt_len,
     )
 
 
+@pytest.mark.parametrize("temperature, top_k", [(0, None), (0.8, 3), (1.5, 1), (0, 5)])
+def test_generate_cached_keeps_generate_s_greedy_and_top_k(temperature, top_k):
+    model = tiny()
+    prompt = ids(B=3, T=4)
+    expected = generate(model, prompt, 12, temperature=temperature, top_k=top_k, seed=3)
+    got = generate_cached(model, prompt, 12, temperature=temperature, top_k=top_k, seed=3)
+    assert torch.equal(got, expected)
+
+
 def test_generate_cached_with_grouped_queries_and_the_model_left_in_training_mode():
     model = tiny(num_kv_heads=2, norm="batch").train()
     prompt = ids(B=3, T=2)
@@ -261,8 +270,10 @@ def test_bad_arguments_are_named():
         generate_cached(model, torch.zeros(3, dtype=torch.long), 3)
     with pytest.raises(ValueError, match="num_tokens: expected a positive int, got 0"):
         generate_cached(model, ids(T=2), 0)
-    with pytest.raises(ValueError, match="temperature: expected a positive number, got 0"):
-        generate_cached(model, ids(T=2), 3, temperature=0)
+    with pytest.raises(ValueError, match="temperature: expected a number >= 0"):
+        generate_cached(model, ids(T=2), 3, temperature=-0.5)
+    with pytest.raises(ValueError, match="top_k: expected at most the vocabulary size"):
+        generate_cached(model, ids(T=2), 3, top_k=model.config.vocab_size + 1)
     with pytest.raises(ValueError, match="prompt_len: expected a positive int, got 0"):
         cached_logits(model, ids(T=4), 0)
     with pytest.raises(TypeError, match="cached: expected True or False, got str"):

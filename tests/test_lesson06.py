@@ -111,7 +111,7 @@ def test_generate_is_seeded_and_keeps_the_prompt():
     with pytest.raises(ValueError, match="prompt"):
         generate(model, data.encode("Dogs"), 3)
     with pytest.raises(ValueError, match="temperature"):
-        generate(model, prompt, 3, temperature=0)
+        generate(model, prompt, 3, temperature=-1)
 
 
 def test_real_data_keeps_every_rule_and_broken_sentences_do_not():

@@ -227,3 +227,72 @@ def test_layers_inside_the_model_skip_the_mask_check_a_lone_layer_keeps_it(monke
     empty_row = torch.zeros(5, 5, dtype=torch.bool)
     with pytest.raises(ValueError, match="query row 0"):
         MultiHeadAttention(32, 4)(torch.randn(1, 5, 32), empty_row)
+
+
+# ---------------------------------------------------------------- sampling (lessons 06 and 10)
+
+
+def _generate_before_top_k(model, prompt, num_tokens, temperature, seed):
+    """generate as lessons 06 and 13 stored their outputs with it, before top_k came."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = prompt
+    with torch.no_grad():
+        for _ in range(num_tokens):
+            logits = model(ids[:, -model.config.max_len :])[:, -1]
+            probs = torch.softmax(logits / temperature, dim=-1)
+            ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
+    return ids
+
+
+@pytest.mark.parametrize("temperature, seed", [(1.0, 0), (0.7, 3), (1.5, 11)])
+def test_generate_draws_the_tokens_it_drew_before_top_k(temperature, seed):
+    from course_lib.model import generate
+
+    model = load_pretrained("rope-h4")
+    prompt = torch.randint(len(data.VOCAB), (3, 5), generator=torch.Generator().manual_seed(seed))
+    expected = _generate_before_top_k(model, prompt, 20, temperature, seed)
+    assert torch.equal(generate(model, prompt, 20, temperature=temperature, seed=seed), expected)
+
+
+def test_generate_greedy_top_k_and_crop():
+    from course_lib.model import generate
+
+    model = load_pretrained("rope-h4")
+    prompt = torch.randint(len(data.VOCAB), (2, 4), generator=torch.Generator().manual_seed(1))
+    greedy = generate(model, prompt, 12, temperature=0)
+    with torch.no_grad():
+        assert torch.equal(greedy[:, 4:], model(greedy)[:, 3:-1].argmax(-1))
+    assert torch.equal(generate(model, prompt, 12, temperature=0.3, top_k=1, seed=5), greedy)
+    sampled = generate(model, prompt, 12, top_k=2, seed=4)
+    with torch.no_grad():
+        top2 = torch.topk(model(sampled)[:, 3:-1], 2).indices
+    assert (top2 == sampled[:, 4:, None]).any(-1).all()
+    everything = model.config.vocab_size
+    assert torch.equal(generate(model, prompt, 8, top_k=everything, seed=2),
+                       generate(model, prompt, 8, seed=2))  # fmt: skip
+    long = torch.randint(len(data.VOCAB), (1, model.config.max_len + 9))
+    out = generate(model, long, 3, temperature=0)
+    cropped = generate(model, long[:, -model.config.max_len :], 3, temperature=0)
+    assert torch.equal(out[:, -3:], cropped[:, -3:])
+
+
+def test_generate_names_each_bad_argument():
+    from course_lib.model import generate
+
+    model = load_pretrained("rope-h4")
+    prompt = torch.zeros(1, 2, dtype=torch.long)
+    V = model.config.vocab_size
+    cases = [
+        ({"temperature": -1.0}, ValueError, "temperature: expected a number >= 0"),
+        ({"temperature": "hot"}, TypeError, "temperature: expected a number, got str"),
+        ({"top_k": 0}, ValueError, "top_k: expected a positive int, got 0"),
+        ({"top_k": 2.5}, TypeError, "top_k: expected a positive int"),
+        ({"top_k": V + 1}, ValueError, f"top_k: expected at most the vocabulary size {V}"),
+    ]
+    for kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            generate(model, prompt, 3, **kwargs)
+    with pytest.raises(ValueError, match="prompt: expected at least one token"):
+        generate(model, torch.zeros(2, 0, dtype=torch.long), 3)
+    with pytest.raises(ValueError, match="prompt: expected at least one token"):
+        generate(model, torch.zeros(0, 3, dtype=torch.long), 3)

@@ -25,6 +25,7 @@ from course_lib.widgets.lesson06 import (
     fresh_sentences,
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
+from course_lib.widgets.lesson10 import SamplingExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson15 import WindowExplorer
 from course_lib.widgets.lesson16 import RopeScalingExplorer
@@ -45,6 +46,7 @@ EXPLORERS = (
     TrainedHeadsExplorer,
     AblationExplorer,
     KnockoutExplorer,
+    SamplingExplorer,
     KVCostExplorer,
     RopeScalingExplorer,
     WindowExplorer,
@@ -70,6 +72,7 @@ __all__ = [
     "PositionExplorer",
     "RopeExplorer",
     "RopeScalingExplorer",
+    "SamplingExplorer",
     "ScalingExplorer",
     "SoftmaxExplorer",
     "TileExplorer",
