@@ -19,8 +19,8 @@ from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
 # each lesson's key, in the order its notebook file sorts: a two-digit number, or a full stem
 # where two lessons share the number
 LESSONS = (
-    "00", "01", "01_language_and_loss", "02", "03", "04", "05", "05_encoder_decoder", "06", "13",
-    "14", "17",
+    "00", "01", "01_language_and_loss", "02", "03", "04", "05", "05_encoder_decoder", "06", "11",
+    "13", "14", "17",
 )  # fmt: skip
 
 __all__ = [
