@@ -162,6 +162,12 @@ VIZ_FIGURES = {
     ),
     "head_groups_figure": lambda: viz.head_groups_figure(8, 2),
     "bends_figure": viz.bends_figure,
+    "skill_curves_figure": lambda: viz.skill_curves_figure(
+        [50, 100], {"subject": [2.0, 0.5], "induction": [2.2, 1.4]}
+    ),
+    "copy_forming_figure": lambda: viz.copy_forming_figure(
+        [(50, 2.0), (100, 0.5)], {0: [(50, 2.2), (100, 0.1)]}, {0: 100}
+    ),
     "attention_grid": lambda: viz.attention_grid(
         [attention(2, 6, 6), attention(2, 6, 6)],
         LABELS,
