@@ -19,8 +19,9 @@ def skill_curves_figure(steps, excess: dict, skills=None) -> Figure:
         ax.plot(steps, excess[skill], LINE_STYLES[i % 4], marker=LINE_MARKERS[i % 6], ms=4,
                 lw=1.8, color=PALETTE[i % 8], label=skill)  # fmt: skip
     ax.axhline(0, color="0.4", lw=1.0)
-    ax.annotate("the floor: nothing left to learn", (steps[-1], 0), xytext=(0, 6),
-                textcoords="offset points", ha="right", fontsize=9, color="0.3")  # fmt: skip
+    ax.annotate("the floor: nothing left to learn", (steps[0], 0), xytext=(0, -13),
+                textcoords="offset points", ha="left", fontsize=9, color="0.3")  # fmt: skip
+    ax.set_ylim(bottom=min(-0.45, ax.get_ylim()[0]))
     ax.set(xlabel="training step", ylabel="excess loss (nats per prediction)",
            title="Your model's excess over the floor, skill by skill (validation split)")  # fmt: skip
     ax.legend(fontsize=9, ncols=2)
