@@ -69,8 +69,8 @@ from course_lib.viz.lesson06 import (
     detector_timeline,
     plot_history,
 )
-from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
 from course_lib.viz.lesson11 import copy_forming_figure, skill_curves_figure
+from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
 from course_lib.viz.lesson14 import bends_figure
 from course_lib.viz.lesson17 import memory_figure
 from course_lib.viz.render import canvas_png, to_png

@@ -22,8 +22,8 @@ def skill_curves_figure(steps, excess: dict, skills=None) -> Figure:
     ax.annotate("the floor: nothing left to learn", (steps[0], 0), xytext=(0, -13),
                 textcoords="offset points", ha="left", fontsize=9, color="0.3")  # fmt: skip
     ax.set_ylim(bottom=min(-0.45, ax.get_ylim()[0]))
-    ax.set(xlabel="training step", ylabel="excess loss (nats per prediction)",
-           title="Your model's excess over the floor, skill by skill (validation split)")  # fmt: skip
+    ax.set(xlabel="training step", ylabel="excess loss (nats per prediction)")
+    ax.set_title("Your model's excess over the floor, skill by skill (validation split)")
     ax.legend(fontsize=9, ncols=2)
     return fig
 

@@ -233,83 +233,113 @@ TRAIN_LOOP = Exercise(
     cases=_loop_cases,
     idea="the section 'The whole loop': the recipe, its schedule and the contract",
     bugs=(
-        _bug("tensor_losses",
-             "your loop returns its losses as tensors",
-             "keep each step's loss as a Python number (loss.item()): a list of tensors holds "
-             "on to every step's graph, and the lesson prints and plots plain numbers.",
-             as_float=False),
-        _bug("no_zero_grad",
-             "your first step matches the course's, the later ones do not",
-             "the gradients of earlier steps are still there: backward adds to .grad, it "
-             "never overwrites it. Clear them each step, before backward.",
-             zero="never"),
-        _bug("zeroed_after_backward",
-             "your parameters never change",
-             "you clear the gradients after backward and before optimizer.step(), so the "
-             "step finds no gradient at all.",
-             zero="after backward"),
-        _bug("targets_not_shifted",
-             "your losses are far below the course's from the first step",
-             "each position is scored on its own token, which it can see: the model learns to "
-             "copy its input. Position t predicts token t + 1: feed ids[:, :-1] and score "
-             "against ids[:, 1:].",
-             loss_fn=_unshifted_loss),
-        _bug("eval_mode_left_on",
-             "your losses and parameters match, but your model trains in eval mode after the "
-             "first callback",
-             "the callback measures the model in eval mode and your loop never switches it "
-             "back: call model.train() after each callback. This model has no dropout, so the "
-             "numbers do not show it; one with dropout would train without it.",
-             back_to_train=False),
-        _bug("optimizer_each_step",
-             "your first step matches the course's, the later ones do not",
-             "you make a new AdamW every step, so its running averages of the gradient and "
-             "of its square restart each time: make the optimizer once, before the loop.",
-             optimizer_each_step=True),
-        _bug("generator_each_step",
-             "your loop trains on the same batch every step",
-             "the generator is seeded again inside the loop, so every step draws the same "
-             "rows: seed one generator before the loop and keep drawing from it.",
-             generator_each_step=True),
-        _bug("warmup_from_zero",
-             "your parameters differ from the first step on: your first learning rate is 0",
-             "the warm-up uses step / warmup_steps, which is 0 at step 0. Steps count from 0, "
-             "so the formula uses step + 1.",
-             lr=_warmup_from_zero),
-        _bug("lr_one_step_late",
-             "each of your steps uses the learning rate of the step before",
-             "the learning rate is one step behind: step s must use the schedule's value at s "
-             "(set it before optimizer.step(), from this step's number).",
-             lr=_one_step_late),
-        _bug("no_floor",
-             "your learning rate after the warm-up is too low, more so near the end",
-             "your cosine decays to 0; the course's decays to lr / 10: 0.1 of the peak plus "
-             "0.9 of it times the cosine factor.",
-             lr=_no_floor),
-        _bug("not_clipped",
-             "your parameters move differently once the gradient norm is above grad_clip",
-             "optimizer.step() sees unclipped gradients: the clipping is missing, or it runs "
-             "before backward (there are no gradients yet to clip) or after the step.",
-             clip=None),
-        _bug("clipped_by_value",
-             "your parameters move differently once the gradients are large",
-             "you clip each gradient entry to [-grad_clip, grad_clip]; the recipe scales all "
-             "the gradients together so that their global norm is at most grad_clip.",
-             clip="by value"),
-        _bug("callback_before_update",
-             "your callback sees the model before the step's update",
-             "call the callback after optimizer.step(): it measures the model the step made.",
-             callback_step="before update"),
-        _bug("callback_counted_from_0",
-             "your callback runs one step early, with the wrong step number",
-             "after step s (counted from 0) the model has made s + 1 updates: the callback "
-             "gets s + 1, and runs when s + 1 is a multiple of eval_every.",
-             callback_step="counted from 0"),
-        _bug("callback_not_after_last",
-             "your callback does not run after the last step",
-             "the run ends with a measurement: call the callback after the last step too, "
-             "whether or not its number is a multiple of eval_every.",
-             callback_step="not after the last"),
+        _bug(
+            "tensor_losses",
+            "your loop returns its losses as tensors",
+            "keep each step's loss as a Python number (loss.item()): a list of tensors holds "
+            "on to every step's graph, and the lesson prints and plots plain numbers.",
+            as_float=False,
+        ),
+        _bug(
+            "no_zero_grad",
+            "your first step matches the course's, the later ones do not",
+            "the gradients of earlier steps are still there: backward adds to .grad, it "
+            "never overwrites it. Clear them each step, before backward.",
+            zero="never",
+        ),
+        _bug(
+            "zeroed_after_backward",
+            "your parameters never change",
+            "you clear the gradients after backward and before optimizer.step(), so the "
+            "step finds no gradient at all.",
+            zero="after backward",
+        ),
+        _bug(
+            "targets_not_shifted",
+            "your losses are far below the course's from the first step",
+            "each position is scored on its own token, which it can see: the model learns to "
+            "copy its input. Position t predicts token t + 1: feed ids[:, :-1] and score "
+            "against ids[:, 1:].",
+            loss_fn=_unshifted_loss,
+        ),
+        _bug(
+            "eval_mode_left_on",
+            "your losses and parameters match, but your model trains in eval mode after the "
+            "first callback",
+            "the callback measures the model in eval mode and your loop never switches it "
+            "back: call model.train() after each callback. This model has no dropout, so the "
+            "numbers do not show it; one with dropout would train without it.",
+            back_to_train=False,
+        ),
+        _bug(
+            "optimizer_each_step",
+            "your first step matches the course's, the later ones do not",
+            "you make a new AdamW every step, so its running averages of the gradient and "
+            "of its square restart each time: make the optimizer once, before the loop.",
+            optimizer_each_step=True,
+        ),
+        _bug(
+            "generator_each_step",
+            "your loop trains on the same batch every step",
+            "the generator is seeded again inside the loop, so every step draws the same "
+            "rows: seed one generator before the loop and keep drawing from it.",
+            generator_each_step=True,
+        ),
+        _bug(
+            "warmup_from_zero",
+            "your parameters differ from the first step on: your first learning rate is 0",
+            "the warm-up uses step / warmup_steps, which is 0 at step 0. Steps count from 0, "
+            "so the formula uses step + 1.",
+            lr=_warmup_from_zero,
+        ),
+        _bug(
+            "lr_one_step_late",
+            "each of your steps uses the learning rate of the step before",
+            "the learning rate is one step behind: step s must use the schedule's value at s "
+            "(set it before optimizer.step(), from this step's number).",
+            lr=_one_step_late,
+        ),
+        _bug(
+            "no_floor",
+            "your learning rate after the warm-up is too low, more so near the end",
+            "your cosine decays to 0; the course's decays to lr / 10: 0.1 of the peak plus "
+            "0.9 of it times the cosine factor.",
+            lr=_no_floor,
+        ),
+        _bug(
+            "not_clipped",
+            "your parameters move differently once the gradient norm is above grad_clip",
+            "optimizer.step() sees unclipped gradients: the clipping is missing, or it runs "
+            "before backward (there are no gradients yet to clip) or after the step.",
+            clip=None,
+        ),
+        _bug(
+            "clipped_by_value",
+            "your parameters move differently once the gradients are large",
+            "you clip each gradient entry to [-grad_clip, grad_clip]; the recipe scales all "
+            "the gradients together so that their global norm is at most grad_clip.",
+            clip="by value",
+        ),
+        _bug(
+            "callback_before_update",
+            "your callback sees the model before the step's update",
+            "call the callback after optimizer.step(): it measures the model the step made.",
+            callback_step="before update",
+        ),
+        _bug(
+            "callback_counted_from_0",
+            "your callback runs one step early, with the wrong step number",
+            "after step s (counted from 0) the model has made s + 1 updates: the callback "
+            "gets s + 1, and runs when s + 1 is a multiple of eval_every.",
+            callback_step="counted from 0",
+        ),
+        _bug(
+            "callback_not_after_last",
+            "your callback does not run after the last step",
+            "the run ends with a measurement: call the callback after the last step too, "
+            "whether or not its number is a multiple of eval_every.",
+            callback_step="not after the last",
+        ),
     ),  # fmt: skip
     hints=(
         "In order: the optimizer and the generator once, train mode; then each step: its "
