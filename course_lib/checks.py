@@ -30,6 +30,7 @@ from course_lib.exercises import (
     lesson05_encoder_decoder,
     lesson06,
     lesson10,
+    lesson11,
     lesson13,
     lesson14,
     lesson15,
@@ -150,6 +151,9 @@ check_attend_cached = checker(lesson13.ATTEND_CACHED)
 check_forward_with_cache = checker(lesson13.FORWARD_WITH_CACHE, lesson13.run_forward)
 check_generate_cached = checker(lesson13.GENERATE_CACHED, lesson13.run_generate)
 check_grouped_multihead = checker(lesson13.GROUPED_MULTIHEAD)
+
+# ---------------------------------------------------------------- lesson 11
+check_train_loop = checker(lesson11.TRAIN_LOOP, lesson11.run_loop)
 
 # ---------------------------------------------------------------- lesson 14
 check_rms_norm = checker(lesson14.RMS_NORM)

@@ -200,6 +200,12 @@ VIZ_FIGURES = {
         trained=1,
         spread={"window 32": ([0.01, 0.04, 0.05], [0.02, 0.06, 0.07])},
     ),
+    "skill_curves_figure": lambda: viz.skill_curves_figure(
+        [50, 100], {"subject": [2.0, 0.5], "induction": [2.2, 1.4]}
+    ),
+    "copy_forming_figure": lambda: viz.copy_forming_figure(
+        [(50, 2.0), (100, 0.5)], {0: [(50, 2.2), (100, 0.1)]}, {0: 100}
+    ),
     "attention_grid": lambda: viz.attention_grid(
         [attention(2, 6, 6), attention(2, 6, 6)],
         LABELS,

@@ -8,7 +8,8 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01` ... `lesson06`, `lesson10`, `lesson13`, `lesson14`, `lesson15`, `lesson16`,
+- `lesson01` ... `lesson06`, `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`,
+  `lesson16`,
   `lesson17`: each lesson's figures and the constants
   they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lessons
   01_language_and_loss and 05_encoder_decoder, which share their numbers with lessons 01 and
@@ -70,6 +71,7 @@ from course_lib.viz.lesson06 import (
     plot_history,
 )
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
+from course_lib.viz.lesson11 import copy_forming_figure, skill_curves_figure
 from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
 from course_lib.viz.lesson14 import bends_figure
 from course_lib.viz.lesson15 import excess_by_position_figure
@@ -104,8 +106,8 @@ from course_lib.viz.style import (
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson04",
-                  "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson13",
-                  "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
+                  "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson11",
+                  "lesson13", "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -136,6 +138,7 @@ __all__ = [
     "canvas_png",
     "colour",
     "cosine_scale",
+    "copy_forming_figure",
     "cross_map_figure",
     "curve_panels",
     "depth_profile_figure",
@@ -178,6 +181,7 @@ __all__ = [
     "setup_depth_axes",
     "setup_pair_axes",
     "similarity_figure",
+    "skill_curves_figure",
     "skill_loss_figure",
     "time_figure",
     "time_per_token_figure",

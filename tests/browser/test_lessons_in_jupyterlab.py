@@ -97,7 +97,7 @@ RAN_OR_ASKED = f"""(expected) => ({ALL_RAN})(expected)
     || document.querySelector("{KERNEL_DIALOG}") !== null"""
 
 
-def run_all(page, runnable: int) -> None:
+def run_to_the_end(page, runnable: int) -> None:
     """Run All Cells and wait until `runnable` code cells have run (or one failed), accepting
     the kernel JupyterLab proposes and running all again if it asks for one meanwhile."""
     deadline = time.monotonic() + RUN_ALL_TIMEOUT_MS / 1000
@@ -452,7 +452,7 @@ def test_learners_copy_runs_and_every_explorer_responds(path, tabs, lab, artefac
     try:
         page = tabs.open(path.name)
         timings["open"] = time.perf_counter() - start
-        run_all(page, facts["runnable"])
+        run_to_the_end(page, facts["runnable"])
         timings["run_all"] = time.perf_counter() - start - timings["open"]
         errors = errors_shown(page, facts)
         assert not errors, f"after Run All, errors show in {errors}"

@@ -1,0 +1,183 @@
+"""Lesson 11's exercise: the notebook's loop passes, learner-style loops get their hint.
+
+Every wrong loop here is written out whole the way a learner would write it (a for loop
+with its batch, lr, loss, backward and step), not taken from the bug list in
+course_lib/exercises/lesson11/; each names the bug its hint must be.
+"""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_lib.checks import check_train_loop
+from course_lib.exercises.core import dead_bugs, run
+from course_lib.exercises.lesson11 import TRAIN_LOOP, loop_reference, loop_run
+from course_lib.train import learning_rate
+from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11_build_and_train.ipynb"
+
+
+def _check(fn, bug):
+    result = run(TRAIN_LOOP, loop_run(fn))
+    assert not result.passed, result.message
+    assert result.bug == bug, result.message
+    cause = next(b.cause for b in TRAIN_LOOP.bugs if b.name == bug)
+    assert result.steps[0] == cause and result.steps[-1] == f"See {TRAIN_LOOP.idea}."
+
+
+def _lr(step, config):
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    p = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
+    return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
+
+
+def _due(step, config):
+    return (step + 1) % config.eval_every == 0 or step + 1 == config.steps
+
+
+def learner_loop(model, train_ids, config, callback=None, *, shift=True, zero=True,
+                 back_to_train=True, clip_first=False, fresh_optimizer=False,
+                 lr=_lr, items=True):  # fmt: skip
+    """A learner's loop, as a learner writes it: the loss by hand from log_softmax."""
+    g = torch.Generator().manual_seed(config.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    model.train()
+    losses = []
+    for step in range(config.steps):
+        if fresh_optimizer:
+            opt = torch.optim.AdamW(
+                model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+            )
+        batch = train_ids[torch.randint(len(train_ids), (config.batch_size,), generator=g)]
+        for group in opt.param_groups:
+            group["lr"] = lr(step, config)
+        if shift:
+            logits, targets = model(batch)[:, :-1], batch[:, 1:]  # whole line in, last dropped
+        else:
+            logits, targets = model(batch), batch
+        logp = F.log_softmax(logits, dim=-1)
+        loss = -logp.gather(-1, targets[..., None]).mean()
+        if zero:
+            opt.zero_grad()
+        if clip_first and config.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        loss.backward()
+        if not clip_first and config.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        opt.step()
+        losses.append(loss.item() if items else loss)
+        if callback is not None and _due(step, config):
+            callback(step + 1, model)
+            if back_to_train:
+                model.train()
+    return losses
+
+
+def test_the_lessons_solution_passes():
+    assert run(TRAIN_LOOP, loop_run(notebook_functions("train_loop")["train_loop"])).passed
+
+
+def test_a_right_loop_written_another_way_passes():
+    assert run(TRAIN_LOOP, loop_run(learner_loop)).passed
+
+
+def test_the_reference_is_the_courses_train():
+    """loop_reference runs course_lib.train.train: its losses are the History's."""
+    from course_lib import train
+
+    for case in TRAIN_LOOP.case_list():
+        model, rows, config = case.args
+        losses = loop_reference(*case.args)[0]
+        history = train.train(loop_reference.__globals__["watched_copy"](model), rows,
+                              rows[:2], config, progress=False)  # fmt: skip
+        assert losses.tolist() == history.train_loss
+
+
+def test_a_stub_is_not_implemented_yet(capsys):
+    assert "not implemented yet" in verdict(check_train_loop, stub, capsys)
+
+
+def test_the_workspace_stub_is_not_implemented_yet(capsys):
+    assert_stubs_not_implemented(NOTEBOOK, [check_train_loop], {"torch": torch, "F": F}, capsys)
+
+
+@pytest.mark.slow
+def test_every_bug_can_be_named():
+    assert dead_bugs(TRAIN_LOOP) == []
+
+
+# ---------------------------------------------------------------- learner-style mistakes
+
+
+def test_forgetting_zero_grad_is_named():
+    _check(lambda *a: learner_loop(*a, zero=False), "no_zero_grad")
+
+
+def test_targets_not_shifted_are_named():
+    _check(lambda *a: learner_loop(*a, shift=False), "targets_not_shifted")
+
+
+def test_eval_mode_left_on_is_named():
+    _check(lambda *a: learner_loop(*a, back_to_train=False), "eval_mode_left_on")
+
+
+def test_clipping_before_backward_is_named():
+    _check(lambda *a: learner_loop(*a, clip_first=True), "not_clipped")
+
+
+def test_a_new_optimizer_every_step_is_named():
+    _check(lambda *a: learner_loop(*a, fresh_optimizer=True), "optimizer_each_step")
+
+
+def test_a_warmup_that_starts_at_zero_is_named():
+    def lr(step, config):
+        if step < config.warmup_steps:
+            return config.lr * step / config.warmup_steps
+        return _lr(step, config)
+
+    _check(lambda *a: learner_loop(*a, lr=lr), "warmup_from_zero")
+
+
+def test_a_schedule_one_step_late_is_named():
+    _check(lambda *a: learner_loop(*a, lr=lambda s, c: _lr(s - 1, c) if s else 0.0),
+           "lr_one_step_late")  # fmt: skip
+
+
+def test_losses_kept_as_tensors_are_named():
+    _check(lambda *a: learner_loop(*a, items=False), "tensor_losses")
+
+
+def test_a_generator_seeded_inside_the_loop_is_named():
+    def loop(model, train_ids, config, callback=None):
+        opt = torch.optim.AdamW(model.parameters(), lr=config.lr,
+                                weight_decay=config.weight_decay)  # fmt: skip
+        model.train()
+        losses = []
+        for step in range(config.steps):
+            g = torch.Generator().manual_seed(config.seed)
+            batch = train_ids[torch.randint(len(train_ids), (config.batch_size,), generator=g)]
+            for group in opt.param_groups:
+                group["lr"] = learning_rate(step, config)
+            loss = F.cross_entropy(model(batch[:, :-1]).transpose(1, 2), batch[:, 1:])
+            opt.zero_grad()
+            loss.backward()
+            if config.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            opt.step()
+            losses.append(loss.item())
+            if callback is not None and _due(step, config):
+                callback(step + 1, model)
+                model.train()
+        return losses
+
+    _check(loop, "generator_each_step")
+
+
+def test_the_check_prints_the_symptom(capsys):
+    out = verdict(check_train_loop, lambda *a: learner_loop(*a, zero=False), capsys)
+    assert out.startswith("TRY AGAIN") and "first step matches" in out
