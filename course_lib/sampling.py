@@ -165,6 +165,22 @@ def sample_and_read(model, temperature, top_k, *, seed=0, num_prompts=PROMPTS,
     return read_samples(ids, PROMPT_LEN, samples)
 
 
+def favourite_breaks(model, temperature, *, seed=0) -> dict:
+    """Of the lines sample_and_read draws at `temperature`, those that break a rule: how many,
+    and at how many of them the breaking token is the model's own most likely one (lesson 10)."""
+    start = prompts().repeat_interleave(SAMPLES, dim=0)  # (P * S, PROMPT_LEN)
+    ids = generate(model, start, LINE_LEN - PROMPT_LEN, temperature=temperature, seed=seed)
+    with torch.no_grad():
+        favourite = model(ids).argmax(dim=-1)  # (N, T): the model's choice after each prefix
+    broken = favourites = 0
+    for row, best in zip(ids, favourite, strict=True):
+        at = rule_check(corpus.to_tokens(row)).broken
+        if at is not None:
+            broken += 1
+            favourites += int(best[at - 1] == row[at])
+    return {"broken": broken, "favourite": favourites}
+
+
 def build_table(seeds=SEEDS, settings=SETTINGS) -> dict:
     """data/sampling.json's content: each setting read on each seed's base model."""
     from course_lib.variants import load_trained

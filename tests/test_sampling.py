@@ -88,3 +88,13 @@ def test_wall_times_returns_one_time_per_length_for_each_function():
     times = sampling.wall_times({"a": lambda q, k, v, m: q @ k.transpose(-2, -1)}, (8, 16),
                                 repeats=1)  # fmt: skip
     assert list(times) == ["a"] and len(times["a"]) == 2 and all(t > 0 for t in times["a"])
+
+
+def test_favourite_breaks_counts_broken_lines_and_the_models_own_choices():
+    from course_lib.variants import load_trained
+
+    model = load_trained("base", 0)
+    greedy = sampling.favourite_breaks(model, 0)
+    assert greedy == {"broken": 0, "favourite": 0}  # the 8 greedy lines keep every rule
+    cold = sampling.favourite_breaks(model, 0.2)
+    assert 0 < cold["favourite"] <= cold["broken"]

@@ -7,7 +7,7 @@ import torch
 from course_lib import corpus, viz
 from course_lib.exercises.stub import attempt
 from course_lib.model import generate as course_generate
-from course_lib.sampling import language_next, rule_check
+from course_lib.sampling import WINDOW, language_next, rule_check
 from course_lib.widgets.base import Explorer, choice_buttons, choice_slider
 
 # line starts of the valid split, each ending where the next token asks for another skill
@@ -154,7 +154,8 @@ class SamplingExplorer(Explorer):
         ids, whose = self.lines(prompt, temperature, top_k)
         checks = [rule_check(corpus.to_tokens(row)) for row in ids]
         kept = sum(c.broken is None for c in checks)
-        starts = len({tuple(row[data["ids"].shape[1] :].tolist()) for row in ids})
+        head = slice(data["ids"].shape[1], data["ids"].shape[1] + WINDOW)  # the table's starts
+        starts = len({tuple(row[head].tolist()) for row in ids})
         self.lines_title.set_text(
             f'{LINES} lines sampled after "{text}"; x: a broken rule, its first token in vermillion'
         )
@@ -163,7 +164,7 @@ class SamplingExplorer(Explorer):
         rest = (
             f": {100 * never:.1f}% of the next token's probability is on tokens the language "
             f"never writes here; {kept} of {LINES} sampled lines keep every rule; "
-            f"{starts} different line{'' if starts == 1 else 's'}"
+            f"{starts} different start{'' if starts == 1 else 's'} (first {WINDOW} new tokens)"
         )
         self._kept, self._never, self._distinct = kept, never, starts
         self.show_readout(lead, rest, note=f"Lines drawn by {whose}, seed {self.seed}.")
