@@ -128,6 +128,50 @@ def test_the_lessons_numbers_are_the_ones_its_text_quotes():
     assert re.search(r"peak bytes grow as T\^(0\.9\d|1\.\d\d) \(fused", out)
     leak = float(re.search(r"puts (\d\.\d\d)% of each next", out).group(1))
     assert leak < 1  # "small at each position"
+    never = re.search(r"language never writes here: (0\.\d{4})", out).group(1)
+    assert f"A leak like the last line's {never} is small" in text
+    keep = int(re.search(r"keep the rules with probability (\d+)%", out).group(1))
+    assert f"is {keep}%, {keep - kept} points from the {kept}% that sampling measured" in text
+    assert 100 - kept >= 15 and "nearly one sampled line in five" in text
+    peak = re.search(r"your attention's peak at T = 2048 is (\d+) MiB", out)
+    assert 2 <= int(peak.group(1)) / 64 < 2.1  # "about two of them", 64 MiB each
     for setting in ("15 settings", "8 prompts", "16 samples"):
         assert setting.split()[0] in text
     assert len(sampling.SETTINGS) == 15 and sampling.PROMPTS == 8 and sampling.SAMPLES == 16
+
+
+def test_at_a_low_temperature_most_breaks_are_the_models_favourite_on_every_seed():
+    for s in range(3):
+        model = load_trained("base", s)
+        cold, warm = (sampling.favourite_breaks(model, t) for t in (0.2, 1.0))
+        assert 2 * cold["favourite"] > cold["broken"] > 0  # "at 0.2 most are the favourite"
+        assert 2 * warm["favourite"] < warm["broken"]  # "at 1 most are draws from the tail"
+    out = _outputs()
+    assert "temperature 0.2: 9 of 128 lines break a rule; at 7 of them" in out
+    assert "temperature 1: 23 of 128 lines break a rule; at 4 of them" in out
+
+
+def test_the_explorers_things_to_try_show_what_the_text_says():
+    from course_lib.model import generate
+    from course_lib.widgets import SamplingExplorer
+
+    explorer = SamplingExplorer(generate=generate)
+
+    def at(**values):
+        for name, value in values.items():
+            explorer.controls[name].value = value
+        explorer.update()
+        return explorer.state()
+
+    leaks = [at(prompt="object", temperature=t, top_k=0) for t in (0.5, 1.0, 2.0)]
+    assert [f"{100 * s['never']:.1f}%" for s in leaks] == ["0.0%", "0.6%", "23.5%"]
+    right = [s["bars"][0] for s in leaks]
+    assert right == sorted(right, reverse=True)  # the right answer's bar shrinks
+    assert at(prompt="object", temperature=2.0, top_k=0)["kept"] == 1
+    assert at(prompt="object", temperature=2.0, top_k=3)["kept"] == 7
+    free = at(prompt="free noun", temperature=0.5, top_k=0)
+    assert free["truth"][:8] == [0.125] * 8 and max(free["bars"]) - min(free["bars"][:8]) < 0.06
+    cold = at(prompt="free noun", temperature=0.2, top_k=0)
+    spread = max(free["bars"]) - min(free["bars"][:8])
+    assert max(cold["bars"]) - min(cold["bars"][:8]) > 2 * spread  # favourites stand out
+    assert sum(b > 0 for b in at(prompt="free noun", temperature=1.0, top_k=3)["bars"]) == 3

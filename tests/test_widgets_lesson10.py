@@ -56,7 +56,8 @@ def test_the_readout_counts_the_lines_that_keep_every_rule(explorer):
         assert broken == ("" if check.broken is None else corpus.VOCAB[row[check.broken]])
         assert line.endswith(" ".join(corpus.to_tokens(row)[4:]))
     greedy = _set(explorer, temperature=0)
-    assert greedy["distinct"] == 1 and greedy["readout"].split("\n")[0].endswith("1 different start (first 4 new tokens)")
+    first_line = greedy["readout"].split("\n")[0]
+    assert greedy["distinct"] == 1 and first_line.endswith("1 different start (first 4 new tokens)")
 
 
 def test_a_change_redraws_the_picture(explorer):
