@@ -6,9 +6,10 @@ from matplotlib.figure import Figure
 from course_lib.viz.style import LINE_MARKERS, LINE_STYLES, PALETTE, new_figure
 
 
-def skill_curves_figure(steps, excess: dict, skills=None) -> Figure:
+def skill_curves_figure(steps, excess: dict, skills=None, bound=None) -> Figure:
     """Excess loss (nats over the floor) of each skill against the training step (lesson 11):
-    `excess` maps a skill to one value per step in `steps`; `skills` picks and orders them."""
+    `excess` maps a skill to one value per step in `steps`; `skills` picks and orders them;
+    `bound`, if given, is drawn as a dashed line (the lesson's "within 0.2 nats")."""
     skills = list(excess) if skills is None else list(skills)
     missing = [s for s in skills if s not in excess or len(excess[s]) != len(steps)]
     if missing:
@@ -21,6 +22,10 @@ def skill_curves_figure(steps, excess: dict, skills=None) -> Figure:
     ax.axhline(0, color="0.4", lw=1.0)
     ax.annotate("the floor: nothing left to learn", (steps[0], 0), xytext=(0, -13),
                 textcoords="offset points", ha="left", fontsize=9, color="0.3")  # fmt: skip
+    if bound is not None:
+        ax.axhline(bound, color="0.4", lw=0.9, ls="--")
+        ax.annotate(f"within {bound:g} nats of the floor", (steps[-1], bound), xytext=(0, 3),
+                    textcoords="offset points", ha="right", fontsize=9, color="0.3")  # fmt: skip
     ax.set_ylim(bottom=min(-0.45, ax.get_ylim()[0]))
     ax.set(xlabel="training step", ylabel="excess loss (nats per prediction)")
     ax.set_title("Your model's excess over the floor, skill by skill (validation split)")
@@ -40,7 +45,7 @@ def copy_forming_figure(live, shipped: dict, jumps: dict) -> Figure:
                        color=PALETTE[i], label=f"base, seed {seed} (2,000 steps)")[0]  # fmt: skip
         ax.axvline(jumps[seed], color=line.get_color(), lw=0.8, ls=":")
     ax.set_yscale("log")
-    ax.set(xlabel="training step", ylabel="excess on copy positions (nats, log scale)",
-           title="The copy skill forms in a jump (dotted: each seed's jump step)")  # fmt: skip
+    ax.set(xlabel="training step", ylabel="excess on copy positions (nats, log scale)")
+    ax.set_title("The copy skill forms in a jump (thin vertical lines: each seed's jump step)")
     ax.legend(fontsize=9)
     return fig
