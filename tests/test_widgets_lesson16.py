@@ -32,7 +32,7 @@ def test_the_explorer_uses_the_learners_angles_and_falls_back_on_a_stub():
 
 def test_the_readout_names_the_pairs_past_their_trained_angle():
     e = RopeScalingExplorer()
-    assert list(e.state()["past"]) == [2, 3, 4, 5, 6, 7]  # NTK-aware, s = 4
+    assert list(e.state()["past"]) == ["2", "3", "4", "5", "6", "7"]  # NTK-aware, s = 4
     assert "2 (2.83x)" in e.state()["readout"]
     e.controls["method"].value = "position interpolation"
     e.controls["factor"].value = 8.0

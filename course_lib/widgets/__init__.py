@@ -48,8 +48,8 @@ EXPLORERS = (
     KnockoutExplorer,
     SamplingExplorer,
     KVCostExplorer,
-    RopeScalingExplorer,
     WindowExplorer,
+    RopeScalingExplorer,
     TileExplorer,
 )
 

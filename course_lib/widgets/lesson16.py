@@ -33,7 +33,7 @@ class RopeScalingExplorer(Explorer):
             "factor": choice_slider("factor s", [(f"{f:g}", f) for f in factors], 4.0),
         }
         self.trained = rs.angles_of(rs.frequencies(D_HEAD), MAX_LEN)
-        self.fig = Figure(figsize=(11.5, 4.2), dpi=DPI, layout="constrained")
+        self.fig = Figure(figsize=(11.0, 4.2), dpi=DPI, layout="constrained")  # 880 px
         left, right = self.fig.subplots(1, 2)
         self.angle_lines = draw_angles(left, self.trained, self.trained, rs.TRAINED_LEN)
         left.set_ylim(1e-5, 1000)
@@ -116,6 +116,6 @@ class RopeScalingExplorer(Explorer):
             "angles": [line.get_ydata().tolist() for line in self.angle_lines],
             "excess": self.excess_line.get_ydata().tolist(),
             "source": self.source,
-            "past": self.past,
+            "past": {str(pair): times for pair, times in self.past.items()},  # JSON keys
             "summary": rs.summary(self._mean(LABELS[label], factor)),
         }
