@@ -24,19 +24,10 @@ from course_lib.exercises.lesson14 import (
     swiglu_reference,
 )
 from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
+from helpers import failed_with_hint as _check
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_todays_block.ipynb"
 NAMES = ("rms_norm", "swiglu")
-
-
-def _check(exercise, fn, bug):
-    """fn fails, matched to `bug`, whose cause is the first hint; the last names the lesson."""
-    result = run(exercise, fn)
-    assert not result.passed, result.message
-    assert result.bug == bug, result.message
-    cause = next(b.cause for b in exercise.bugs if b.name == bug)
-    assert result.steps[0] == cause and result.steps[-1] == f"See {exercise.idea}."
-    return result
 
 
 def _lesson():

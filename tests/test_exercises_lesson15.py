@@ -30,20 +30,11 @@ from course_lib.exercises.lesson15 import (
 from course_lib.exercises.lesson15.attend_rolling import _layer
 from course_lib.sliding_window import window_mask
 from course_lib.workspace import stub_solutions
+from helpers import failed_with_hint as _check
 from helpers import notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "15_sliding_window.ipynb"
 NAMES = ("sliding_window_mask", "attend_rolling")
-
-
-def _check(exercise, fn, bug):
-    """fn fails, matched to `bug`, whose cause is the first hint; the last names the lesson."""
-    result = run(exercise, fn)
-    assert not result.passed, result.message
-    assert result.bug == bug, result.message
-    cause = next(b.cause for b in exercise.bugs if b.name == bug)
-    assert result.steps[0] == cause and result.steps[-1] == f"See {exercise.idea}."
-    return result
 
 
 # ---------------------------------------------------------------- right answers, as written

@@ -16,21 +16,12 @@ from course_lib.checks import check_ntk_frequencies, check_pi_angles, check_yarn
 from course_lib.exercises.core import run
 from course_lib.exercises.lesson16 import EXERCISES, NTK_FREQUENCIES, PI_ANGLES, YARN_FREQUENCIES
 from course_lib.workspace import stub_solutions
+from helpers import failed_with_hint as _check
 from helpers import notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "16_longer_than_trained.ipynb"
 NAMES = ("pi_angles", "ntk_frequencies", "yarn_frequencies")
 BY_NAME = {e.name: e for e in EXERCISES}
-
-
-def _check(exercise, fn, bug):
-    """fn fails, matched to `bug`, whose cause is the first hint; the last names the lesson."""
-    result = run(exercise, fn)
-    assert not result.passed, result.message
-    assert result.bug == bug, result.message
-    cause = next(b.cause for b in exercise.bugs if b.name == bug)
-    assert result.steps[0] == cause and result.steps[-1] == f"See {exercise.idea}."
-    return result
 
 
 # ---------------------------------------------------------------- right answers, as written
