@@ -1,13 +1,11 @@
 """Lesson 15's attend_rolling exercise: one new token's attention over a rolling cache of
 sinks + window entries, the cache kept that size."""
 
-import math
-
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from course_lib.exercises.core import Bug, Case, Exercise
+from course_lib.exercises.lesson13 import attend_cached
 from course_lib.exercises.lesson13.rope_from import rope_from_reference
 
 
@@ -46,13 +44,7 @@ def rolled(step, x, qkv, out, num_heads, window, sinks=0, rope=None):
     return (torch.cat(ys, dim=1) if ys else x), k, v
 
 
-def _layer(D, g, dtype):
-    with torch.random.fork_rng(devices=[]):  # building the layers leaves the seed alone
-        qkv, out = nn.Linear(D, 3 * D, dtype=dtype), nn.Linear(D, D, dtype=dtype)
-    with torch.no_grad():
-        for p in (*qkv.parameters(), *out.parameters()):
-            p.copy_(torch.randn(p.shape, generator=g, dtype=dtype) / math.sqrt(D))
-    return qkv, out
+_layer = attend_cached._layer  # the layers lesson 13's cases use, built the same way
 
 
 def _cases() -> list[Case]:
