@@ -36,6 +36,7 @@ from course_lib.exercises import (
     lesson15,
     lesson16,
     lesson17,
+    lesson_label,
 )
 from course_lib.exercises.core import Exercise, Verdict, run
 
@@ -97,7 +98,9 @@ def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
 
     check.exercise = exercise  # the entry it runs (tests find every exercise's checker by it)
     check.__name__ = f"check_{exercise.name}"
-    check.__doc__ = f"Check your {exercise.name} (lesson {exercise.lesson}); print the verdict."
+    check.__doc__ = (
+        f"Check your {exercise.name} (lesson {lesson_label(exercise.lesson)}); print the verdict."
+    )
     return check
 
 

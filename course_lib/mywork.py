@@ -23,7 +23,13 @@ from types import SimpleNamespace
 
 import nbformat
 
-from course_lib.exercises import all_exercises, lesson_file
+from course_lib.exercises import (
+    LESSONS,
+    all_exercises,
+    former_files,
+    lesson_file,
+    lesson_label,
+)
 from course_lib.exercises.stub import is_stub
 
 
@@ -82,42 +88,46 @@ def collect(names, folder: Path) -> Work:
     if unknown:
         raise ValueError(f"names: expected exercise names ({', '.join(exercises)}), got {unknown}")
     wanted = {exercises[n].lesson for n in names}
-    last = max(wanted, default="00")
+    order = list(LESSONS)
+    last = max((order.index(key) for key in wanted), default=0)
     namespace: dict = {"__name__": "earlier_work"}
     origin: dict = {}
-    # every exercise up to the last lesson asked for, in order: later ones call earlier ones
-    # (keys sort as their notebooks do: "05" < "05_encoder_decoder" < "06")
-    for lesson in sorted({e.lesson for e in exercises.values() if e.lesson <= last}):
-        path = lesson_file(folder, lesson)
-        if path is None:  # not in this folder (say, nbgrader grades one lesson alone)
-            continue
-        imports, cells = _exercise_cells(path)
-        for source in imports:
-            try:
-                exec(compile(source, str(path), "exec"), namespace)
-            except Exception:  # an import the learner's machine lacks: their cells may not need it
-                continue
-        for source in cells:
-            _run_definitions(source, path, namespace, origin)
+    # every exercise up to the last lesson asked for, in course order: later ones call earlier
+    # ones. A lesson that replaced earlier ones reads their files first (a workspace keeps them,
+    # with the learner's work), then its own, whose stubs leave a function found there alone.
+    for lesson in order[: last + 1]:
+        current = lesson_file(folder, lesson)
+        for path in [*former_files(folder, lesson), *([current] if current else [])]:
+            imports, cells = _exercise_cells(path)
+            for source in imports:
+                try:
+                    exec(compile(source, str(path), "exec"), namespace)
+                except Exception:  # an import the learner's machine lacks: cells may not need it
+                    continue
+            where = "" if path == current else f" in {path.name}"
+            for source in cells:
+                _run_definitions(source, path, namespace, origin, where)
     work = Work()
     for name in names:
         reason = origin.get(name, "the course's (no definition of yours found in this folder)")
-        if reason == "yours" and name in namespace:
+        if reason.startswith("yours") and name in namespace:
             work.functions[name] = namespace[name]
         else:
             work.functions[name] = exercises[name].reference
             namespace[name] = exercises[name].reference
-        work.origin[name] = f"lesson {exercises[name].lesson}: {reason}"
+        work.origin[name] = f"lesson {lesson_label(exercises[name].lesson)}: {reason}"
     return work
 
 
-def _run_definitions(source: str, path: Path, namespace: dict, origin: dict) -> None:
-    """Run the imports and defs of one exercise cell; note each def as yours or a stub."""
+def _run_definitions(source: str, path: Path, namespace: dict, origin: dict, where="") -> None:
+    """Run the imports and defs of one exercise cell; note each def as yours or a stub. A stub
+    leaves alone a function of yours found earlier (in the lesson's former file)."""
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
         for name in _defined_names_loosely(source):
-            origin[name] = f"the course's (your cell has a syntax error, line {err.lineno})"
+            if not origin.get(name, "").startswith("yours"):
+                origin[name] = f"the course's (your cell has a syntax error, line {err.lineno})"
         return
     exercises = {e.name: e for e in all_exercises()}
     for node in tree.body:
@@ -126,6 +136,8 @@ def _run_definitions(source: str, path: Path, namespace: dict, origin: dict) -> 
             exec(compile(module, str(path), "exec"), namespace)
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
             if is_stub(node) and node.name in exercises:
+                if origin.get(node.name, "").startswith("yours"):
+                    continue
                 namespace[node.name] = exercises[node.name].reference
                 origin[node.name] = "the course's (yours is not written yet)"
                 continue
@@ -135,7 +147,7 @@ def _run_definitions(source: str, path: Path, namespace: dict, origin: dict) -> 
             except Exception as err:  # a decorator or default argument that fails
                 origin[node.name] = f"the course's (yours failed to define: {err})"
                 continue
-            origin[node.name] = "yours"
+            origin[node.name] = f"yours{where}"
 
 
 def _defined_names_loosely(source: str) -> list[str]:

@@ -17,6 +17,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from packaging.requirements import Requirement
 
 from course_lib import colab, workspace
+from course_lib.exercises import by_name, lesson_label
 from course_lib.mywork import earlier_work
 from helpers import ROOT, tree_files
 from tools import learner_copies
@@ -100,13 +101,17 @@ def test_the_colab_cell_does_nothing_outside_colab(monkeypatch, tmp_path, capsys
     assert Path.cwd() == tmp_path and not any(tmp_path.iterdir())
 
 
+# two lessons as today's names have them: the one that holds attention, and the one that
+# holds split_heads, which calls it
+ATTENTION = by_name("attention").lesson + ".ipynb"
+HEADS = by_name("split_heads").lesson + ".ipynb"
 SOLVED = {
-    "01_attention.ipynb": '''def attention(q, k, v, mask=None):
+    ATTENTION: '''def attention(q, k, v, mask=None):
     """Yours to write."""
     # BEGIN SOLUTION
     return "the course's", None
     # END SOLUTION''',
-    "03_multihead.ipynb": """def split_heads(x, num_heads):
+    HEADS: """def split_heads(x, num_heads):
     # BEGIN SOLUTION
     return attention(x, x, x)
     # END SOLUTION""",
@@ -159,7 +164,7 @@ def on_colab(tmp_path, monkeypatch):
 def test_on_colab_every_lesson_runs_in_one_folder_where_later_lessons_find_earlier_work(
     on_colab, tmp_path, monkeypatch, capsys
 ):
-    run_cell(colab_cell(on_colab.lessons / "01_attention.ipynb"))  # lesson 01, from its link
+    run_cell(colab_cell(on_colab.lessons / ATTENTION))  # the lesson with attention, from its link
     (install,) = on_colab.installs
     assert install[:4] == [sys.executable, "-m", "pip", "install"]
     assert colab.install_requirement() in install
@@ -170,21 +175,21 @@ def test_on_colab_every_lesson_runs_in_one_folder_where_later_lessons_find_earli
     assert sorted(p.name for p in folder.glob("*.ipynb")) == sorted(SOLVED)
     assert "(2 new, 0 kept as they were)" in capsys.readouterr().out
 
-    mine = nbformat.read(folder / "01_attention.ipynb", as_version=4)  # the learner's work
+    mine = nbformat.read(folder / ATTENTION, as_version=4)  # the learner's work
     (exercise,) = [cell for cell in mine.cells if "raise NotImplementedError" in cell.source]
     exercise.source = MINE
-    nbformat.write(mine, folder / "01_attention.ipynb")
+    nbformat.write(mine, folder / ATTENTION)
 
-    monkeypatch.chdir(tmp_path)  # lesson 03 in a runtime of its own, Drive still mounted
-    run_cell(colab_cell(on_colab.lessons / "03_multihead.ipynb"))
+    monkeypatch.chdir(tmp_path)  # the heads lesson in a runtime of its own, Drive still mounted
+    run_cell(colab_cell(on_colab.lessons / HEADS))
     assert len(on_colab.installs) == 2 and len(on_colab.mounted) == 1 and Path.cwd() == folder
     assert "(0 new, 2 kept as they were)" in capsys.readouterr().out
-    assert MINE in nbformat.read(folder / "01_attention.ipynb", as_version=4).cells[2].source
+    assert MINE in nbformat.read(folder / ATTENTION, as_version=4).cells[2].source
     found = earlier_work("attention", "split_heads")  # as lesson 03 calls it: its own folder
     assert found.attention(1, 2, 3) == ("mine", None)
     said = capsys.readouterr().out
-    assert "attention    lesson 01: yours" in said
-    assert "split_heads  lesson 03: the course's (yours is not written yet)" in said
+    assert f"attention    lesson {lesson_label(ATTENTION[:-6])}: yours" in said
+    assert f"split_heads  lesson {lesson_label(HEADS[:-6])}: the course's (yours is not" in said
 
 
 @pytest.mark.slow
@@ -193,7 +198,7 @@ def test_pip_given_the_colab_cells_command_installs_the_course_alone_and_keeps_t
 ):
     """The cell's own pip command, run by pip with the repository in place of its URL (no
     network here) as a dry run: pip would install the course as a package, nothing else."""
-    run_cell(colab_cell(on_colab.lessons / "01_attention.ipynb"))
+    run_cell(colab_cell(on_colab.lessons / ATTENTION))
     (install,) = on_colab.installs
     here = [
         f"course_lib @ {ROOT.as_uri()}" if a == colab.install_requirement() else a for a in install

@@ -63,7 +63,7 @@ def test_every_exercise_of_the_course_is_defined_in_its_lesson():
     for path in LESSONS:
         for _, names, _ in _exercise_cells(nbformat.read(path, as_version=4)):
             for name in names:
-                defined[name] = lesson_key(path.stem)  # "05" or "05_encoder_decoder"
+                defined[name] = lesson_key(path.stem)  # the notebook's name
     for exercise in all_exercises():
         assert defined.get(exercise.name) == exercise.lesson, (
             f"exercise {exercise.name} (lesson {exercise.lesson}) is not an exercise cell's "

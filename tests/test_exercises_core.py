@@ -19,7 +19,7 @@ def _double(x):
 
 TOY = Exercise(
     name="double",
-    lesson="00",
+    lesson="00_start_here",
     reference=_double,
     cases=lambda: [Case((torch.arange(6.0).view(2, 3),), label="a 2-D x"), (torch.ones(3),)],
     idea="the toy cell",
@@ -60,7 +60,7 @@ def test_an_error_a_known_bug_raises_too_gets_that_bugs_hint():
 
     exercise = Exercise(
         name="rows",
-        lesson="00",
+        lesson="00_start_here",
         reference=rows,
         cases=lambda: [Case((torch.tensor([[0, 1]]), torch.ones(3, 2)), label="2-D ids")],
         idea="the toy cell",
@@ -77,7 +77,7 @@ def test_an_error_a_known_bug_raises_too_gets_that_bugs_hint():
 def test_a_result_without_its_gradient_fails_with_its_own_hint():
     exercise = Exercise(
         name="double",
-        lesson="00",
+        lesson="00_start_here",
         reference=_double,
         cases=lambda: [Case((torch.ones(3, requires_grad=True),), label="x needs a gradient")],
         idea="the toy cell",

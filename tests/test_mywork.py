@@ -5,12 +5,17 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course_lib.exercises import by_name
+from course_lib.exercises import by_name, lesson_label
 from course_lib.mywork import collect, earlier_work
 
 pytestmark = pytest.mark.path_independent
 
 SOLUTION = {"nbgrader": {"solution": True, "grade_id": "x"}}
+
+
+def home(exercise: str) -> str:
+    """The notebook file that holds `exercise` today ("01_attention_qkv.ipynb")."""
+    return by_name(exercise).lesson + ".ipynb"
 
 
 def lesson(folder, name, *cells):
@@ -26,7 +31,7 @@ def lesson(folder, name, *cells):
 
 def test_a_stub_becomes_the_courses_function_and_says_so(tmp_path, capsys):
     lesson(
-        tmp_path, "01_attention.ipynb",
+        tmp_path, home("attention"),
         ("%matplotlib inline\nimport torch", False),
         ("def attention(q, k, v, mask=None):\n    # YOUR CODE HERE\n"
          '    raise NotImplementedError("Exercise attention: write your code here")', True),
@@ -34,13 +39,14 @@ def test_a_stub_becomes_the_courses_function_and_says_so(tmp_path, capsys):
     mine = earlier_work("attention", folder=tmp_path)
     assert mine.attention is by_name("attention").reference
     assert (
-        "attention  lesson 01: the course's (yours is not written yet)" in capsys.readouterr().out
+        f"attention  lesson {lesson_label(by_name('attention').lesson)}: the course's "
+        "(yours is not written yet)" in capsys.readouterr().out
     )
 
 
 def test_the_learners_own_function_is_used_and_later_ones_find_earlier_ones(tmp_path):
     lesson(
-        tmp_path, "01_attention.ipynb",
+        tmp_path, home("attention"),
         ("import math\nimport torch\nprint('this cell is not run')", False),
         ("def attention(q, k, v, mask=None):\n"
          "    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1)\n"
@@ -48,7 +54,7 @@ def test_the_learners_own_function_is_used_and_later_ones_find_earlier_ones(tmp_
          "print('neither is this line')", True),
     )  # fmt: skip
     lesson(
-        tmp_path, "03_multihead.ipynb",
+        tmp_path, home("split_heads"),
         ("def split_heads(x, num_heads):\n    return ('mine', attention)", True),
     )  # fmt: skip
     work = collect(["split_heads", "attention"], tmp_path)
@@ -56,13 +62,14 @@ def test_the_learners_own_function_is_used_and_later_ones_find_earlier_ones(tmp_
     assert torch.equal(work.functions["attention"](q, q, q)[0], torch.full((2, 3), 7.0))
     tag, inner = work.functions["split_heads"](None, 2)
     assert tag == "mine" and inner is work.functions["attention"]  # lesson 01's, not the course's
-    assert work.origin == {"split_heads": "lesson 03: yours", "attention": "lesson 01: yours"}
+    assert work.origin == {
+        "split_heads": f"lesson {lesson_label(by_name('split_heads').lesson)}: yours",
+        "attention": f"lesson {lesson_label(by_name('attention').lesson)}: yours",
+    }
 
 
 def test_a_syntax_error_or_a_missing_lesson_falls_back_to_the_course(tmp_path):
-    lesson(
-        tmp_path, "01_attention.ipynb", ("def attention(q, k, v, mask=None):\n    return (", True)
-    )
+    lesson(tmp_path, home("attention"), ("def attention(q, k, v, mask=None):\n    return (", True))
     work = collect(["attention", "make_causal_mask"], tmp_path)
     assert work.functions["attention"] is by_name("attention").reference
     assert "syntax error" in work.origin["attention"]
@@ -82,49 +89,50 @@ def test_a_folder_without_the_earlier_lessons_gets_the_courses_functions(tmp_pat
     assert work.origin["attention"].endswith("no definition of yours found in this folder)")
 
 
-# ---------------------------------------------------------------- two lessons numbered 05
+# ---------------------------------------------------------------- lesson keys and files
 
 
-def test_lesson_keys_tell_two_lessons_with_one_number_apart():
+def test_lesson_keys_are_the_notebooks_names_and_copies_of_them():
     from course_lib.exercises import LESSONS, lesson_key
 
-    assert lesson_key("05_transformer_block") == "05"
+    assert lesson_key("05_transformer_block") == "05_transformer_block"
     assert lesson_key("05_encoder_decoder") == "05_encoder_decoder"
     assert lesson_key("05_encoder_decoder-Copy1") == "05_encoder_decoder"
-    assert lesson_key("01_attention_qkv") == "01" and lesson_key("07_rope") is None
-    assert lesson_key("notes") is None
-    assert list(LESSONS) == sorted(LESSONS)  # keys sort as their notebooks do
+    assert lesson_key("05_encoder_decoder (1)") == "05_encoder_decoder"
+    assert lesson_key("05_encoder_decoders") is None  # another name, not a copy
+    assert lesson_key("07_rope") is None and lesson_key("notes") is None
+    assert list(LESSONS) == sorted(LESSONS)  # keys sort as their notebooks do: course order
 
 
-def test_lesson_file_finds_each_lesson_05_by_its_key(tmp_path):
+def test_lesson_file_finds_each_lesson_by_its_key(tmp_path):
     from course_lib.exercises import lesson_file
 
     for name in ("05_encoder_decoder.ipynb", "05_transformer_block.ipynb",
                  "05_transformer_block-Copy1.ipynb", "06_capstone.ipynb"):  # fmt: skip
         lesson(tmp_path, name, ("x = 1", False))
-    assert lesson_file(tmp_path, "05").name == "05_transformer_block.ipynb"
+    assert lesson_file(tmp_path, "05_transformer_block").name == "05_transformer_block.ipynb"
     assert lesson_file(tmp_path, "05_encoder_decoder").name == "05_encoder_decoder.ipynb"
-    assert lesson_file(tmp_path, "04") is None
+    assert lesson_file(tmp_path, "04_positional_encoding") is None
     with pytest.raises(ValueError, match="key: expected one of"):
-        lesson_file(tmp_path, "5")
+        lesson_file(tmp_path, "05")
 
 
-def test_earlier_work_reads_each_lesson_05_from_its_own_notebook(tmp_path):
-    # 05_encoder_decoder sorts before 05_transformer_block: a glob of 05_* picked it for the
-    # block's exercises and found none of them
+def test_earlier_work_reads_each_lesson_from_its_own_notebook(tmp_path):
+    # 05_encoder_decoder sorted before 05_transformer_block: a glob of 05_* once picked it for
+    # the block's exercises and found none of them
     lesson(
-        tmp_path, "05_encoder_decoder.ipynb",
+        tmp_path, home("cross_attention"),
         ("def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):\n"
          "    return 'mine: cross'", True),
     )  # fmt: skip
     lesson(
-        tmp_path, "05_transformer_block.ipynb",
+        tmp_path, home("feed_forward"),
         ("def feed_forward(x, lin1, lin2):\n    return 'mine: ff'", True),
     )  # fmt: skip
     work = collect(["feed_forward", "cross_attention"], tmp_path)
     assert work.origin == {
-        "feed_forward": "lesson 05: yours",
-        "cross_attention": "lesson 05_encoder_decoder: yours",
+        "feed_forward": f"lesson {lesson_label(by_name('feed_forward').lesson)}: yours",
+        "cross_attention": f"lesson {lesson_label(by_name('cross_attention').lesson)}: yours",
     }
     assert work.functions["cross_attention"](*[None] * 6) == "mine: cross"
     assert work.functions["feed_forward"](None, None, None) == "mine: ff"
@@ -144,37 +152,57 @@ def test_a_workspace_made_from_todays_lessons_maps_every_exercise_to_its_noteboo
             exercise.name,
             path.name,
         )
-    work = collect(["cross_attention", "decoder_layer", "prenorm_block"], tmp_path)
+    work = collect(["cross_attention", "decoder_layer"], tmp_path)
     assert work.origin == {
-        "cross_attention": "lesson 05_encoder_decoder: the course's (yours is not written yet)",
-        "decoder_layer": "lesson 05_encoder_decoder: the course's (yours is not written yet)",
-        "prenorm_block": "lesson 05: the course's (yours is not written yet)",
+        "cross_attention": "lesson 05: the course's (yours is not written yet)",
+        "decoder_layer": "lesson 05: the course's (yours is not written yet)",
     }
 
 
-# ---------------------------------------------------------------- two lessons numbered 01
+# ---------------------------------------------------------------- lessons that replaced others
 
 
-def test_earlier_work_reads_each_lesson_01_from_its_own_notebook(tmp_path):
-    # 01_attention_qkv sorts before 01_language_and_loss: each key finds only its own
-    from course_lib.exercises import lesson_file, lesson_key
+def test_a_renamed_lesson_finds_your_work_in_its_former_file(tmp_path, monkeypatch):
+    # a workspace keeps the earlier file, with the learner's function in it; the new lesson
+    # arrives beside it with a stub, or with the learner's own newer version
+    from course_lib import exercises
 
-    assert lesson_key("01_language_and_loss") == "01_language_and_loss"
-    assert lesson_key("01_language_and_loss-Copy1") == "01_language_and_loss"
+    monkeypatch.setitem(exercises.FORMER, "05_encoder_decoder", ("03_cross",))
     lesson(
-        tmp_path, "01_attention_qkv.ipynb",
-        ("def attention(q, k, v, mask=None):\n    return 'mine: attention'", True),
+        tmp_path, "03_cross.ipynb",
+        ("def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):\n"
+         "    return 'mine, before'", True),
     )  # fmt: skip
     lesson(
-        tmp_path, "01_language_and_loss.ipynb",
-        ("def token_embedding(ids, weight):\n    return 'mine: rows'", True),
+        tmp_path, "05_encoder_decoder.ipynb",
+        ("def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):\n"
+         "    raise NotImplementedError('cross_attention')\n"
+         "def decoder_layer(x, memory, parts, num_heads):\n    return 'mine, now'", True),
     )  # fmt: skip
-    assert lesson_file(tmp_path, "01").name == "01_attention_qkv.ipynb"
-    assert lesson_file(tmp_path, "01_language_and_loss").name == "01_language_and_loss.ipynb"
-    work = collect(["token_embedding", "attention"], tmp_path)
+    assert [p.name for p in exercises.former_files(tmp_path, "05_encoder_decoder")] == [
+        "03_cross.ipynb"
+    ]
+    work = collect(["cross_attention", "decoder_layer"], tmp_path)
     assert work.origin == {
-        "token_embedding": "lesson 01_language_and_loss: yours",
-        "attention": "lesson 01: yours",
+        "cross_attention": "lesson 05: yours in 03_cross.ipynb",
+        "decoder_layer": "lesson 05: yours",
     }
-    assert work.functions["token_embedding"](None, None) == "mine: rows"
-    assert work.functions["attention"](None, None, None) == "mine: attention"
+    assert work.functions["cross_attention"](*[None] * 6) == "mine, before"
+    # written again in the new lesson, the new version wins
+    lesson(
+        tmp_path, "05_encoder_decoder.ipynb",
+        ("def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):\n"
+         "    return 'mine, now'", True),
+    )  # fmt: skip
+    work = collect(["cross_attention"], tmp_path)
+    assert work.origin == {"cross_attention": "lesson 05: yours"}
+    assert work.functions["cross_attention"](*[None] * 6) == "mine, now"
+
+
+def test_every_former_name_is_no_lesson_of_todays(tmp_path):
+    from course_lib.exercises import FORMER, LESSONS, lesson_key
+
+    for key, former in FORMER.items():
+        assert key in LESSONS
+        for stem in former:
+            assert stem not in LESSONS and lesson_key(stem) is None, stem

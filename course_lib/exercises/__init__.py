@@ -1,11 +1,12 @@
 """Every exercise of the course as data: one module of entries per lesson, on a shared core.
 
 `core` holds the Exercise/Bug/Verdict types and `run`, which checks a learner's function and
-returns a Verdict without printing. `lessonNN` holds lesson NN's entries in `EXERCISES`; a
-lesson that shares its number with another is keyed by its full stem instead
-(`lesson05_encoder_decoder`, beside `lesson05` for 05_transformer_block;
-`lesson01_language_and_loss`, beside `lesson01` for 01_attention_qkv), and `lesson_key` /
-`lesson_file` are the one rule that maps a notebook to its key and back.
+returns a Verdict without printing. Each lesson's entries are `EXERCISES` in the module that
+`LESSONS` names for it; a lesson's key is its notebook's file name without `.ipynb`
+("04_multihead"), so two lessons can never be mixed up, even while a learner's workspace still
+holds a lesson under an earlier name. `lesson_key` / `lesson_file` are the one rule that maps
+a notebook to its key and back, and `FORMER` the one record of lessons that replaced earlier
+ones (`course_lib.mywork` reads a learner's functions from the earlier file too).
 `stub` writes and recognises the stub a learner's copy holds, and decides yours or the
 course's (for the checkers, the explorers, course_lib.mywork, the workspace and nbgrader).
 `course_lib.checks` turns each entry into the `check_<name>` a lesson calls, which prints.
@@ -16,49 +17,86 @@ from pathlib import Path
 
 from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
 
-# each lesson's key, in the order its notebook file sorts: a two-digit number, or a full stem
-# where two lessons share the number
-LESSONS = (
-    "00", "01", "01_language_and_loss", "02", "03", "04", "05", "05_encoder_decoder", "06", "10",
-    "11", "13", "14", "15", "16", "17",
-)  # fmt: skip
+# each lesson's notebook (its file name without .ipynb) -> the module of its entries, in the
+# order the notebooks sort, which is the order of the course
+LESSONS = {
+    "00_start_here": "lesson00",
+    "01_attention_qkv": "lesson01",
+    "01_language_and_loss": "lesson01_language_and_loss",
+    "02_scaling": "lesson02",
+    "03_multihead": "lesson03",
+    "04_positional_encoding": "lesson04",
+    "05_encoder_decoder": "lesson05_encoder_decoder",
+    "05_transformer_block": "lesson05",
+    "06_capstone_train_tiny_transformer": "lesson06",
+    "10_sampling_and_cost": "lesson10",
+    "11_build_and_train": "lesson11",
+    "13_kv_cache_and_gqa": "lesson13",
+    "14_todays_block": "lesson14",
+    "15_sliding_window": "lesson15",
+    "16_longer_than_trained": "lesson16",
+    "17_tiled_attention": "lesson17",
+}
+
+# a lesson that replaced earlier ones -> the earlier notebooks' names. A renamed lesson arrives
+# as a new file (a learner's workspace copy is never overwritten, and nbgitpuller keeps the
+# learner's version), so a workspace may still hold the earlier file with the learner's work
+# in it: course_lib.mywork reads it there wherever the new lesson's exercise is still a stub.
+FORMER: dict[str, tuple[str, ...]] = {}
 
 __all__ = [
     "Bug", "Case", "Exercise", "Verdict", "run", "all_exercises", "by_name", "lesson_file",
-    "lesson_key", "LESSONS",
+    "lesson_key", "lesson_label", "former_files", "LESSONS", "FORMER",
 ]  # fmt: skip
 
 
+def _key_of(stem: str, keys) -> str | None:
+    """The key that `stem` is, or is a copy of ("04_multihead-Copy1", "04_multihead (1)")."""
+    found = [k for k in keys if stem == k or (stem.startswith(k) and stem[len(k)] in "- ")]
+    return max(found, key=len, default=None)
+
+
 def lesson_key(stem: str) -> str | None:
-    """The key that lesson notebook `stem`'s exercises are filed under: a key of LESSONS that
-    names a lesson whole where the stem starts with it ("05_encoder_decoder", and a copy such
-    as "05_encoder_decoder-Copy1"), else its two-digit number ("05_transformer_block" ->
-    "05"); None for a notebook that is no lesson of these."""
-    whole = [key for key in LESSONS if len(key) > 2 and stem.startswith(key)]
-    if whole:
-        return max(whole, key=len)
-    number = stem[:2]
-    if stem[2:3] == "_" and number in LESSONS:
-        return number
-    return None
+    """The key of lesson notebook `stem` (a key of LESSONS: the stem itself, or the lesson a
+    copy such as "05_encoder_decoder-Copy1" was made from); None for a notebook that is no
+    lesson of these, an earlier lesson's file among them."""
+    return _key_of(stem, LESSONS)
+
+
+def _shortest(paths) -> Path | None:
+    return min(paths, key=lambda p: (len(p.name), p.name), default=None)
 
 
 def lesson_file(folder, key: str) -> Path | None:
-    """The notebook in `folder` that holds lesson `key`'s exercises, None when there is none:
-    for "05" that is 05_transformer_block.ipynb, never 05_encoder_decoder.ipynb, whose key is
-    its stem. Of several (a lesson and a copy of it), the shortest name: the lesson itself."""
+    """The notebook in `folder` that holds lesson `key`'s exercises, None when there is none.
+    Of several (a lesson and a copy of it), the shortest name: the lesson itself."""
     if key not in LESSONS:
-        raise ValueError(f"key: expected one of {LESSONS}, got {key!r}")
-    found = [p for p in Path(folder).glob(f"{key[:2]}_*.ipynb") if lesson_key(p.stem) == key]
-    return min(found, key=lambda p: (len(p.name), p.name), default=None)
+        raise ValueError(f"key: expected one of {tuple(LESSONS)}, got {key!r}")
+    return _shortest(p for p in Path(folder).glob("*.ipynb") if lesson_key(p.stem) == key)
+
+
+def former_files(folder, key: str) -> list[Path]:
+    """The earlier notebooks in `folder` that lesson `key` replaced (FORMER), oldest first."""
+    if key not in LESSONS:
+        raise ValueError(f"key: expected one of {tuple(LESSONS)}, got {key!r}")
+    found = []
+    for stem in FORMER.get(key, ()):
+        path = _shortest(p for p in Path(folder).glob("*.ipynb") if _key_of(p.stem, [stem]))
+        if path is not None:
+            found.append(path)
+    return found
+
+
+def lesson_label(key: str) -> str:
+    """How messages name lesson `key`: by its number, "04"."""
+    return key[:2]
 
 
 def all_exercises() -> list[Exercise]:
     """Every exercise of every lesson, in course order."""
     found = []
-    for lesson in LESSONS:
-        module = importlib.import_module(f"course_lib.exercises.lesson{lesson}")
-        found.extend(module.EXERCISES)
+    for module in LESSONS.values():
+        found.extend(importlib.import_module(f"course_lib.exercises.{module}").EXERCISES)
     return found
 
 

@@ -51,7 +51,7 @@ def _global_max(x):
 
 SOFTMAX = Exercise(
     name="softmax",
-    lesson="00",
+    lesson="00_start_here",
     reference=softmax_reference,
     cases=_cases,
     idea="the section 'A first taste: softmax turns scores into weights' (the formula and the "

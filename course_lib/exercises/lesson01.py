@@ -148,7 +148,7 @@ def _swapped(q, k, v, mask=None):
 
 ATTENTION = Exercise(
     name="attention",
-    lesson="01",
+    lesson="01_attention_qkv",
     reference=attention_reference,
     cases=_attention_cases,
     idea="the steps 1 to 4 worked on the query of 'it', and the section 'Masking: no peeking "
@@ -274,7 +274,7 @@ def make_causal_mask_reference(T):
 
 CAUSAL_MASK = Exercise(
     name="make_causal_mask",
-    lesson="01",
+    lesson="01_attention_qkv",
     reference=make_causal_mask_reference,
     cases=lambda: [
         Case((5,)),

@@ -53,7 +53,7 @@ def _plogp(w: torch.Tensor) -> torch.Tensor:
 
 ENTROPY = Exercise(
     name="entropy",
-    lesson="02",
+    lesson="02_scaling",
     reference=entropy_reference,
     cases=_entropy_cases,
     idea="the cell 'Big scores saturate the softmax', which defines the entropy and its two "
@@ -222,7 +222,7 @@ def _vanishing_cases() -> list[Case]:
 
 VANISHING_WIDTH = Exercise(
     name="vanishing_width",
-    lesson="02",
+    lesson="02_scaling",
     reference=vanishing_width_reference,
     cases=_vanishing_cases,
     idea="the table of typical gradient norms in 'A saturated softmax passes almost no "

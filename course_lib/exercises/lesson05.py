@@ -80,7 +80,7 @@ def _if_shapes_fit(wrong):
 
 FEED_FORWARD = Exercise(
     name="feed_forward",
-    lesson="05",
+    lesson="05_transformer_block",
     reference=feed_forward_reference,
     cases=_feed_forward_cases,
     idea="the feed-forward sub-layer's contract and the example worked by hand below it "
@@ -220,7 +220,7 @@ def _residual_from_normed(x, attn, ff, norm1, norm2):
 
 PRENORM_BLOCK = Exercise(
     name="prenorm_block",
-    lesson="05",
+    lesson="05_transformer_block",
     reference=prenorm_block_reference,
     cases=_prenorm_block_cases,
     idea="the pre-norm diagram in 'How the block is wired' (what each sub-layer reads, where "
@@ -348,7 +348,7 @@ def _layer_norm_wrong(*, dims=(-1,), unbiased=False, eps_at="inside", centre=Tru
 
 LAYER_NORM = Exercise(
     name="layer_norm",
-    lesson="05",
+    lesson="05_transformer_block",
     reference=layer_norm_reference,
     cases=_layer_norm_cases,
     idea="'Layer norm, not batch norm' (which numbers each norm averages over) and the RMS "

@@ -48,7 +48,7 @@ def _merge_along_tokens(y):
 
 MERGE_HEADS = Exercise(
     name="merge_heads",
-    lesson="03",
+    lesson="03_multihead",
     reference=merge_heads_reference,
     cases=_merge_cases,
     idea="the section 'From one wide attention to H narrow ones': the numbered tensor cut into "

@@ -187,7 +187,7 @@ def _mh_rope_on_q_only(x, qkv, out, num_heads, mask=None, rope=None):
 
 MULTIHEAD = Exercise(
     name="multihead",
-    lesson="03",
+    lesson="03_multihead",
     reference=multihead_reference,
     cases=_multihead_cases,
     idea="the section 'The whole layer': what the layer holds and what each head does, and the "

@@ -54,7 +54,7 @@ def _split_pieces_of_width_h(x, num_heads):
 
 SPLIT_HEADS = Exercise(
     name="split_heads",
-    lesson="03",
+    lesson="03_multihead",
     reference=split_heads_reference,
     cases=_split_cases,
     idea="the section 'From one wide attention to H narrow ones': the numbered tensor cut into "

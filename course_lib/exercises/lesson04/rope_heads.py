@@ -72,7 +72,7 @@ def _with(positions=None, exponent=None):
 
 ROPE_HEADS = Exercise(
     name="rope_heads",
-    lesson="04",
+    lesson="04_positional_encoding",
     reference=rope_heads_reference,
     cases=_rope_heads_cases,
     idea="the section 'RoPE inside multi-head attention': exercise 4's text and its worked "

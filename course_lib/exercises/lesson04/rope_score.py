@@ -50,7 +50,7 @@ def _score(q, k, m, n, *, pairs="neighbours", speed=None):
 
 ROPE_SCORE = Exercise(
     name="rope_score",
-    lesson="04",
+    lesson="04_positional_encoding",
     reference=rope_score_reference,
     cases=_rope_score_cases,
     idea="'RoPE: rotate the queries and keys' (pair i is (x_2i, x_2i+1), turned by the "

@@ -92,7 +92,7 @@ def _angle_on_last_axis(pair, angle):
 
 ROTATE_PAIR = Exercise(
     name="rotate_pair",
-    lesson="04",
+    lesson="04_positional_encoding",
     reference=rotate_pair_reference,
     cases=_rotate_cases,
     idea="the picture of (1, 0) and (0, 1) turned by the angle a, in the section 'RoPE: "

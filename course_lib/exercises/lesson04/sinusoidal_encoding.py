@@ -38,7 +38,7 @@ def _interleave(even, odd):
 
 SINUSOIDAL_ENCODING = Exercise(
     name="sinusoidal_encoding",
-    lesson="04",
+    lesson="04_positional_encoding",
     reference=sinusoidal_reference,
     cases=_sinusoidal_cases,
     idea="the section 'Sinusoidal encoding': the formula for PE[p, 2i] and PE[p, 2i+1], and "

@@ -230,7 +230,7 @@ def _model_cases() -> list[Case]:
 
 MY_TRANSFORMER = Exercise(
     name="MyTransformer",
-    lesson="06",
+    lesson="06_capstone_train_tiny_transformer",
     reference=transformer_logits,
     cases=_model_cases,
     idea="the section 'Your model, from your own code': the cell that prints rope-h4's "

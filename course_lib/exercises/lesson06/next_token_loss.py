@@ -54,7 +54,7 @@ def _pairs(logits, targets):
 
 NEXT_TOKEN_LOSS = Exercise(
     name="next_token_loss",
-    lesson="06",
+    lesson="06_capstone_train_tiny_transformer",
     reference=next_token_loss_reference,
     cases=_loss_cases,
     idea="the section 'The next-token loss': which position predicts which token, and the "

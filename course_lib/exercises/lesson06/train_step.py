@@ -144,7 +144,7 @@ def _step_cases() -> list[Case]:
 
 TRAIN_STEP = Exercise(
     name="train_step",
-    lesson="06",
+    lesson="06_capstone_train_tiny_transformer",
     reference=steps_reference,
     cases=_step_cases,
     idea="the section 'One training step': the schedule's formula and the cell that prints "

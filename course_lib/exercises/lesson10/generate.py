@@ -137,7 +137,7 @@ IDEA = "the section 'Sampling, one token at a time' and the exercise's contract"
 
 GENERATE = Exercise(
     name="generate",
-    lesson="10",
+    lesson="10_sampling_and_cost",
     reference=generate_reference,
     cases=_cases,
     idea=IDEA,

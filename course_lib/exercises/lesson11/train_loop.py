@@ -228,7 +228,7 @@ def _loop_cases() -> list[Case]:
 
 TRAIN_LOOP = Exercise(
     name="train_loop",
-    lesson="11",
+    lesson="11_build_and_train",
     reference=loop_reference,
     cases=_loop_cases,
     idea="the section 'The whole loop': the recipe, its schedule and the contract",

@@ -96,7 +96,7 @@ def _written(*, offset=lambda S: S, mask="shifted", keep="all", order="past firs
 
 ATTEND_CACHED = Exercise(
     name="attend_cached",
-    lesson="13",
+    lesson="13_kv_cache_and_gqa",
     reference=attend_cached_reference,
     cases=_attend_cached_cases,
     idea="the section 'One layer with a cache': exercise 2's text, and the worked example "

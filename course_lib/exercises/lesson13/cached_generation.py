@@ -186,7 +186,7 @@ def _forward_cases() -> list[Case]:
 
 FORWARD_WITH_CACHE = Exercise(
     name="forward_with_cache",
-    lesson="13",
+    lesson="13_kv_cache_and_gqa",
     reference=uncached,
     cases=_forward_cases,
     idea="the section 'The whole model with a cache': exercise 3's text, and the forward "
@@ -323,7 +323,7 @@ def _generate_cases() -> list[Case]:
 
 GENERATE_CACHED = Exercise(
     name="generate_cached",
-    lesson="13",
+    lesson="13_kv_cache_and_gqa",
     reference=generate_reference,
     cases=_generate_cases,
     idea="the section 'The whole model with a cache': exercise 3's text on generate_cached, "

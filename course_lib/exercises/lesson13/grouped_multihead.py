@@ -105,7 +105,7 @@ def _written(*, share="interleave", layout="qkv", masked=True, project=True, rop
 
 GROUPED_MULTIHEAD = Exercise(
     name="grouped_multihead",
-    lesson="13",
+    lesson="13_kv_cache_and_gqa",
     reference=grouped_multihead_reference,
     cases=_grouped_cases,
     idea="the section 'Fewer key and value heads': exercise 4's text and its picture of "

@@ -55,7 +55,7 @@ def _at(positions):
 
 ROPE_FROM = Exercise(
     name="rope_from",
-    lesson="13",
+    lesson="13_kv_cache_and_gqa",
     reference=rope_from_reference,
     cases=_rope_from_cases,
     idea="the section 'Keys and values, computed once': exercise 1's text and its worked "

@@ -45,7 +45,7 @@ def _mean_square(x, dim=-1):
 
 RMS_NORM = Exercise(
     name="rms_norm",
-    lesson="14",
+    lesson="14_todays_block",
     reference=rms_norm_reference,
     cases=_rms_norm_cases,
     idea="the section 'RMSNorm: the scale without the centre' and exercise 1's text",

@@ -52,7 +52,7 @@ def _with(hidden):
 
 SWIGLU = Exercise(
     name="swiglu",
-    lesson="14",
+    lesson="14_todays_block",
     reference=swiglu_reference,
     cases=_swiglu_cases,
     idea="the section 'SwiGLU: a gate on the feed-forward layer' and exercise 2's text",

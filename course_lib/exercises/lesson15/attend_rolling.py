@@ -107,7 +107,7 @@ def _step(*, at="position", trim="before", drop="after sinks", keep=lambda s, w:
 
 ATTEND_ROLLING = Exercise(
     name="attend_rolling",
-    lesson="15",
+    lesson="15_sliding_window",
     reference=attend_rolling_reference,
     cases=_cases,
     idea="the section 'A cache that stops growing' and exercise 2's text",

@@ -50,7 +50,7 @@ def _mask(*, width=lambda w: w, causal=True, sinks_on=True, sinks_causal=True, f
 
 SLIDING_WINDOW_MASK = Exercise(
     name="sliding_window_mask",
-    lesson="15",
+    lesson="15_sliding_window",
     reference=sliding_window_mask_reference,
     cases=_cases,
     idea="the section 'Each query sees the last W keys' and exercise 1's text",

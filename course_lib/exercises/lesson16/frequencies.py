@@ -118,7 +118,7 @@ def _yarn(turns=lambda L, t: L * t / (2 * math.pi), gamma=None, mix=None):
 
 PI_ANGLES = Exercise(
     name="pi_angles",
-    lesson="16",
+    lesson="16_longer_than_trained",
     reference=pi_angles_reference,
     cases=_pi_cases,
     idea="the section 'Position interpolation': exercise 1's text, and lesson 04's rope_heads",
@@ -174,7 +174,7 @@ PI_ANGLES = Exercise(
 
 NTK_FREQUENCIES = Exercise(
     name="ntk_frequencies",
-    lesson="16",
+    lesson="16_longer_than_trained",
     reference=ntk_frequencies_reference,
     cases=_ntk_cases,
     idea="the section 'NTK-aware scaling: a new base': exercise 2's text",
@@ -238,7 +238,7 @@ NTK_FREQUENCIES = Exercise(
 
 YARN_FREQUENCIES = Exercise(
     name="yarn_frequencies",
-    lesson="16",
+    lesson="16_longer_than_trained",
     reference=yarn_frequencies_reference,
     cases=_yarn_cases,
     idea="the section 'YaRN: by wavelength': exercise 3's text",

@@ -194,7 +194,7 @@ IDEA = (
 
 ONLINE_ATTENTION = Exercise(
     name="online_attention",
-    lesson="17",
+    lesson="17_tiled_attention",
     reference=online_attention_reference,
     cases=_cases,
     idea=IDEA,
@@ -302,7 +302,7 @@ ONLINE_ATTENTION = Exercise(
 
 GRADIENTS = Exercise(
     name="online_attention",
-    lesson="17",
+    lesson="17_tiled_attention",
     reference=gradients_reference,
     cases=_gradient_cases,
     idea=IDEA,

@@ -132,7 +132,7 @@ IDEA = (
 
 TILED_BACKWARD = Exercise(
     name="tiled_backward",
-    lesson="17",
+    lesson="17_tiled_attention",
     reference=tiled_backward_reference,
     cases=_cases,
     idea=IDEA,
