@@ -1,5 +1,6 @@
 """The checkers' core and every exercise entry: no dead hint, strict comparisons, hints in steps."""
 
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -72,6 +73,41 @@ def test_an_error_a_known_bug_raises_too_gets_that_bugs_hint():
     # another error on the same case keeps the general hint
     verdict = run(exercise, lambda ids, w: w[ids.float()])
     assert verdict.bug is None and "promises this case works" in verdict.steps[0]
+
+
+def _view_after_transpose(x):
+    return x.transpose(0, 1).view(-1) * 0 + 2 * x.reshape(-1)
+
+
+def _cos_of_a_number(x):
+    return x * 2 + torch.cos(float(x.shape[-1])) * 0
+
+
+def _none_compared(x, limit=None):
+    return x * 2 if limit > 0 else x
+
+
+@pytest.mark.parametrize(
+    ("wrong", "name", "words"),
+    [
+        (_view_after_transpose, "view of a non-contiguous tensor", "`.reshape`"),
+        (_cos_of_a_number, "a torch function given a Python number", "math module"),
+        (_none_compared, "None used as a number", "`is None`"),
+        (lambda x: x @ torch.ones(2, 3), "a matrix product of mismatched shapes", "`.mT`"),
+    ],
+)
+def test_errors_many_exercises_meet_get_their_own_hint_before_the_general_one(wrong, name, words):
+    verdict = run(TOY, wrong)
+    assert verdict.bug == name, verdict.message
+    assert words in verdict.steps[0] and "promises this case works" not in verdict.steps[0]
+    assert verdict.steps[1:] == ("Twice x is x added to itself.", "See the toy cell.")
+    assert verdict.message.startswith("double: your function raised ")
+
+
+def test_an_exercises_own_bug_comes_before_a_common_error():
+    own = Bug("viewed", _view_after_transpose, "a view of a transpose", "use reshape here.")
+    verdict = run(replace(TOY, bugs=(own,)), _view_after_transpose)
+    assert verdict.bug == "viewed" and verdict.steps[0] == "use reshape here."
 
 
 def test_a_result_without_its_gradient_fails_with_its_own_hint():
@@ -196,9 +232,12 @@ SLOW_HINT_CHECKS = {"vanishing_width"}
 )
 def test_no_hint_is_dead(exercise):
     """Every bug differs from the reference on some case, and handing in the bug itself gets
-    that bug's own hint (not an earlier bug's, not a pass)."""
+    that bug's own hint (not an earlier bug's, not a pass); checking it warns about nothing
+    (a warning from the checker itself would be an error; the learner's code may warn)."""
     for bug in exercise.bugs:
-        verdict = run(exercise, bug.wrong)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", module=r"course_lib\.exercises\.core")
+            verdict = run(exercise, bug.wrong)
         assert not verdict.passed, f"{exercise.name}: bug {bug.name} passes every case"
         assert verdict.bug == bug.name, (exercise.name, bug.name, verdict.message)
         assert verdict.steps[0] == bug.cause and verdict.steps[-1].startswith("See ")
