@@ -45,7 +45,8 @@ _failed: dict[str, list] = {}  # exercise name -> [verdict, steps shown], for hi
 
 
 def show(verdict: Verdict) -> Verdict:
-    """Print a verdict's first line the way every check cell does, and remember it for hint()."""
+    """Print a verdict's first line the way every check cell does, and remember it for hint()
+    (lesson 00)."""
     if verdict.passed:
         print(f"PASS  {verdict.message}")
     else:
@@ -64,7 +65,7 @@ def show(verdict: Verdict) -> Verdict:
 
 
 def hint(name: str | None = None) -> None:
-    """Print the next hint for the last failed check (or for exercise `name`)."""
+    """Print the next hint for the last failed check (or for exercise `name`) (lesson 00)."""
     if name is None:
         if _last["verdict"] is None:
             print("No failed check to give a hint for.")
@@ -83,7 +84,8 @@ def hint(name: str | None = None) -> None:
 
 
 def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
-    """The check_<name>(fn) a lesson calls: verdict(fn), printed; returns the Verdict.
+    """The check_<name>(fn) a lesson calls: verdict(fn), printed; returns the Verdict (lesson
+    00).
 
     verdict defaults to core.run(exercise, fn). Where what the learner writes is not a
     function of the cases' arguments (lesson 06's class and training step), it is the

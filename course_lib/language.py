@@ -1,4 +1,4 @@
-"""The toy language as a program, and the best loss any model can reach on it (lesson 06).
+"""The toy language as a program, and the best loss any model can reach on it (lesson 01).
 
 A line is sentences one after another, cut at the line's length. A sentence reads like
 
