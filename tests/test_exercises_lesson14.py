@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib.checks import check_rms_norm, check_swiglu
-from course_lib.exercises.core import dead_bugs, run
+from course_lib.exercises.core import run
 from course_lib.exercises.lesson14 import (
     EXERCISES,
     RMS_NORM,
@@ -98,11 +98,10 @@ def test_the_workspace_stubs_are_not_implemented_yet(capsys):
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_every_bug_runs_on_every_case_and_can_be_named(exercise):
+def test_every_bug_runs_on_every_case(exercise):
     for case in exercise.case_list():
         for bug in exercise.bugs:
             bug.wrong(*case.args, **case.kwargs)
-    assert dead_bugs(exercise) == []
 
 
 def test_no_cell_above_an_exercise_shows_its_solution():

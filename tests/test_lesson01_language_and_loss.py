@@ -220,6 +220,7 @@ def test_the_tied_rows_say_what_the_lesson_reads_from_them():
         assert said in text, said
 
 
+@pytest.mark.slow  # five bigrams trained: in `make test`, not `make quick`
 def test_the_counted_bigram_is_within_002_of_the_first_model_on_every_row(runs):
     model, _ = runs[0]
     valid = corpus.load_split("valid")

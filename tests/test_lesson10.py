@@ -72,6 +72,7 @@ def test_each_claim_of_the_table_holds_on_every_seed(table):
         assert 6.5 <= top2["distinct"] <= 7.5  # "about 7 starts of 16"
 
 
+@pytest.mark.slow
 def test_the_compounding_leak_predicts_the_sampled_share_of_whole_lines(table):
     lines = corpus.load_split("valid")[:100]
     for s in range(3):
@@ -140,6 +141,7 @@ def test_the_lessons_numbers_are_the_ones_its_text_quotes():
     assert len(sampling.SETTINGS) == 15 and sampling.PROMPTS == 8 and sampling.SAMPLES == 16
 
 
+@pytest.mark.slow  # every seed's samples read again
 def test_at_a_low_temperature_most_breaks_are_the_models_favourite_on_every_seed():
     for s in range(3):
         model = load_trained("base", s)
@@ -151,6 +153,7 @@ def test_at_a_low_temperature_most_breaks_are_the_models_favourite_on_every_seed
     assert "temperature 1: 23 of 128 lines break a rule; at 4 of them" in out
 
 
+@pytest.mark.explorers
 def test_the_explorers_things_to_try_show_what_the_text_says():
     from course_lib.model import generate
     from course_lib.widgets import SamplingExplorer

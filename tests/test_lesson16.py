@@ -14,6 +14,7 @@ def _parts(method, factor):
     return [rs.summary(rs.grid_excess(GRID, s, method, factor)) for s in rs.SEEDS]
 
 
+@pytest.mark.slow
 def test_the_grid_is_what_the_shipped_model_measures():
     model = variants.load_trained("base", 0)
     for method, factor in (("none", 1), ("ntk", 4.0), ("yarn", 2.0)):

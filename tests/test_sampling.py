@@ -90,6 +90,7 @@ def test_wall_times_returns_one_time_per_length_for_each_function():
     assert list(times) == ["a"] and len(times["a"]) == 2 and all(t > 0 for t in times["a"])
 
 
+@pytest.mark.slow
 def test_favourite_breaks_counts_broken_lines_and_the_models_own_choices():
     from course_lib.variants import load_trained
 

@@ -103,6 +103,7 @@ def test_the_shipped_floor_is_the_languages(table):
         assert table["floor"][split] == pytest.approx(variants.split_floor(split), abs=1e-5)
 
 
+@pytest.mark.slow
 def test_a_shipped_trained_variant_is_the_tables_run():
     # lessons 15 and 16 study these models: each must be the run the table reports
     table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
