@@ -227,8 +227,10 @@ def save_trained(variant: str, seed: int, directory=CHECKPOINT_DIR) -> dict:
         "recipe": asdict(replace(RECIPE, seed=seed)),
         "train_len": SEQ_LEN,
         "parameters": _parameters(VARIANTS[variant]),
+        "floor": card_floor(),
         "excess": {split: run[split] for split in ("valid", "long")},
-        "note": "excess: loss minus floor per prediction; on long, positions 32-126 only",
+        "note": "floor: the least loss any model can reach, per prediction (lesson 01); excess: "
+        "loss minus floor; on long, positions 32-126 only",
         "torch": torch.__version__,
     }
     directory = Path(directory)
@@ -236,6 +238,11 @@ def save_trained(variant: str, seed: int, directory=CHECKPOINT_DIR) -> dict:
     torch.save(model.state_dict(), directory / f"{name}.pt")
     (directory / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
     return card
+
+
+def card_floor() -> dict[str, dict[str, float]]:
+    """The floor of each split a card reports on, overall and per skill (as a card rounds it)."""
+    return {split: _round(split_floor(split)) for split in ("valid", "long")}
 
 
 def trained_card(variant: str = "base", seed: int = 0) -> dict:
