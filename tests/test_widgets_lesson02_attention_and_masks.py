@@ -39,7 +39,6 @@ def test_the_picture_names_its_setting_and_follows_every_control():
     assert np.prod([len(v) for v in explorer.settings().values()]) == 216
 
 
-
 def test_attention_explorer_query_moves_bars_and_box_not_the_map():
     explorer = AttentionExplorer()
     control = explorer.controls["query"]

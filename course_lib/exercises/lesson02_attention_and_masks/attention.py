@@ -146,7 +146,6 @@ def _swapped(q, k, v, mask=None):
     return weights, out
 
 
-
 ATTENTION = Exercise(
     name="attention",
     lesson="02_attention_and_masks",
