@@ -36,8 +36,10 @@ from course_lib.widgets.lesson17 import TileExplorer
 EXPLORERS = (
     SoftmaxExplorer,
     NextTokenExplorer,
-    AttentionExplorer,
+    # lesson02 (the scaling lesson's module, until it moves to lesson03_scaling) sorts before
+    # lesson02_attention_and_masks, whose lesson comes first in the course
     ScalingExplorer,
+    AttentionExplorer,
     HeadsExplorer,
     PositionExplorer,
     RopeExplorer,
