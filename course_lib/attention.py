@@ -1,4 +1,4 @@
-"""Scaled dot-product attention and the causal mask (lessons 01 and 02)."""
+"""Scaled dot-product attention and the causal mask (lessons 02 and 03)."""
 
 import math
 
@@ -8,7 +8,7 @@ from course_lib._validation import broadcast_shape, float_tensor, positive_int
 
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
-    """(T, T) bool, True on and below the diagonal: query t may look at keys 0..t (lesson 01)."""
+    """(T, T) bool, True on and below the diagonal: query t may look at keys 0..t (lesson 02)."""
     positive_int("T", T)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T)
 
@@ -74,7 +74,7 @@ def check_qkv(q, k, v) -> torch.Size:
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, scale=True):
-    """softmax(q k^T * factor) v, returning (output, weights) (lesson 01; the scale in lesson 02).
+    """softmax(q k^T * factor) v, returning (output, weights) (lesson 02; the scale in lesson 03).
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); mask is bool, True where a
     query may attend, broadcastable to (..., T_q, T_k). Weights rows sum to 1.
@@ -88,7 +88,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=True):
 
 def attend(q, k, v, mask, factor: float):
     """The arithmetic of scaled_dot_product_attention without its checks, for a caller whose
-    q, k, v and mask are right by construction, as inside a model's layers (lesson 01)."""
+    q, k, v and mask are right by construction, as inside a model's layers (lesson 02)."""
     scores = (
         q @ k.transpose(-2, -1)
     ) * factor  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)

@@ -1,9 +1,9 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson
-01_language_and_loss, which shares its number with lesson 01, in
-lesson01_language_and_loss.py): the course's reference,
+lessons 02_attention_and_masks, 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17
+(a lesson that shares its number with another is keyed by its full name, as
+lesson01_language_and_loss.py and lesson02_attention_and_masks/): the course's reference,
 the cases, the likely bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
@@ -21,9 +21,9 @@ from functools import partial
 
 from course_lib.exercises import (
     lesson00,
-    lesson01,
     lesson01_language_and_loss,
     lesson02,
+    lesson02_attention_and_masks,
     lesson03,
     lesson04,
     lesson05,
@@ -109,14 +109,16 @@ def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
 # ---------------------------------------------------------------- lesson 00
 check_softmax = checker(lesson00.SOFTMAX)
 
-# ---------------------------------------------------------------- lesson 01
-check_attention = checker(lesson01.ATTENTION)
-check_causal_mask = checker(lesson01.CAUSAL_MASK)
-
 # ---------------------------------------------------------------- lesson 01_language_and_loss
 check_token_embedding = checker(lesson01_language_and_loss.TOKEN_EMBEDDING)
 check_output_layer = checker(lesson01_language_and_loss.OUTPUT_LAYER)
 check_next_token_cross_entropy = checker(lesson01_language_and_loss.NEXT_TOKEN_CROSS_ENTROPY)
+
+# ---------------------------------------------------------------- lesson 02_attention_and_masks
+check_causal_mask = checker(lesson02_attention_and_masks.CAUSAL_MASK)
+check_qkv_projection = checker(lesson02_attention_and_masks.QKV_PROJECTION)
+check_attention = checker(lesson02_attention_and_masks.ATTENTION)
+check_padding_mask = checker(lesson02_attention_and_masks.PADDING_MASK)
 
 # ---------------------------------------------------------------- lesson 02
 check_entropy = checker(lesson02.ENTROPY)

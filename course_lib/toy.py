@@ -1,5 +1,5 @@
-"""Lesson 01's toy sentence and random projections: fixed random embeddings, untrained q/k/v
-projections, and how strongly the last output depends on each input (lesson 01)."""
+"""A toy sentence's random vectors: fixed random embeddings, one per distinct word, and
+untrained q/k/v projections (lesson 01)."""
 
 import math
 
@@ -29,16 +29,3 @@ def project_qkv(x, d: int, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     w_q, w_k, w_v = (torch.randn(D, d, generator=g) / math.sqrt(D) for _ in range(3))
     return x @ w_q, x @ w_k, x @ w_v  # (..., T, D) @ (D, d) -> (..., T, d)
-
-
-def influence_on_last(fn, x) -> torch.Tensor:
-    """(T,) Frobenius norm of d fn(x)[-1] / d x[t] for each position t of x (T, D) (lesson 01).
-
-    How strongly the last output still depends on each earlier input: the question of
-    how far information travels through a model in one forward pass.
-    """
-    float_tensor("x", x, min_dim=2)
-    if x.dim() != 2:
-        raise ValueError(f"x: expected a (T, D) sequence, got shape {tuple(x.shape)}")
-    jac = torch.autograd.functional.jacobian(lambda inp: fn(inp)[-1], x)  # (D_out, T, D)
-    return jac.pow(2).sum(dim=(0, 2)).sqrt()  # (T,)

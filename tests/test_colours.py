@@ -57,7 +57,9 @@ HISTORY = History(
 CHANCE = {"previous": 0.07, "bracket": 0.06, "subject": 0.12}  # heads.chance_scores' kind
 VIZ_FIGURES = {
     "attention_heatmap": lambda: viz.attention_heatmap(attention(6, 6), LABELS, LABELS),
-    "influence_figure": lambda: viz.influence_figure([1e-3, 1e-2, 1.0], [0.5, 0.7, 1.0]),
+    "padding_figure": lambda: viz.padding_figure(
+        attention(4, 6), attention(4, 6) * torch.tensor([1.0] * 4 + [0.0] * 2), LABELS[:4], 6
+    ),
     "next_token_figure": lambda: viz.next_token_figure(
         [(["Dog"], {"near": 0.5, "with": 0.5}, "near", "other"), (["a"], {"b": 1.0}, "b", "mark")]
     ),

@@ -21,8 +21,8 @@ from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
 # order the notebooks sort, which is the order of the course
 LESSONS = {
     "00_start_here": "lesson00",
-    "01_attention_qkv": "lesson01",
     "01_language_and_loss": "lesson01_language_and_loss",
+    "02_attention_and_masks": "lesson02_attention_and_masks",
     "02_scaling": "lesson02",
     "03_multihead": "lesson03",
     "04_positional_encoding": "lesson04",
@@ -42,7 +42,9 @@ LESSONS = {
 # as a new file (a learner's workspace copy is never overwritten, and nbgitpuller keeps the
 # learner's version), so a workspace may still hold the earlier file with the learner's work
 # in it: course_lib.mywork reads it there wherever the new lesson's exercise is still a stub.
-FORMER: dict[str, tuple[str, ...]] = {}
+FORMER: dict[str, tuple[str, ...]] = {
+    "02_attention_and_masks": ("01_attention_qkv",),
+}
 
 __all__ = [
     "Bug", "Case", "Exercise", "Verdict", "run", "all_exercises", "by_name", "lesson_file",

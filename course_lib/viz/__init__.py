@@ -8,17 +8,16 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01` ... `lesson06`, `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`,
-  `lesson16`,
+- `lesson01_language_and_loss`, `lesson02_attention_and_masks`, `lesson02` ... `lesson06`,
+  `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`, `lesson16`,
   `lesson17`: each lesson's figures and the constants
-  they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lessons
-  01_language_and_loss and 05_encoder_decoder, which share their numbers with lessons 01 and
-  05, have `lesson01_language_and_loss` and `lesson05_encoder_decoder`.
+  they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); a lesson
+  that shares its number with another has a module named after its notebook
+  (`lesson01_language_and_loss`, `lesson02_attention_and_masks`, `lesson05_encoder_decoder`).
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
 
-from course_lib.viz.lesson01 import attention_heatmap, draw_weight_bars, influence_figure
 from course_lib.viz.lesson01_language_and_loss import (
     bigram_curve_figure,
     embedding_map_figure,
@@ -26,6 +25,11 @@ from course_lib.viz.lesson01_language_and_loss import (
     skill_loss_figure,
 )
 from course_lib.viz.lesson02 import REFERENCE_STYLES, curve_panels, scale_sweep_figure
+from course_lib.viz.lesson02_attention_and_masks import (
+    attention_heatmap,
+    draw_weight_bars,
+    padding_figure,
+)
 from course_lib.viz.lesson03 import (
     HEAD_MARKERS,
     SQUEEZE_ABOVE,
@@ -105,9 +109,10 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson04",
-                  "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson11",
-                  "lesson13", "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
+FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02_attention_and_masks", "lesson02",
+                  "lesson03", "lesson04", "lesson05", "lesson05_encoder_decoder", "lesson06",
+                  "lesson10", "lesson11", "lesson13", "lesson14", "lesson15", "lesson16",
+                  "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -157,7 +162,6 @@ __all__ = [
     "head_grid",
     "head_groups_figure",
     "heads_sweep_figure",
-    "influence_figure",
     "length_generalisation_figure",
     "excess_by_position_figure",
     "memory_figure",
@@ -170,6 +174,7 @@ __all__ = [
     "meaning",
     "new_figure",
     "next_token_figure",
+    "padding_figure",
     "pair_arrow",
     "pin_to_limits",
     "pinned_points",

@@ -1,6 +1,6 @@
 """The course's look, shared by every lesson's figures and explorers: resolution, colour
 policy (PALETTE, COLOURS, MARKERS, line styles), meaning() and colour(), new_figure(), the
-argument helpers the figure modules share, and draw_attention (lessons 01 and 02).
+argument helpers the figure modules share, and draw_attention (lessons 02 and 03).
 """
 
 import numpy as np
@@ -100,7 +100,7 @@ def _as_array(weights):
 
 
 def draw_attention(ax, weights, query_labels=None, key_labels=None, *, annot=False, cbar=True):
-    """Draw a (T_q, T_k) weight matrix as a labelled seaborn heatmap on ax (lesson 01)."""
+    """Draw a (T_q, T_k) weight matrix as a labelled seaborn heatmap on ax (lesson 02)."""
     data = _as_array(weights)
     sns.heatmap(
         data,

@@ -1,26 +1,19 @@
-"""Lesson 01's exercises: batched attention with an optional mask; the causal mask.
+"""Lesson 02's attention exercise: every query at once, batched, with an optional mask.
 
-CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
-- attention(q, k, v, mask=None) -> (output, weights): q (..., T_q, d_k), k (..., T_k, d_k),
-  v (..., T_k, d_v) with any number of leading batch dimensions (none included) that
-  broadcast; mask None or bool, True where a query may attend, broadcastable to
-  (..., T_q, T_k). output (..., T_q, d_v), weights (..., T_q, T_k), in q's dtype.
-- make_causal_mask(T) -> (T, T) bool, True on and below the diagonal.
-
-The lesson teaches the four steps on one query of one sentence (no batch, no mask in code);
-the exercise asks for every query at once, any leading batch dimensions and the mask. The
-cases are ordered so that an axis counted from the front (dim=1, transpose(1, 2), shape[2])
-gives wrong numbers, with a hint of its own, before a case where it would only raise.
+The lesson works the four steps for one query of one sentence, one dot product per key in a
+Python loop (no matrix product, no batch, no mask in code); the exercise asks for every query
+at once, any leading batch dimensions, the mask, and d_v != d_k. The cases are ordered so
+that an axis counted from the front (dim=1, transpose(1, 2), shape[2]) gives wrong numbers,
+with a hint of its own, before a case where it would only raise.
 """
 
 import math
+import warnings
 
 import torch
 
 from course_lib.attention import causal_mask
 from course_lib.exercises.core import Bug, Case, Exercise
-
-# ---------------------------------------------------------------- attention
 
 
 def attention_reference(q, k, v, mask=None):
@@ -136,6 +129,13 @@ def _transpose_1_2(k):
     return k.transpose(1, 2)  # hard-coded: the last two axes of a 3-D k only
 
 
+def _every_axis_reversed(k):
+    """k.T, as a learner writes it: on more than two axes it reverses all of them."""
+    with warnings.catch_warnings():  # torch warns that .T on 3-D tensors is deprecated
+        warnings.simplefilter("ignore", UserWarning)
+        return k.T
+
+
 def _unstable_softmax(scores):
     e = scores.exp()
     return e / e.sum(dim=-1, keepdim=True)
@@ -148,11 +148,11 @@ def _swapped(q, k, v, mask=None):
 
 ATTENTION = Exercise(
     name="attention",
-    lesson="01_attention_qkv",
+    lesson="02_attention_and_masks",
     reference=attention_reference,
     cases=_attention_cases,
-    idea="the steps 1 to 4 worked on the query of 'it', and the section 'Masking: no peeking "
-    "at the future'",
+    idea="the four steps of 'One query, step by step', worked for the verb, and the section "
+    "'The causal mask'",
     bugs=(
         Bug(
             "swapped_results",
@@ -178,6 +178,15 @@ ATTENTION = Exercise(
             "does not exist. The two axes to swap are the last two, whatever stands in front.",
         ),
         Bug(
+            "dot_T_on_a_batch",
+            lambda q, k, v, mask=None: _attend(q, k, v, mask, keys=_every_axis_reversed),
+            "`.T` reversed every axis of a batched k",
+            "k.T turns k around completely: a (B, T_k, d_k) k becomes (d_k, T_k, B), and a "
+            "(B, H, T_k, d_k) one (d_k, T_k, H, B), so the batch axes meet the wrong axes of q. "
+            "On one (T_k, d_k) sentence it happens to be right. Only the last two axes should "
+            "swap, whatever stands in front of them.",
+        ),
+        Bug(
             "no_scale",
             lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda *a: 1.0),
             "your weights are more peaked than the course's: the scores are not scaled",
@@ -191,6 +200,16 @@ ATTENTION = Exercise(
             ),
             "your weights are flatter than the course's: the scores are shrunk too much",
             "you divide the scores by d_k itself; the scale is the square root of d_k.",
+        ),
+        Bug(
+            "scale_by_d_v",
+            lambda q, k, v, mask=None: _attend(
+                q, k, v, mask, scale=lambda q, k, v: 1 / math.sqrt(v.shape[-1])
+            ),
+            "right when d_v = d_k, wrong when the values are narrower or wider than the keys",
+            "you divide by the square root of d_v, the width of v. The scores are dot products "
+            "of queries with keys, so the scale is the square root of their width d_k, the "
+            "last axis of q (or k); v never enters the scores.",
         ),
         Bug(
             "scale_after_softmax",
@@ -209,11 +228,11 @@ ATTENTION = Exercise(
             "counted from the front (shape[1], shape[2]) is the length T on some ranks.",
         ),
         Bug(
-            "scale_fixed_at_8",
-            lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda *a: 1 / math.sqrt(8)),
-            "right when d_k = 8, wrong for any other width: your scale does not follow q",
-            "the scale is always 1/sqrt(8). Does your function read the lesson's d = 8 (a name "
-            "from outside the function)? It must take d_k from q itself.",
+            "scale_fixed_at_2",
+            lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda *a: 1 / math.sqrt(2)),
+            "your scale is 1/sqrt(2) whatever the width of q: it does not follow q",
+            "does your function read the lesson's d_k = 2 (a name from outside the function)? "
+            "It must take d_k from q itself.",
         ),
         Bug(
             "mask_ignored",
@@ -264,64 +283,3 @@ ATTENTION = Exercise(
         "query may attend; a blocked score becomes minus infinity before the softmax.",
     ),
 )
-
-# ---------------------------------------------------------------- the causal mask
-
-
-def make_causal_mask_reference(T):
-    return causal_mask(T)  # (T, T)
-
-
-CAUSAL_MASK = Exercise(
-    name="make_causal_mask",
-    lesson="01_attention_qkv",
-    reference=make_causal_mask_reference,
-    cases=lambda: [
-        Case((5,)),
-        Case((2,)),
-        Case((12,)),
-        Case((1,), label="one token, which may see itself"),
-    ],
-    idea="the mask printed in 'Masking: no peeking at the future' (row t is query t, column s "
-    "is key s)",
-    bugs=(
-        Bug(
-            "lesson_size",
-            lambda T: causal_mask(9),
-            "your mask is 9 by 9 whatever T is",
-            "it has the size of the lesson's nine-word sentence: is your function returning "
-            "the lesson's mask, or building one from a length other than its argument T?",
-        ),
-        Bug(
-            "transposed",
-            lambda T: causal_mask(T).T.contiguous(),
-            "your True values sit on and above the diagonal",
-            "row t is query t and column s is key s: query t may see keys 0..t, the columns "
-            "up to and including t, which puts True on and BELOW the diagonal.",
-        ),
-        Bug(
-            "inverted",
-            lambda T: ~causal_mask(T),
-            "your mask is True exactly where it should be False",
-            "True means the query MAY attend: the past and the token itself, not the future.",
-        ),
-        Bug(
-            "no_diagonal",
-            lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1),
-            "your diagonal is False",
-            "a token may attend to itself: the diagonal belongs to the allowed part.",
-        ),
-        Bug(
-            "not_bool",
-            lambda T: causal_mask(T).float(),
-            "right pattern, but not a bool tensor",
-            "attention expects True and False (dtype torch.bool), not 1 and 0 in a number "
-            "dtype: make the tensor bool, or build it from a comparison, which gives bool.",
-        ),
-    ),
-    hints=(
-        "Row t of the mask is query t; column s is key s. Query t may attend to key s when s <= t.",
-    ),
-)
-
-EXERCISES = (ATTENTION, CAUSAL_MASK)

@@ -1,4 +1,4 @@
-"""Lesson 01's explorer: one query's attention weights beside the whole map.
+"""Lesson 02's explorer: one query's attention weights beside the whole map.
 
 `AttentionExplorer(attention=attention)` draws the map from the learner's own attention (the
 lesson's exercise) and says in the readout where it differs from the course's.
@@ -8,17 +8,17 @@ import numpy as np
 import torch
 from matplotlib.patches import Rectangle
 
-from course_lib import viz
+from course_lib import corpus, viz
 from course_lib.attention import causal_mask, scaled_dot_product_attention
+from course_lib.attention_demos import lesson_line, untrained_embedding
 from course_lib.runtime import one_thread
-from course_lib.toy import project_qkv, toy_embeddings
+from course_lib.toy import project_qkv
 from course_lib.widgets.base import Explorer, checkbox, choice_slider, compare_learner, slider
-
-TOY_SENTENCE = ("the", "cat", "chased", "the", "mouse", "because", "it", "was", "hungry")
 
 
 class AttentionExplorer(Explorer):
-    """Lesson 01: pick a query token; see its weights beside the whole map (random projections).
+    """Lesson 02: pick a query token of the lesson's line; see its weights beside the whole
+    map, from an untrained embedding (random rows) and random projections of width d.
 
     With `attention` (a function `attention(q, k, v, mask=None) -> (output, weights)`, the
     lesson's exercise) the picture shows that function's weights, and the readout's note says
@@ -26,21 +26,22 @@ class AttentionExplorer(Explorer):
     """
 
     PICTURE = (
-        "Attention map of the sentence (rows queries, columns keys, brighter is more weight) "
-        "with the chosen query's weights as bars"
+        "Attention map of the lesson's line (rows queries, columns keys, brighter is more "
+        "weight) with the chosen query's weights as bars"
     )
 
     WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+    START_QUERY = 5  # the verb, 'eats'
 
-    def __init__(self, words=TOY_SENTENCE, D: int = 16, *, attention=None):
+    def __init__(self, words=None, D: int = 16, *, attention=None):
         if attention is not None and not callable(attention):
             raise TypeError(
                 "attention: expected your attention function (or None for the course's), "
                 f"got {type(attention).__name__}"
             )
         self.attention = attention
-        self.words = list(words)
-        self.x = toy_embeddings(self.words, D)  # (T, D)
+        self.words = lesson_line() if words is None else list(words)
+        self.x = untrained_embedding(D)[corpus.encode(self.words)]  # (T, D): rows of its ids
         T = len(self.words)
         fig, (self.ax_bars, self.ax_map) = viz.new_figure(
             10.5, 4.4, ncols=2, width_ratios=[1, 1.15]
@@ -51,9 +52,12 @@ class AttentionExplorer(Explorer):
         self.row_box = Rectangle((0, 0), T, 1, fill=False, edgecolor="red", linewidth=2.5)
         self.ax_map.add_patch(self.row_box)
         self.ax_map.set_title("every query (rows) over every key")
+        self.setting_title = fig.suptitle(" ", fontsize=11)
         controls = {
             "query": choice_slider(  # positions in order: arrow keys walk along the sentence
-                "query token", [(f"{i}: {w}", i) for i, w in enumerate(self.words)], min(6, T - 1)
+                "query token",
+                [(f"{i}: {w}", i) for i, w in enumerate(self.words)],
+                min(self.START_QUERY, T - 1),
             ),
             "width": choice_slider("head width d", self.WIDTHS, 8),
             "seed": slider("projection seed", 0, 0, 9),
@@ -62,7 +66,7 @@ class AttentionExplorer(Explorer):
         super().__init__(
             controls,
             fig,
-            dynamic=[self.mesh, *self.bars, self.row_box, self.ax_bars.title],
+            dynamic=[self.mesh, *self.bars, self.row_box, self.ax_bars.title, self.setting_title],
         )
 
     def update(self) -> None:
@@ -93,6 +97,10 @@ class AttentionExplorer(Explorer):
             bar.set_height(height)
         self.row_box.set_y(row)
         self.ax_bars.set_title(f"weights of query {row}: '{word}'")
+        self.setting_title.set_text(
+            f"untrained embedding, random projections: d = {v['width']}, projection seed "
+            f"{v['seed']}, {mask_said}"
+        )
         top = self.weights[row].topk(min(3, len(self.words)))
         pairs = zip(top.values.tolist(), top.indices.tolist(), strict=True)
         listed = ", ".join(f"'{self.words[k]}' ({k}) {w:.2f}" for w, k in pairs)
@@ -118,5 +126,5 @@ class AttentionExplorer(Explorer):
         }
 
     def settings(self) -> dict[str, list]:
-        """Every query and the causal switch; widths 1, 4, 8 and 64, seeds 0-2: 216 settings."""
-        return super().settings(width=[1, 4, 8, 64], seed=[0, 1, 2])
+        """Every query and the causal switch; widths 1, 8 and 64, seeds 0-2: 216 settings."""
+        return super().settings(width=[1, 8, 64], seed=[0, 1, 2])

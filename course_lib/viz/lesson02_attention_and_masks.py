@@ -1,0 +1,66 @@
+"""Lesson 02's figures: an attention matrix, one query's weights, and a padded sentence's
+weights with and without the padding mask."""
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from course_lib.viz.style import _as_array, _numbers, draw_attention, new_figure
+
+
+def attention_heatmap(
+    weights, query_labels=None, key_labels=None, *, title=None, annot=None
+) -> Figure:
+    """Figure of one attention weight matrix, rows = queries, columns = keys (lesson 02)."""
+    data = _as_array(weights)
+    size = max(3.5, 0.45 * data.shape[1] + 2.0)
+    fig, ax = new_figure(size, max(3.0, 0.45 * data.shape[0] + 1.2))
+    if annot is None:
+        annot = max(data.shape) <= 8
+    draw_attention(ax, data, query_labels, key_labels, annot=annot)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def draw_weight_bars(ax, weights_row, key_labels, color="tab:blue"):
+    """Bars of one query's attention weights over the keys, on a fixed 0..1 axis (lesson 02)."""
+    heights = _numbers("weights_row", weights_row)
+    if len(heights) != len(key_labels):
+        raise ValueError(
+            f"key_labels: expected one label per weight ({len(heights)}), got {len(key_labels)}"
+        )
+    bars = ax.bar(range(len(heights)), heights, color=color)
+    ax.set_xticks(range(len(heights)), key_labels, rotation=90)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("attention weight")
+    ax.set_xlabel("key (attended to)")
+    return bars
+
+
+def padding_figure(unmasked, masked, tokens, T: int) -> Figure:
+    """Two maps of one right-padded sentence's weights, its real queries (rows) over all T
+    keys, without and with the padding mask, on one colour scale from 0 to the larger
+    map's largest weight; the pad columns are labelled "pad" (lesson 02)."""
+    tokens = list(tokens)
+    maps = [_as_array(unmasked), _as_array(masked)]
+    n = len(tokens)
+    if not 0 < n <= T or any(m.shape != (n, T) for m in maps):
+        raise ValueError(
+            f"unmasked, masked: expected ({n}, {T}) weights of {n} real queries over T = {T} "
+            f"keys, got {[m.shape for m in maps]}"
+        )
+    top = float(max(m.max() for m in maps))
+    keys = tokens + ["pad"] * (T - n)
+    fig, axes = new_figure(9.6, 2 * (0.3 * n + 1.3) + 0.4, nrows=2)
+    titles = ("without a padding mask", "with the padding mask")
+    for ax, data, title in zip(axes, maps, titles, strict=True):
+        image = ax.imshow(data, cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
+        ax.set_xticks(range(T), keys, rotation=90)
+        ax.set_yticks(range(n), tokens)
+        ax.axvline(n - 0.5, color="white", linewidth=2)  # where the pads begin
+        on_pads = data[:, n:].sum(axis=1)  # (n,) each real query's weight on the pads
+        ax.set_title(f"{title}: {np.mean(on_pads):.2f} of each query's weight on pads, on average")
+        ax.set_ylabel("query")
+        fig.colorbar(image, ax=ax, label="attention weight", shrink=0.9)
+    axes[-1].set_xlabel("key (attended to)")
+    return fig

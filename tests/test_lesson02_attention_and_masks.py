@@ -1,0 +1,227 @@
+"""Lesson 02_attention_and_masks's claims, each checked against torch or against a hand-derived
+answer: the line and its verb, the head built by hand step by step, the causal mask, the padded
+batch (what moves without a mask, over several seeds), and torch's mask conventions."""
+
+import math
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from course_lib import attention_demos, corpus, language
+from course_lib.attention import causal_mask, scaled_dot_product_attention
+from course_lib.exercises.lesson02_attention_and_masks import (
+    attention_reference,
+    padding_mask_reference,
+    qkv_projection_reference,
+)
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "02_attention_and_masks.ipynb"
+W_Q = torch.tensor([[0.0, 0, 0, 4], [0, 0, 0, -4]])
+W_K = torch.tensor([[1.0, 1, 0, 0], [0, 0, 1, 0]])
+W_V = torch.tensor([[-1.0, 1, 0, 0]])
+VERB = 5
+
+
+def _markdown() -> str:
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
+
+
+def _code() -> str:
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    return "\n".join(c.source for c in cells if c.cell_type == "code")
+
+
+def head(ids):
+    x = attention_demos.feature_embedding()[ids]  # (T, 4)
+    return x @ W_Q.T, x @ W_K.T, x @ W_V.T
+
+
+@pytest.fixture(scope="module")
+def tokens():
+    return attention_demos.lesson_line()
+
+
+# ---------------------------------------------------------------- the line
+
+
+def test_the_verb_agrees_with_its_subject_five_tokens_back_past_two_plural_nouns(tokens):
+    assert len(tokens) == 12
+    assert tokens[0] == "Cat" and tokens[VERB] == "eats" and tokens[-1] == "Cats"
+    assert tokens[VERB] in language.VERB_FORMS  # the singular form
+    between = [t for t in tokens[1:VERB] if t in language.NOUNS]
+    assert between == ["dogs", "dogs"]  # two plural nouns
+    assert tokens[VERB - 1] == "dogs"  # the noun just before the verb
+    assert tokens[-1] in language.SUBJECTS  # the next sentence's subject, plural
+    text = _markdown()
+    for said in ("five tokens back", "past two plural nouns", "`Cat` at position 0"):
+        assert said in text, said
+
+
+def test_the_embedding_by_hand_has_the_four_features_it_says():
+    E = attention_demos.feature_embedding()
+    assert E.shape == (len(corpus.VOCAB), 4)
+    row = {token: E[i].tolist() for token, i in corpus.TOKEN_ID.items()}
+    assert row["Cat"] == [1, 0, 0, 0] and row["Fishes"] == [0, 1, 0, 0]
+    assert row["dogs"] == [0, 0, 1, 0] and row["fish"] == [0, 0, 1, 0]
+    assert row["eats"] == [0, 0, 0, 1] and row["sing"] == [0, 0, 0, 1]
+    for none in ("near", "(", "]", ".dcc", "la"):  # marks, prepositions, brackets, syllables
+        assert row[none] == [0, 0, 0, 0], none
+
+
+# ---------------------------------------------------------------- the head by hand
+
+
+def test_one_query_step_by_step_is_row_5_of_the_whole_map(tokens):
+    q, k, v = head(corpus.encode(tokens))
+    scores = torch.stack([q[VERB] @ k[s] for s in range(12)])
+    assert scores.tolist() == [4, 0, -4, 0, -4, 0, -4, 0, -4, 0, 0, 4]
+    weights = torch.softmax(scores / math.sqrt(2), dim=-1)
+    # e^(4/sqrt 2) over 2 e^(4/sqrt 2) + 6 + 4 e^(-4/sqrt 2): 0.422 on each subject
+    both = math.exp(4 / math.sqrt(2))
+    assert round(both / (2 * both + 6 + 4 / both), 3) == 0.422
+    assert round(weights[0].item(), 3) == round(weights[11].item(), 3) == 0.422
+    out = sum(weights[s] * v[s] for s in range(12))
+    assert f"{out.item():.2f}" == "0.00"  # -1 and +1 cancel, exactly
+    course_out, course_weights = scaled_dot_product_attention(q, k, v)
+    assert_close(course_weights[VERB], weights)
+    assert_close(course_out[VERB], out)
+    assert_close(course_out, F.scaled_dot_product_attention(q, k, v))
+    others = torch.cat([course_weights[:VERB], course_weights[VERB + 1 :]])  # (11, 12)
+    assert_close(others, torch.full((11, 12), 1 / 12))  # a query (0, 0): every key alike
+    assert "each with weight 0.422" in _markdown()
+
+
+def test_the_causal_mask_leaves_the_verb_its_own_subject(tokens):
+    q, k, v = head(corpus.encode(tokens))
+    out, weights = scaled_dot_product_attention(q, k, v, causal_mask(12))
+    assert torch.all(weights.triu(1) == 0)
+    assert_close(weights.sum(-1), torch.ones(12))
+    assert_close(weights[0], torch.eye(12)[0])  # the first token reads only itself
+    assert round(weights[VERB, 0].item(), 3) == 0.844
+    assert f"{out[VERB].item():.2f}" == "-0.84"
+    assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    text = _markdown()
+    assert "with weight 0.844" in text and "$-0.84$, says singular" in text
+
+
+def test_a_later_token_never_changes_an_earlier_output_under_the_mask(tokens):
+    ids = corpus.encode(tokens)
+    for replacement in ("Dog", "Cat", "dogs", "eats", "("):
+        changed = ids.clone()
+        changed[-1] = corpus.TOKEN_ID[replacement]
+        before, after = (scaled_dot_product_attention(*head(i), causal_mask(12))[0]
+                         for i in (ids, changed))  # fmt: skip
+        assert torch.equal(before[:-1], after[:-1])
+    changed[-1] = corpus.TOKEN_ID["Dog"]  # the lesson's change: the verb's output moves
+    before = scaled_dot_product_attention(*head(ids))[0]
+    after = scaled_dot_product_attention(*head(changed))[0]
+    assert (before[:-1] - after[:-1]).abs().max() > 0.5
+
+
+# ---------------------------------------------------------------- the padded batch
+
+
+def test_the_batch_is_the_first_sentences_of_lines_2_to_4_padded_to_18():
+    sentences, ids, lengths = attention_demos.padded_batch()
+    assert lengths.tolist() == [18, 9, 15] and ids.shape == (3, 18)
+    assert int(lengths.sum()) == 42
+    valid = corpus.load_split("valid")
+    assert valid.shape[1] == corpus.load_split("train").shape[1] == 32  # every line 32 tokens
+    for b, (sentence, n) in enumerate(zip(sentences, lengths.tolist(), strict=True)):
+        assert sentence[-1] in language.MARKS and sentence == corpus.to_tokens(valid[2 + b])[:n]
+        assert torch.all(ids[b, n:] == attention_demos.PAD)
+    assert torch.all(attention_demos.untrained_embedding()[attention_demos.PAD] == 0)
+    assert "have 18, 9 and 15 tokens" in _markdown()
+
+
+def moved_counts(seed: int) -> dict:
+    """The lesson's measurement for a seed: real tokens whose output moves in the batch."""
+    _, ids, lengths = attention_demos.padded_batch()
+    T = ids.shape[1]
+    g = torch.Generator().manual_seed(seed)
+    x = attention_demos.untrained_embedding(16, seed)[ids]  # (B, T, D)
+    w_qkv = torch.randn(2 * 8 + 4, 16, generator=g) / 4
+
+    def outputs(x, mask):
+        return attention_reference(*qkv_projection_reference(x, w_qkv, 8), mask)[0]
+
+    masks = {
+        "no mask": lambda n, T: None,
+        "padding mask": padding_mask_reference,
+        "causal mask": lambda n, T: causal_mask(T),
+        "causal and padding": lambda n, T: causal_mask(T) & padding_mask_reference(n, T),
+    }
+    counts, smallest_moved = {}, {}
+    for name, mask_of in masks.items():
+        batched = outputs(x, mask_of(lengths, T))
+        counts[name], gaps = 0, []
+        for b, n in enumerate(lengths.tolist()):
+            alone = outputs(x[b : b + 1, :n], mask_of(lengths[b : b + 1], n))
+            gap = (batched[b, :n] - alone[0]).abs().amax(dim=-1)
+            counts[name] += int((gap > 1e-4).sum())
+            gaps.append(gap)
+        smallest_moved[name] = torch.cat(gaps[1:]).min().item()  # the padded sentences
+    return counts, smallest_moved
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_without_a_mask_every_real_token_of_a_padded_sentence_moves(seed, measure):
+    counts, smallest = moved_counts(seed)
+    assert counts == {"no mask": 24, "padding mask": 0, "causal mask": 0, "causal and padding": 0}
+    # the smallest move of a padded sentence's real token with no mask, over seeds 0-7 on the
+    # native (AVX-512) path: 0.018 .. 0.056, far above the lesson's 1e-4 line, so the count is
+    # the same on every kernel path; with a mask the gaps were exactly 0
+    assert measure("smallest unmasked move", smallest["no mask"]) > 1e-2
+
+
+def test_the_lessons_counts_are_what_its_text_says():
+    text = _markdown()
+    for said in ("Of the 42 real tokens", "all 24 real tokens of the two padded sentences",
+                 "none of the 18 of the longest"):  # fmt: skip
+        assert said in text, said
+
+
+def test_with_the_padding_mask_the_batch_agrees_with_torchs_fused_attention():
+    _, ids, lengths = attention_demos.padded_batch()
+    x = attention_demos.untrained_embedding()[ids]
+    w_qkv = torch.randn(20, 16, generator=torch.Generator().manual_seed(0)) / 4
+    q, k, v = qkv_projection_reference(x, w_qkv, 8)
+    mask = padding_mask_reference(lengths, ids.shape[1])  # (B, 1, T), True = may attend
+    ours, weights = attention_reference(q, k, v, mask)
+    assert_close(ours, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    assert torch.isfinite(ours).all()  # the pads' rows read the real tokens: numbers, not NaN
+    assert torch.all(weights[mask.expand_as(weights).logical_not()] == 0)
+    everything_blocked = mask & mask.transpose(-2, -1)  # the pads' rows blocked as well
+    assert torch.isnan(attention_reference(q, k, v, everything_blocked)[0]).any()
+
+
+@pytest.mark.slow  # torch's MultiheadAttention takes about 1 s on its first call
+def test_torchs_fused_attention_scales_by_d_k_and_multihead_attention_masks_the_other_way():
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(2, 4, 8, generator=g), torch.randn(2, 6, 8, generator=g)
+    v = torch.randn(2, 6, 3, generator=g)  # d_v = 3, d_k = 8: the scale follows d_k
+    mask = torch.rand(2, 4, 6, generator=g) < 0.6
+    mask[..., 0] = True
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # True = may attend
+    assert_close(attention_reference(q, k, v, mask)[0], theirs)
+    layer = torch.nn.MultiheadAttention(8, 1, bias=False, batch_first=True)
+    x = torch.randn(2, 6, 8, generator=g)
+    w_q, w_k, w_v = layer.in_proj_weight.detach().chunk(3)
+    allowed = causal_mask(6)
+    with torch.no_grad():
+        _, their_weights = layer(x, x, x, attn_mask=~allowed)  # True = NOT allowed there
+    _, ours = attention_reference(x @ w_q.T, x @ w_k.T, x @ w_v.T, allowed)
+    assert_close(ours, their_weights)
+
+
+def test_the_lesson_uses_no_term_a_later_lesson_introduces():
+    text = _markdown().lower()
+    for later in ("multi-head", "encoder", "decoder", "layer norm", "residual", "feed-forward",
+                  "rope", "sinusoidal", "adamw", "checkpoint", "temperature"):  # fmt: skip
+        assert later not in text, later
+    assert " block " not in f" {text} "
