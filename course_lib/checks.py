@@ -3,8 +3,8 @@
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
 lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson
 01_language_and_loss, which shares its number with lesson 01, in
-lesson01_language_and_loss.py): the course's reference,
-the cases, the likely bugs with their hints;
+lesson01_language_and_loss.py; lesson 03_scaling, which shares 03, in
+lesson03_scaling.py): the course's reference, the cases, the likely bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
@@ -23,8 +23,8 @@ from course_lib.exercises import (
     lesson00,
     lesson01,
     lesson01_language_and_loss,
-    lesson02,
     lesson03,
+    lesson03_scaling,
     lesson04,
     lesson05,
     lesson05_encoder_decoder,
@@ -116,14 +116,14 @@ check_token_embedding = checker(lesson01_language_and_loss.TOKEN_EMBEDDING)
 check_output_layer = checker(lesson01_language_and_loss.OUTPUT_LAYER)
 check_next_token_cross_entropy = checker(lesson01_language_and_loss.NEXT_TOKEN_CROSS_ENTROPY)
 
-# ---------------------------------------------------------------- lesson 02
-check_entropy = checker(lesson02.ENTROPY)
-check_vanishing_width = checker(lesson02.VANISHING_WIDTH)
-
 # ---------------------------------------------------------------- lesson 03
 check_split_heads = checker(lesson03.SPLIT_HEADS)
 check_merge_heads = checker(lesson03.MERGE_HEADS)
 check_multihead = checker(lesson03.MULTIHEAD)
+
+# ---------------------------------------------------------------- lesson 03_scaling
+check_score_variance = checker(lesson03_scaling.SCORE_VARIANCE)
+check_softmax_jacobian = checker(lesson03_scaling.SOFTMAX_JACOBIAN)
 
 # ---------------------------------------------------------------- lesson 04
 check_sinusoidal_encoding = checker(lesson04.SINUSOIDAL_ENCODING)

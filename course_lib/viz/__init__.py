@@ -12,8 +12,9 @@ each name lives in one module of this package:
   `lesson16`,
   `lesson17`: each lesson's figures and the constants
   they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lessons
-  01_language_and_loss and 05_encoder_decoder, which share their numbers with lessons 01 and
-  05, have `lesson01_language_and_loss` and `lesson05_encoder_decoder`.
+  01_language_and_loss, 03_scaling and 05_encoder_decoder, which share their numbers with
+  lessons 01, 03 and 05, have `lesson01_language_and_loss`, `lesson03_scaling` and
+  `lesson05_encoder_decoder`.
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -25,7 +26,6 @@ from course_lib.viz.lesson01_language_and_loss import (
     next_token_figure,
     skill_loss_figure,
 )
-from course_lib.viz.lesson02 import REFERENCE_STYLES, curve_panels, scale_sweep_figure
 from course_lib.viz.lesson03 import (
     HEAD_MARKERS,
     SQUEEZE_ABOVE,
@@ -35,6 +35,12 @@ from course_lib.viz.lesson03 import (
     head_grid,
     heads_sweep_figure,
     set_token_ticks,
+)
+from course_lib.viz.lesson03_scaling import (
+    REFERENCE_STYLES,
+    curve_panels,
+    excess_rows_figure,
+    training_figure,
 )
 from course_lib.viz.lesson04 import (
     cosine_scale,
@@ -105,9 +111,10 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson04",
-                  "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson11",
-                  "lesson13", "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
+FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson03", "lesson03_scaling",
+                  "lesson04", "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson10",
+                  "lesson11", "lesson13", "lesson14", "lesson15", "lesson16",
+                  "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -153,6 +160,7 @@ __all__ = [
     "embedding_map_figure",
     "encoder_decoder_diagram",
     "encoding_heatmap",
+    "excess_rows_figure",
     "ffn_width_figure",
     "head_grid",
     "head_groups_figure",
@@ -176,7 +184,6 @@ __all__ = [
     "plot_history",
     "reversal_training_figure",
     "rotated_pair_figure",
-    "scale_sweep_figure",
     "set_token_ticks",
     "setup_depth_axes",
     "setup_pair_axes",
@@ -188,5 +195,6 @@ __all__ = [
     "to_png",
     "token_costs_figure",
     "tradeoff_figure",
+    "training_figure",
     "visibility_figure",
 ]
