@@ -181,9 +181,9 @@ def test_the_reference_passes_its_own_check(exercise):
     assert run(exercise, exercise.reference).passed
 
 
-# vanishing_width's bugs each train the narrow heads of lesson 02 again (about 15 s of the
-# edit-test loop's 30): `make test` checks it, `make quick` leaves it out
-SLOW_HINT_CHECKS = {"vanishing_width"}
+# an exercise whose bugs each take seconds to check goes here: `make test` checks it, `make
+# quick` leaves it out (none today)
+SLOW_HINT_CHECKS: set[str] = set()
 
 
 @pytest.mark.parametrize(
