@@ -104,6 +104,7 @@ def test_no_cell_above_an_exercise_hands_the_learner_the_answer():
 # ---------------------------------------------------------------- score_variance
 
 
+@pytest.mark.slow  # 2,400 pairs of layers: in `make test`, not `make quick`
 def test_the_reference_is_what_default_linear_layers_measure():
     """The formula against the measurement, over three seeds of 200 pairs of layers: within 3%
     (measured here at most 1.8%); the notebook's seed 0 within 1% (0.8% and 0.5%)."""
