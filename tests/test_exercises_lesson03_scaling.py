@@ -134,6 +134,10 @@ def test_variance_mistakes_get_their_hint():
         var_w = 1 / d_model
         return d_k * (d_model * var_w + (var_w if bias else 0)) ** 2
 
+    def bound_as_width(d_model, d_k, bias=True):  # (b - a)^2 / 12 with b - a = 1/sqrt(d_model)
+        var_w = (1 / math.sqrt(d_model)) ** 2 / 12
+        return d_k * (d_model * var_w + (var_w if bias else 0)) ** 2
+
     def forgot_bias(d_model, d_k, bias=True):
         var_w = 1 / (3 * d_model)
         return d_k * (d_model * var_w) ** 2
@@ -179,6 +183,7 @@ def test_variance_mistakes_get_their_hint():
 
     expected = {
         bound_as_variance: ("bound_squared", "9 times"),
+        bound_as_width: ("half_width", "1/16 of the course's"),
         forgot_bias: ("no_bias", "the same with bias=True as with bias=False"),
         one_variance: ("one_factor", "3 times"),
         added_variances: ("sum_not_product", "6 times"),

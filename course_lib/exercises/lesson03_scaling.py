@@ -62,6 +62,16 @@ SCORE_VARIANCE = Exercise(
             "another initialisation, not of nn.Linear's).",
         ),
         Bug(
+            "half_width",
+            lambda d_model, d_k, bias=True: (
+                d_k * ((d_model + (1 if bias else 0)) / (12 * d_model)) ** 2
+            ),
+            "your answer is about 1/16 of the course's",
+            "a number drawn uniformly from (a, b) has variance (b - a)^2 / 12, where b - a is the "
+            "interval's whole width: for nn.Linear's (-1/sqrt(d_model), 1/sqrt(d_model)) that is "
+            "2/sqrt(d_model), not 1/sqrt(d_model).",
+        ),
+        Bug(
             "no_bias",
             lambda d_model, d_k, bias=True: d_k / 9,
             "your answer is the same with bias=True as with bias=False",
