@@ -1,10 +1,9 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 02_attention_and_masks, 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17
-(a lesson that shares its number with another is keyed by its full name, as
-lesson01_language_and_loss.py and lesson02_attention_and_masks/): the course's reference,
-the cases, the likely bugs with their hints;
+the module of course_lib/exercises that `course_lib.exercises.LESSONS` names for its lesson
+(a file, or a folder of one file per exercise): the course's reference, the cases, the likely
+bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
 a pass, "not implemented yet", or the symptom of the most likely bug. `hint()` then prints
@@ -22,9 +21,9 @@ from functools import partial
 from course_lib.exercises import (
     lesson00,
     lesson01_language_and_loss,
-    lesson02,
     lesson02_attention_and_masks,
     lesson03,
+    lesson03_scaling,
     lesson04,
     lesson05,
     lesson05_encoder_decoder,
@@ -120,14 +119,14 @@ check_qkv_projection = checker(lesson02_attention_and_masks.QKV_PROJECTION)
 check_attention = checker(lesson02_attention_and_masks.ATTENTION)
 check_padding_mask = checker(lesson02_attention_and_masks.PADDING_MASK)
 
-# ---------------------------------------------------------------- lesson 02
-check_entropy = checker(lesson02.ENTROPY)
-check_vanishing_width = checker(lesson02.VANISHING_WIDTH)
-
 # ---------------------------------------------------------------- lesson 03
 check_split_heads = checker(lesson03.SPLIT_HEADS)
 check_merge_heads = checker(lesson03.MERGE_HEADS)
 check_multihead = checker(lesson03.MULTIHEAD)
+
+# ---------------------------------------------------------------- lesson 03_scaling
+check_score_variance = checker(lesson03_scaling.SCORE_VARIANCE)
+check_softmax_jacobian = checker(lesson03_scaling.SOFTMAX_JACOBIAN)
 
 # ---------------------------------------------------------------- lesson 04
 check_sinusoidal_encoding = checker(lesson04.SINUSOIDAL_ENCODING)

@@ -1,21 +1,21 @@
-"""Lesson 02's experiment: unscaled scores saturate the softmax and starve its gradient,
-measured on random problems and in a short training run of one head (lesson 02).
+"""Lesson 03's experiment: unscaled scores saturate the softmax and starve its gradient,
+measured on random problems, on freshly made nn.Linear projections, and in a short training
+run of one head (lesson 03).
 
-The attention itself is course_lib.attention; lesson 02's sweep over trained models is
-course_lib.scale_sweep.
+The attention itself is course_lib.attention.
 """
 
 import math
 
 import torch
 
-from course_lib._validation import float_tensor, one_of, positive_int
-from course_lib.attention import check_qkv, scale_factor
+from course_lib._validation import float_tensor, positive_int
+from course_lib.attention import scale_factor
 from course_lib.runtime import one_thread
 
 
 def random_qkv(n: int, T: int, d_k: int, d_v: int = 16, generator=None):
-    """n random (T, d_k) queries and keys and (T, d_v) values, entries N(0, 1) (lesson 02)."""
+    """n random (T, d_k) queries and keys and (T, d_v) values, entries N(0, 1) (lesson 03)."""
     for name, value in (("n", n), ("T", T), ("d_k", d_k), ("d_v", d_v)):
         positive_int(name, value)
     q = torch.randn(n, T, d_k, generator=generator)
@@ -25,7 +25,7 @@ def random_qkv(n: int, T: int, d_k: int, d_v: int = 16, generator=None):
 
 
 def sample_scores(d_k: int, n: int, *, scale=False, generator=None) -> torch.Tensor:
-    """(n,) dot products q . k of independent unit-variance q, k in d_k dimensions (lesson 02)."""
+    """(n,) dot products q . k of independent unit-variance q, k in d_k dimensions (lesson 03)."""
     positive_int("d_k", d_k)
     positive_int("n", n)
     q = torch.randn(n, d_k, generator=generator)
@@ -33,8 +33,36 @@ def sample_scores(d_k: int, n: int, *, scale=False, generator=None) -> torch.Ten
     return (q * k).sum(dim=-1) * scale_factor(scale, d_k)  # (n,)
 
 
+def random_scores(d_k: int, *, scale, n: int = 256, T: int = 8, seed: int = 0) -> torch.Tensor:
+    """(n, T, T) scores the softmax sees for n random problems of T unit-variance queries and
+    keys of width d_k, divided by sqrt(d_k) when scale is True (lesson 03)."""
+    q, k, _ = random_qkv(n, T, d_k, generator=torch.Generator().manual_seed(seed))
+    return (q @ k.transpose(-2, -1)) * scale_factor(scale, d_k)  # (n, T, T)
+
+
+def linear_scores(d_model: int, d_k: int, *, bias: bool = True, layers: int = 200,
+                  n: int = 500, seed: int = 0) -> torch.Tensor:  # fmt: skip
+    """(layers, n) raw scores q . k with q = W_Q(x), k = W_K(x'): for each of `layers` pairs
+    of freshly made nn.Linear(d_model, d_k) (PyTorch's default initialisation), n pairs of
+    token vectors x, x' with independent N(0, 1) entries (lesson 03).
+
+    Made under its own seed, leaving the global random state as it was.
+    """
+    for name, value in (("d_model", d_model), ("d_k", d_k), ("layers", layers), ("n", n)):
+        positive_int(name, value)
+    scores = torch.empty(layers, n)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed)
+        for i in range(layers):
+            w_q = torch.nn.Linear(d_model, d_k, bias=bias)
+            w_k = torch.nn.Linear(d_model, d_k, bias=bias)
+            x, x_other = torch.randn(2, n, d_model)  # (n, d_model) each
+            scores[i] = (w_q(x) * w_k(x_other)).sum(dim=-1)  # (n,)
+    return scores
+
+
 def softmax_entropy(weights) -> torch.Tensor:
-    """Entropy in nats of each distribution along the last axis; 0 log 0 counts as 0 (lesson 02).
+    """Entropy in nats of each distribution along the last axis; 0 log 0 counts as 0 (lesson 03).
 
     log(T) for a uniform row over T keys, 0 for a one-hot row.
     """
@@ -42,78 +70,23 @@ def softmax_entropy(weights) -> torch.Tensor:
     return -torch.special.xlogy(weights, weights).sum(dim=-1)  # (...)
 
 
-def attention_gradients(q, k, v, *, scale=True, upstream=None):
-    """Weights and the gradients of L = sum(output * upstream) w.r.t. the scores and q (lesson 02).
-
-    "Scores" are what the softmax sees, after any scaling. Returns
-    (weights (..., T, T), grad_scores (..., T, T), grad_q (..., T, d_k)). Without
-    `upstream`, one of ones is used; the lesson passes a random one (a random readout).
-    """
-    check_qkv(q, k, v)
-    q = q.detach().clone().requires_grad_(True)
-    scores = (q @ k.transpose(-2, -1)) * scale_factor(scale, q.shape[-1])  # (..., T, T)
-    scores.retain_grad()
-    weights = torch.softmax(scores, dim=-1)  # (..., T, T)
-    output = weights @ v  # (..., T, T) @ (..., T, d_v) -> (..., T, d_v)
-    if upstream is None:
-        upstream = torch.ones_like(output)
-    if upstream.shape != output.shape:
-        raise ValueError(
-            f"upstream: expected the output's shape {tuple(output.shape)}, "
-            f"got {tuple(upstream.shape)}"
-        )
-    (output * upstream).sum().backward()
-    return weights.detach(), scores.grad, q.grad
+def softmax_jacobian(scores) -> torch.Tensor:
+    """(..., T, T): d softmax(scores)_i / d scores_j = w_i (delta_ij - w_j) for every row of
+    scores (..., T) (lesson 03)."""
+    float_tensor("scores", scores)
+    w = torch.softmax(scores, dim=-1)  # (..., T)
+    return torch.diag_embed(w) - w[..., :, None] * w[..., None, :]  # (..., T, T)
 
 
-def typical_gradient_norms(
-    d_k: int, *, scale, T: int = 8, d_v: int = 16, n: int = 64, seed: int = 0
-):
-    """Median over n*T queries of the per-query gradient norm w.r.t. scores and q (lesson 02).
-
-    Returns (scores_norm, q_norm, weights (n, T, T), scores (n, T, T)). The median is the
-    typical query: without scaling a few queries whose top two scores nearly tie keep a
-    large gradient, while most get almost none.
-    """
-    g = torch.Generator().manual_seed(seed)
-    with one_thread():
-        q, k, v = random_qkv(n, T, d_k, d_v, generator=g)
-        upstream = torch.randn(n, T, d_v, generator=g)
-        weights, grad_scores, grad_q = attention_gradients(q, k, v, scale=scale, upstream=upstream)
-        scores = (q @ k.transpose(-2, -1)) * scale_factor(scale, d_k)  # (n, T, T)
-    return (
-        grad_scores.norm(dim=-1).median().item(),
-        grad_q.norm(dim=-1).median().item(),
-        weights,
-        scores,
-    )
-
-
-def vanishing_gradient_width(widths, *, threshold: float = 0.01, wrt: str = "q", seed: int = 0):
-    """The first width in widths where the unscaled head's typical gradient is below threshold
-    times the scaled head's; None if none is (lesson 02).
-
-    Both heads are measured by typical_gradient_norms with the same seed, so they see the same
-    random problems; wrt picks the gradient with respect to "q" or to the "scores".
-    """
-    which = ("scores", "q").index(one_of("wrt", wrt, ("scores", "q")))
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise TypeError(f"threshold: expected a positive number, got {type(threshold).__name__}")
-    if not threshold > 0:
-        raise ValueError(f"threshold: expected a positive number, got {threshold!r}")
-    widths = list(widths)
-    if not widths:
-        raise ValueError("widths: expected at least one width d_k, got none")
-    for d_k in widths:
-        unscaled = typical_gradient_norms(d_k, scale=False, seed=seed)[which]
-        scaled = typical_gradient_norms(d_k, scale=True, seed=seed)[which]
-        if unscaled / scaled < threshold:
-            return d_k
-    return None
+def typical_jacobian_norm(scores, jacobian=softmax_jacobian) -> float:
+    """The median over every row of scores (..., T) of the size (Frobenius norm) of its
+    softmax Jacobian, computed by `jacobian` (yours or the course's) (lesson 03)."""
+    J = jacobian(scores)  # (..., T, T, T): one (T, T) matrix per row
+    return J.flatten(-2).norm(dim=-1).median().item()
 
 
 def marked_average_batch(B: int, T: int, D: int, marked: int = 3, generator=None):
-    """A toy task for lesson 02's training run: x (B, T, D) and target (B, D - 2).
+    """A toy task for lesson 03's training run: x (B, T, D) and target (B, D - 2).
 
     Feature 0 flags `marked` tokens per sequence, feature 1 is a constant 1 on every token,
     the rest is content. Every position must output the mean content of the flagged
@@ -134,7 +107,7 @@ def marked_average_batch(B: int, T: int, D: int, marked: int = 3, generator=None
 
 
 class SingleHeadLayer(torch.nn.Module):
-    """One attention head whose values are the tokens' content; only W_q, W_k learn (lesson 02)."""
+    """One attention head whose values are the tokens' content; only W_q, W_k learn (lesson 03)."""
 
     def __init__(self, D: int, d: int, *, scale=True):
         super().__init__()
@@ -162,7 +135,7 @@ def train_single_head(
     seed: int = 0,
 ) -> dict:
     """Train a SingleHeadLayer on marked_average_batch with SGD, momentum 0.9; per-step history
-    (lesson 02).
+    (lesson 03).
 
     Returns lists "loss", "entropy" (mean attention entropy, nats), "max_weight" (mean
     largest weight per query), "flagged" (mean weight a query puts on the flagged keys) and

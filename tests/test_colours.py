@@ -90,12 +90,23 @@ VIZ_FIGURES = {
         ],
         xlabel="d_k",
     ),
-    "scale_sweep_figure": lambda: viz.scale_sweep_figure(
-        [16, 64, 256],
-        {"scaled": [[2.5, 2.4]] * 3, "unscaled": [[2.0, 1.9], [1.3, 1.2], [0.6, 0.7]]},
-        {"scaled": [[1.3, 1.4]] * 3, "unscaled": [[1.5, 1.4], [1.7, 1.8], [2.2, 2.1]]},
-        flat_entropy=2.52,
-        steps=300,
+    "training_figure": lambda: viz.training_figure(
+        {
+            (d, scale): {k: [1.0, 0.5, 0.2] for k in ("loss", "entropy", "grad_scores")}
+            for d in (16, 256)
+            for scale in (True, False)
+        },
+        one_key_loss=2 / 3,
+    ),
+    "excess_rows_figure": lambda: viz.excess_rows_figure(
+        [
+            {
+                "title": "one layer",
+                "scaled": {"all": [0.1, 0.1, 0.1], "object": [0.0, 0.0, 0.0]},
+                "unscaled": {"all": [0.6, 0.7, 0.6], "object": [1.4, 1.8, 1.7]},
+            }
+        ],
+        ("all", "object"),
     ),
     "head_grid": lambda: viz.head_grid(attention(4, 6, 6), LABELS),
     "detector_heatmap": lambda: viz.detector_heatmap(scores(), title="t"),

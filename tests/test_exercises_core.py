@@ -217,10 +217,8 @@ def test_the_reference_passes_its_own_check(exercise):
     assert run(exercise, exercise.reference).passed
 
 
-# vanishing_width's bugs each train the narrow heads of lesson 02 again (about 15 s of the
-# edit-test loop's 30): `make test` checks it, `make quick` leaves it out
 # each runs a model or a training loop once per bug: in `make test`, not `make quick`
-SLOW_HINT_CHECKS = {"vanishing_width", "train_loop", "generate", "generate_cached", "train_step"}
+SLOW_HINT_CHECKS = {"train_loop", "generate", "generate_cached", "train_step"}
 
 
 @pytest.mark.parametrize(

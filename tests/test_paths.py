@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib import data, ffn_width, model, paths, scale_sweep
+from course_lib import data, ffn_width, model, paths
 from helpers import ROOT, build_script, tree_files
 
 # files and paths only: the same on every kernel path (`make test` runs it on one)
@@ -23,7 +23,7 @@ def test_in_the_repository_data_and_lessons_are_at_its_top():
 def test_every_module_finds_them_by_that_rule():
     assert data.DATA_DIR == paths.DATA_DIR
     assert model.CHECKPOINT_DIR == paths.DATA_DIR / "checkpoints"
-    assert ffn_width.RESULTS.parent == scale_sweep.SWEEP_PATH.parent == paths.DATA_DIR
+    assert ffn_width.RESULTS.parent == paths.DATA_DIR
     # and none looks for files beside itself: a second rule would miss the installed copy
     others = [
         path.relative_to(ROOT).as_posix()

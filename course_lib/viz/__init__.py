@@ -8,12 +8,12 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01_language_and_loss`, `lesson02_attention_and_masks`, `lesson02` ... `lesson06`,
+- `lesson01_language_and_loss`, `lesson02_attention_and_masks`, `lesson03_scaling` ... `lesson06`,
   `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`, `lesson16`,
   `lesson17`: each lesson's figures and the constants
   they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); a lesson
-  that shares its number with another has a module named after its notebook
-  (`lesson01_language_and_loss`, `lesson02_attention_and_masks`, `lesson05_encoder_decoder`).
+  that has moved to the published order has a module named after its notebook
+  (`lesson02_attention_and_masks`, `lesson03_scaling`, ...).
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -24,7 +24,6 @@ from course_lib.viz.lesson01_language_and_loss import (
     next_token_figure,
     skill_loss_figure,
 )
-from course_lib.viz.lesson02 import REFERENCE_STYLES, curve_panels, scale_sweep_figure
 from course_lib.viz.lesson02_attention_and_masks import (
     attention_heatmap,
     draw_weight_bars,
@@ -39,6 +38,12 @@ from course_lib.viz.lesson03 import (
     head_grid,
     heads_sweep_figure,
     set_token_ticks,
+)
+from course_lib.viz.lesson03_scaling import (
+    REFERENCE_STYLES,
+    curve_panels,
+    excess_rows_figure,
+    training_figure,
 )
 from course_lib.viz.lesson04 import (
     cosine_scale,
@@ -109,10 +114,10 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02_attention_and_masks", "lesson02",
-                  "lesson03", "lesson04", "lesson05", "lesson05_encoder_decoder", "lesson06",
-                  "lesson10", "lesson11", "lesson13", "lesson14", "lesson15", "lesson16",
-                  "lesson17")  # fmt: skip
+FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02_attention_and_masks", "lesson03",
+                  "lesson03_scaling", "lesson04", "lesson05", "lesson05_encoder_decoder",
+                  "lesson06", "lesson10", "lesson11", "lesson13", "lesson14", "lesson15",
+                  "lesson16", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -158,6 +163,7 @@ __all__ = [
     "embedding_map_figure",
     "encoder_decoder_diagram",
     "encoding_heatmap",
+    "excess_rows_figure",
     "ffn_width_figure",
     "head_grid",
     "head_groups_figure",
@@ -181,7 +187,6 @@ __all__ = [
     "plot_history",
     "reversal_training_figure",
     "rotated_pair_figure",
-    "scale_sweep_figure",
     "set_token_ticks",
     "setup_depth_axes",
     "setup_pair_axes",
@@ -193,5 +198,6 @@ __all__ = [
     "to_png",
     "token_costs_figure",
     "tradeoff_figure",
+    "training_figure",
     "visibility_figure",
 ]

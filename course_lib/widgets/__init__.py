@@ -1,9 +1,8 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
 One module per lesson (lesson 06 in two: `lesson06`, its trained heads, and
-`lesson06_ablation`; lessons 01_language_and_loss, 02_attention_and_masks and
-05_encoder_decoder, which share their numbers, in modules named after their notebooks) on a
-small shared base
+`lesson06_ablation`; a lesson that has moved to the published order in a module named after
+its notebook, `lesson02_attention_and_masks`) on a small shared base
 (`base`: the Explorer class, its readout line, `state()` and `settings()`, the control helpers
 and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons 03
 and 06 share (TickStamp). Lessons import from here:
@@ -13,9 +12,9 @@ and 06 share (TickStamp). Lessons import from here:
 from course_lib.widgets.base import ConceptCheck, Explorer
 from course_lib.widgets.lesson00 import SoftmaxExplorer
 from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
-from course_lib.widgets.lesson02 import ScalingExplorer
 from course_lib.widgets.lesson02_attention_and_masks import AttentionExplorer
 from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_examples
+from course_lib.widgets.lesson03_scaling import ScalingExplorer
 from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
 from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
@@ -36,11 +35,9 @@ from course_lib.widgets.lesson17 import TileExplorer
 EXPLORERS = (
     SoftmaxExplorer,
     NextTokenExplorer,
-    # lesson02 (the scaling lesson's module, until it moves to lesson03_scaling) sorts before
-    # lesson02_attention_and_masks, whose lesson comes first in the course
-    ScalingExplorer,
     AttentionExplorer,
     HeadsExplorer,
+    ScalingExplorer,
     PositionExplorer,
     RopeExplorer,
     BlockExplorer,

@@ -1,37 +1,48 @@
-"""Lesson 02's explorer: grow d_k with and without the 1/sqrt(d_k) scale."""
+"""Lesson 03_scaling's explorer: grow d_k with and without the 1/sqrt(d_k) scale."""
 
 import numpy as np
 import torch
 
 from course_lib import viz
-from course_lib.saturation import softmax_entropy, typical_gradient_norms
-from course_lib.widgets.base import Explorer, checkbox, choice_slider
+from course_lib.saturation import (
+    random_scores,
+    softmax_entropy,
+    softmax_jacobian,
+    typical_jacobian_norm,
+)
+from course_lib.widgets.base import Explorer, checkbox, choice_slider, compare_learner
+
+
+def _setting(d_k: int, scale: bool) -> str:
+    return f"d_k = {d_k}, {'scaled by 1/sqrt(d_k)' if scale else 'unscaled'}"
 
 
 class ScalingExplorer(Explorer):
-    """Lesson 02: grow d_k with and without the 1/sqrt(d_k) scale; watch softmax saturate."""
+    """Lesson 03_scaling: grow d_k with and without the 1/sqrt(d_k) scale; watch the softmax
+    saturate and its Jacobian vanish. The Jacobian at the current setting is your
+    softmax_jacobian's, where you pass it and it runs."""
 
     PICTURE = (
         "Three panels: one attention map, a histogram of the scores the softmax sees, and the"
-        " typical gradient against d_k with and without the scale"
+        " typical size of the softmax's Jacobian against d_k with and without the scale"
     )
 
     D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
     BINS = 32  # histogram bars across +-4 standard deviations of the scores the softmax sees
 
-    def __init__(self, T: int = 8, n: int = 16, seed: int = 0):
+    def __init__(self, softmax_jacobian=None, T: int = 8, n: int = 16, seed: int = 0):
         self.T, self.n, self.seed = T, n, seed
-        # both curves are computed here, live, by the same function the marker uses
+        self.yours = softmax_jacobian
+        # both curves are the course's Jacobian; the circle is yours where it runs
         self.curves = {
-            scale: [
-                typical_gradient_norms(d, scale=scale, T=T, n=n, seed=seed)[0] for d in self.D_KS
-            ]
+            scale: [typical_jacobian_norm(self.scores(d, scale)) for d in self.D_KS]
             for scale in (True, False)
         }
-        fig, (self.ax_map, self.ax_hist, self.ax_grad) = viz.new_figure(11.0, 4.0, ncols=3)
+        fig, (self.ax_map, self.ax_hist, self.ax_grad) = viz.new_figure(11.0, 4.2, ncols=3)
         # a wider gap between panels, so the colour bar's label and the histogram's y label
         # read as two labels, not one
         fig.get_layout_engine().set(wspace=0.08)
+        self.title = fig.suptitle(_setting(64, True), fontsize=12)
         labels = [f"{i}" for i in range(T)]
         viz.draw_attention(self.ax_map, torch.zeros(T, T), labels, labels)
         self.mesh = self.ax_map.collections[0]
@@ -52,12 +63,12 @@ class ScalingExplorer(Explorer):
         self.ax_grad.set_yscale("log")
         (self.marker,) = self.ax_grad.plot([1], [1], "o", ms=12, mfc="none", mec="red", mew=2.5)
         self.ax_grad.set_xlabel("d_k")
-        self.ax_grad.set_ylabel("typical gradient norm\nw.r.t. the scores")
+        self.ax_grad.set_ylabel("typical size of the Jacobian\n(median over rows)")
         self.ax_grad.legend(loc="lower left")
         self.ax_grad.grid(True, alpha=0.3)
         self.ax_map.set_title("weights of one sample")
         self.ax_hist.set_title("every score the softmax sees")
-        self.ax_grad.set_title("typical gradient (circle: now)")
+        self.ax_grad.set_title("softmax Jacobian (circle: now)")
         controls = {
             "d_k": choice_slider("d_k", self.D_KS, 64),
             "scale": checkbox("scale by 1/sqrt(d_k)", True),
@@ -65,15 +76,22 @@ class ScalingExplorer(Explorer):
         super().__init__(
             controls,
             fig,
-            dynamic=[self.mesh, self.steps, *self.lines.values(), self.marker],
+            dynamic=[self.mesh, self.steps, *self.lines.values(), self.marker, self.title],
         )
+
+    def scores(self, d_k: int, scale: bool) -> torch.Tensor:
+        """(n, T, T) scores of the explorer's n random problems at this setting."""
+        return random_scores(d_k, scale=scale, n=self.n, T=self.T, seed=self.seed)
 
     def update(self) -> None:
         d_k, scale = self.controls["d_k"].value, self.controls["scale"].value
-        grad, _, weights, scores = typical_gradient_norms(
-            d_k, scale=scale, T=self.T, n=self.n, seed=self.seed
-        )
-        self.grad_norm, self.weights = grad, weights
+        scores = self.scores(d_k, scale)
+        weights = torch.softmax(scores, dim=-1)  # (n, T, T)
+        setting = _setting(d_k, scale)
+        course = softmax_jacobian(scores)  # (n, T, T, T)
+        jacobian, note = compare_learner(self.yours, (scores,), course, "softmax_jacobian",
+                                         setting)  # fmt: skip
+        self.jacobian_norm = typical_jacobian_norm(scores, lambda _: jacobian)
         self.mesh.set_array(weights[0].numpy())
         edges = self.edges(d_k, scale)
         low, high = edges[0].item(), edges[-1].item()
@@ -86,13 +104,15 @@ class ScalingExplorer(Explorer):
         for key, line in self.lines.items():
             line.set_linewidth(3.0 if key == scale else 1.0)
             line.set_alpha(1.0 if key == scale else 0.35)
-        self.marker.set_data([d_k], [grad])
+        self.marker.set_data([d_k], [max(self.jacobian_norm, 1e-30)])
+        self.title.set_text(setting)
         self.largest = weights.amax(-1).mean().item()
         self.show_readout(
-            f"d_k = {d_k}, {'scaled' if scale else 'unscaled'}",
+            setting,
             f": largest weight {self.largest:.2f}, "
             f"entropy {softmax_entropy(weights).mean():.2f} nats, "
-            f"score std {scores.std():.1f}, typical gradient {grad:.2g}",
+            f"score std {scores.std():.1f}, typical Jacobian size {self.jacobian_norm:.2g}",
+            note,
         )
 
     def edges(self, d_k: int, scale: bool) -> torch.Tensor:
@@ -102,8 +122,8 @@ class ScalingExplorer(Explorer):
 
     def state(self) -> dict:
         """Adds one sample's map ("weights", (T, T)), the histogram's bar heights and edges,
-        the marker (d_k, gradient), both curves over d_k, which one is drawn bold, and the
-        largest weight per query averaged over every sample."""
+        the marker (d_k, Jacobian size), both curves over d_k, which one is drawn bold, the
+        largest weight per query averaged over every sample, and the figure's title."""
         T = self.T
         thick = max(self.lines, key=lambda key: self.lines[key].get_linewidth())
         return super().state() | {
@@ -118,4 +138,5 @@ class ScalingExplorer(Explorer):
             },
             "bold": "scaled" if thick else "unscaled",
             "largest_weight": self.largest,
+            "title": self.title.get_text(),
         }
