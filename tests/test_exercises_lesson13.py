@@ -274,7 +274,7 @@ def test_rope_from_in_the_rotate_half_layout_is_named():
     _check(ROPE_FROM, rope, "rotate_half")
 
 
-def test_rope_from_built_on_lesson_04s_rope_heads_passes():
+def test_rope_from_built_on_lesson_06s_rope_heads_passes():
     # a right answer another way: rope_heads on the sequence padded at the front, then cut
     mine = notebook_functions("rope_heads")
 
