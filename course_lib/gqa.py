@@ -1,5 +1,5 @@
-"""Grouped-query and multi-query attention: fewer key/value heads than query heads (the
-after-2017 grouped-query attention lesson).
+"""Grouped-query and multi-query attention: fewer key/value heads than query heads
+(lesson 13).
 
 A generating model keeps every key and value it has computed (the KV cache), so its memory
 grows with the number of key/value heads. Grouped-query attention lets H / num_kv_heads query
@@ -18,7 +18,7 @@ from course_lib.multihead import check_heads, check_input
 
 def split_qkv(qkv: torch.Tensor, num_heads: int, num_kv_heads: int) -> tuple:
     """Split a projection (B, T, (H + 2 H_kv) d) laid out [q | k | v] into q (B, H, T, d)
-    and k, v (B, H_kv, T, d), each part's heads in order (the GQA lesson).
+    and k, v (B, H_kv, T, d), each part's heads in order (lesson 13).
 
     With num_kv_heads = num_heads this is MultiHeadAttention's own layout."""
     B, T, width = qkv.shape
@@ -37,7 +37,7 @@ def split_qkv(qkv: torch.Tensor, num_heads: int, num_kv_heads: int) -> tuple:
 
 def grouped_attend(q, k, v, mask, factor: float):
     """Attention of q (B, H, T_q, d) with k, v (B, H_kv, T_k, d): query head h reads key and
-    value head h // (H / H_kv), without copying k or v (the GQA lesson).
+    value head h // (H / H_kv), without copying k or v (lesson 13).
 
     Each group of H / H_kv query heads is laid beside its shared key head, which broadcasts
     over the group. Returns (output (B, H, T_q, d), weights (B, H, T_q, T_k)).
@@ -54,7 +54,7 @@ def grouped_attend(q, k, v, mask, factor: float):
 
 class GroupedQueryAttention(nn.Module):
     """H query heads in num_kv_heads groups, each group sharing one key and one value head;
-    then concatenate and project, as MultiHeadAttention (the GQA lesson).
+    then concatenate and project, as MultiHeadAttention (lesson 13).
 
     qkv is one Linear(D, D + 2 * num_kv_heads * d) laid out [q | k | v]; with num_kv_heads = H
     it is MultiHeadAttention's Linear(D, 3D), and that module's weights load directly.
@@ -91,15 +91,14 @@ class GroupedQueryAttention(nn.Module):
 
     def grouped_heads(self, x: torch.Tensor) -> tuple:
         """q (B, H, T, d) and k, v (B, H_kv, T, d) of x (B, T, D), RoPE on q and k if given
-        (the GQA lesson)."""
+        (lesson 13)."""
         q, k, v = split_qkv(self.qkv(x), self.num_heads, self.num_kv_heads)
         if self.rope is not None:
             q, k = self.rope.rotate_qk(q, k)  # (B, H, T, d), (B, H_kv, T, d)
         return q, k, v
 
     def check(self, x, mask) -> None:
-        """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (the GQA
-        lesson)."""
+        """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (lesson 13)."""
         check_input(x, mask, self.num_heads, self.d_head)
 
     def forward(self, x: torch.Tensor, mask=None, return_weights: bool = False):
@@ -125,7 +124,7 @@ class GroupedQueryAttention(nn.Module):
 
 def kv_cache_bytes(num_layers: int, num_kv_heads: int, T: int, d_head: int, bytes_per_value=4):
     """Bytes a KV cache holds for one sequence of T tokens: 2 (keys and values) x layers x
-    kv_heads x T x d x bytes per value (4 for float32) (the GQA lesson)."""
+    kv_heads x T x d x bytes per value (4 for float32) (lesson 13)."""
     for name, value in (
         ("num_layers", num_layers), ("num_kv_heads", num_kv_heads), ("T", T),
         ("d_head", d_head), ("bytes_per_value", bytes_per_value),

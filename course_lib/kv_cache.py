@@ -1,5 +1,5 @@
 """Generation with a KV cache: each token's keys and values are computed once and kept, so a
-new token costs one position's work, not the whole sequence's (the after-2017 KV-cache lesson).
+new token costs one position's work, not the whole sequence's (lesson 13).
 
 This module drives a TinyTransformer from outside, reading its modules (embed, each block's
 norms, attention projections and feed-forward layer, the final norm and head, the RoPE
@@ -21,7 +21,7 @@ from course_lib.runtime import evaluating
 
 def rotate_from(rope, x: torch.Tensor, start: int) -> torch.Tensor:
     """x (..., T, d) rotated by RoPE at positions start .. start + T - 1: the rope module's
-    rotation with a start offset, in its layout (the KV-cache lesson).
+    rotation with a start offset, in its layout (lesson 13).
 
     rotate_from(rope, x, 0) is rope(x). A cached step feeds one token at position start, and
     its query and key must turn by that position's angles, not by position 0's.
@@ -42,7 +42,7 @@ class KVCache:
     """Per layer, the keys and values (B, H_kv, capacity, d) of every position so far.
 
     The tensors are allocated once, for capacity positions (the model's max_len); length
-    says how many are filled. A step writes its new positions after them (the KV-cache lesson).
+    says how many are filled. A step writes its new positions after them (lesson 13).
     """
 
     def __init__(self, num_layers, batch, num_kv_heads, d_head, capacity, dtype=torch.float32):
@@ -60,15 +60,14 @@ class KVCache:
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple:
         """Store k, v (B, H_kv, T, d) after the filled positions; return all of them so far,
         (B, H_kv, length + T, d) each. The caller moves length on once every layer wrote
-        (the KV-cache lesson)."""
+        (lesson 13)."""
         stop = self.length + k.shape[-2]
         self.keys[layer][:, :, self.length : stop] = k
         self.values[layer][:, :, self.length : stop] = v
         return self.keys[layer][:, :, :stop], self.values[layer][:, :, :stop]
 
     def nbytes(self) -> int:
-        """Bytes of the keys and values held for the filled positions, all layers (the KV-cache
-        lesson)."""
+        """Bytes of the keys and values held for the filled positions, all layers (lesson 13)."""
         return sum(t[:, :, : self.length].nbytes for t in self.keys + self.values)
 
 
@@ -92,8 +91,8 @@ def _check_model(model) -> None:
 
 
 def new_cache(model, batch: int) -> KVCache:
-    """An empty KVCache shaped for model's layers, for batch sequences of up to max_len (the
-    KV-cache lesson)."""
+    """An empty KVCache shaped for model's layers, for batch sequences of up to max_len
+    (lesson 13)."""
     _check_model(model)
     attn = model.blocks[0].attn
     return KVCache(
@@ -135,7 +134,7 @@ def _block_step(block, x, mask, cache: KVCache, layer: int, start: int):
 
 def cached_forward(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     """Logits (B, T, V) of ids (B, T), the tokens that follow the cache's positions; their
-    keys and values join the cache (the KV-cache lesson).
+    keys and values join the cache (lesson 13).
 
     Position start + i sees the cached positions and new positions 0..i, as the causal mask
     of the whole sequence would let it. With an empty cache this is model(ids). Put the
@@ -167,8 +166,7 @@ def cached_forward(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
 @torch.no_grad()
 def cached_logits(model, ids: torch.Tensor, prompt_len: int = 1) -> torch.Tensor:
     """Logits (B, T, V) of ids (B, T) as cached generation computes them: the first
-    prompt_len tokens in one pass, then one token per step. Compare with model(ids) (the
-    KV-cache lesson)."""
+    prompt_len tokens in one pass, then one token per step. Compare with model(ids) (lesson 13)."""
     _check_model(model)
     check_ids("ids", ids, model.config.vocab_size)
     positive_int("prompt_len", prompt_len)
@@ -190,8 +188,8 @@ def generate_cached(
     top_k: int | None = None,
     seed: int = 0,
 ) -> torch.Tensor:
-    """course_lib.model.generate with a KV cache: the same tokens for the same seed (the
-    KV-cache lesson). Returns (B, T0 + num_tokens).
+    """course_lib.model.generate with a KV cache: the same tokens for the same seed
+    (lesson 13). Returns (B, T0 + num_tokens).
 
     The prompt (at most max_len tokens of it) goes through in one pass; each new token after
     that is one position's work. Once the sequence is longer than max_len, generate's window
@@ -222,7 +220,7 @@ def generate_cached(
 
 def token_costs(config, T: int, *, cached: bool, num_kv_heads=None, bytes_per_value: int = 4):
     """{"multiply_adds", "bytes"} of the matrix products behind one new token's logits at
-    context length T (the new token included), for one sequence (the KV-cache lesson).
+    context length T (the new token included), for one sequence (lesson 13).
 
     cached=True: the new token alone goes through, its attention reading T cached keys and
     values per layer. cached=False: all T tokens go through again, as generate does, with a

@@ -1,5 +1,5 @@
 """Counting memory: the blocks a computation allocates, and what autograd keeps for the
-backward (the after-2017 tiled-attention and KV-cache lessons).
+backward (lessons 10 and 17: attention's bytes as T grows, and tiled attention's).
 
 Both count bytes, not time, so their numbers are the same on every CPU.
 """
@@ -17,8 +17,8 @@ from torch.profiler import ProfilerActivity, profile
 
 @dataclass(frozen=True)
 class Allocations:
-    """What one call allocated on the CPU, block by block, as torch's profiler saw it (the
-    tiled-attention lesson)."""
+    """What one call allocated on the CPU, block by block, as torch's profiler saw it
+    (lessons 10 and 17)."""
 
     count: int  # how many blocks were allocated
     largest_bytes: int  # the largest single block
@@ -43,11 +43,12 @@ def _quiet_profiler():
 
 
 def allocations(fn, *args, **kwargs) -> Allocations:
-    """Run fn(*args, **kwargs) under torch's profiler and count every CPU block it allocates.
+    """Run fn(*args, **kwargs) under torch's profiler and count every CPU block it allocates
+    (lessons 10 and 17; lesson 10 calls it through sampling.memory_table).
 
     The profiler logs each allocation and each free with its size, in order; the peak is the
     highest running total. The call's result is dropped at the end, so it counts as allocated.
-    Run it under torch.no_grad() to count a forward pass alone (the tiled-attention lesson).
+    Run it under torch.no_grad() to count a forward pass alone.
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a function to call, got {type(fn).__name__}")
@@ -75,19 +76,18 @@ def allocations(fn, *args, **kwargs) -> Allocations:
 
 @dataclass(frozen=True)
 class Saved:
-    """The tensors autograd saved during one forward pass, for its backward (the
-    tiled-attention lesson)."""
+    """The tensors autograd saved during one forward pass, for its backward (lesson 17)."""
 
     shapes: tuple  # the shape of each saved tensor, in the order they were saved
     bytes: int  # their bytes, each block of memory counted once (q saved twice is one q)
 
 
 def saved_for_backward(fn, *args, **kwargs) -> Saved:
-    """Run fn(*args, **kwargs) and record every tensor autograd saves for the backward.
+    """Run fn(*args, **kwargs) and record every tensor autograd saves for the backward
+    (lesson 17).
 
     The inputs that need gradients must have requires_grad=True; a tensor that is already
-    saved (an input, say) is counted once however many operations keep it (the
-    tiled-attention lesson).
+    saved (an input, say) is counted once however many operations keep it.
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a function to call, got {type(fn).__name__}")

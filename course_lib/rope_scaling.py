@@ -42,7 +42,7 @@ NAMES = {
     "ntk": "NTK-aware",
     "yarn": "YaRN",
 }
-BASE = 10000.0  # the course's RoPE base (lesson 04)
+BASE = 10000.0  # the course's RoPE base (lesson 06)
 TRAINED_LEN = corpus.SEQ_LEN  # L: the length the shipped models were trained on
 YARN_ALPHA, YARN_BETA = 1.0, 32.0  # the YaRN paper's boundaries for Llama, in turns per L
 FACTORS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # the grid's scaling factors s
@@ -75,7 +75,8 @@ def _even(d) -> int:
 
 
 def frequencies(d: int, base: float = BASE) -> torch.Tensor:
-    """(d/2,) float64: RoPE's theta_i = base ** (-2i / d), the fastest pair first (lesson 04)."""
+    """(d/2,) float64: RoPE's theta_i = base ** (-2i / d), the fastest pair first (lesson 16;
+    RoPE itself is lesson 06's)."""
     _even(d)
     return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
 
@@ -86,7 +87,8 @@ def wavelengths(freqs: torch.Tensor) -> torch.Tensor:
 
 
 def angles_of(freqs: torch.Tensor, max_len: int) -> torch.Tensor:
-    """(max_len, d/2) float64: angle p * freqs[i] of pair i at positions p = 0 .. max_len - 1."""
+    """(max_len, d/2) float64: angle p * freqs[i] of pair i at positions p = 0 .. max_len - 1
+    (lesson 16)."""
     positive_int("max_len", max_len)
     return torch.arange(max_len, dtype=torch.float64)[:, None] * freqs.double()[None, :]
 
@@ -209,7 +211,7 @@ def summary(excess: torch.Tensor, trained_len: int = TRAINED_LEN) -> dict[str, f
 
 def measure_grid(load, seeds=SEEDS, factors=FACTORS) -> dict:
     """{"factors", "runs": {seed: {method: {factor: excess by position}}}}: every method at
-    every factor on each seed's model load(seed); "none" at factor 1 only."""
+    every factor on each seed's model load(seed); "none" at factor 1 only (lesson 16)."""
     runs = {}
     for seed in seeds:
         model = load(seed)
@@ -262,6 +264,7 @@ def grid_excess(grid: dict, seed: int, method: str, factor: float) -> torch.Tens
 
 
 def main(argv=None) -> None:
+    """Measure the grid on the three base models and write it (lesson 16)."""
     from course_lib import variants
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

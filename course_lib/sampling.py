@@ -72,7 +72,7 @@ def _next(beliefs: dict, token: str) -> dict:
 def rule_check(tokens) -> RuleCheck:
     """Follow the generator over a line, from its start: every state it could be in and its
     probability, as language.next_token_distributions does; stop at the first token that no
-    state can write (probability 0), a broken rule."""
+    state can write (probability 0), a broken rule (lesson 10)."""
     tokens = list(tokens)
     if not tokens:
         raise ValueError("tokens: expected a line of at least one token, got none")
@@ -89,7 +89,8 @@ def rule_check(tokens) -> RuleCheck:
 
 
 def language_next(tokens) -> dict[str, float]:
-    """The language's exact distribution of the token after `tokens` (a line's start)."""
+    """The language's exact distribution of the token after `tokens` (a line's start)
+    (lesson 10)."""
     tokens = list(tokens)
     check = rule_check(tokens)
     if check.broken is not None:
@@ -120,7 +121,7 @@ def read_samples(ids: torch.Tensor, prompt_len: int, group: int) -> dict:
 
 def allowed(ids: torch.Tensor) -> torch.Tensor:
     """(N, T - 1, V) bool: True where the language may write token v after ids[n, :t + 1]
-    (lines of the language, each from its start)."""
+    (lines of the language, each from its start) (lesson 10)."""
     N, T = ids.shape
     out = torch.zeros(N, T - 1, len(corpus.VOCAB), dtype=torch.bool)
     for n, row in enumerate(ids):
@@ -133,7 +134,8 @@ def allowed(ids: torch.Tensor) -> torch.Tensor:
 def leak(model, ids: torch.Tensor, temperature: float, start: int = PROMPT_LEN - 1) -> dict:
     """Read on the language's own lines: the mean probability the sampler at `temperature`
     puts on tokens the language never writes there (the leak), from position `start` on, and
-    the chance a line of those draws keeps every rule, the product of (1 - leak) along it."""
+    the chance a line of those draws keeps every rule, the product of (1 - leak) along it
+    (lesson 10)."""
     if not temperature > 0:
         raise ValueError(f"temperature: expected a positive number, got {temperature}")
     with torch.no_grad():
@@ -145,20 +147,22 @@ def leak(model, ids: torch.Tensor, temperature: float, start: int = PROMPT_LEN -
 
 def argmax_share(model, ids: torch.Tensor, temperature: float) -> float:
     """The mean probability the sampler at `temperature` gives the model's most likely
-    token, over every position of ids: 1 is greedy."""
+    token, over every position of ids: 1 is greedy (lesson 10)."""
     with torch.no_grad():
         logits = model(ids)  # (N, T, V)
     return torch.softmax(logits / temperature, dim=-1).amax(dim=-1).mean().item()
 
 
 def prompts(count: int = PROMPTS, length: int = PROMPT_LEN) -> torch.Tensor:
-    """The first `length` tokens of the first `count` lines of the valid split (count, length)."""
+    """The first `length` tokens of the first `count` lines of the valid split (count, length)
+    (lesson 10)."""
     return corpus.load_split("valid")[:count, :length]
 
 
 def sample_and_read(model, temperature, top_k, *, seed=0, num_prompts=PROMPTS,
                     samples=SAMPLES, sampler=generate) -> dict:  # fmt: skip
-    """Sample `samples` lines after each of the first `num_prompts` prompts and read them."""
+    """Sample `samples` lines after each of the first `num_prompts` prompts and read them
+    (lesson 10)."""
     start = prompts(num_prompts).repeat_interleave(samples, dim=0)  # (P * S, PROMPT_LEN)
     ids = sampler(model, start, LINE_LEN - PROMPT_LEN, temperature=temperature, top_k=top_k,
                   seed=seed)  # fmt: skip
@@ -182,7 +186,7 @@ def favourite_breaks(model, temperature, *, seed=0) -> dict:
 
 
 def build_table(seeds=SEEDS, settings=SETTINGS) -> dict:
-    """data/sampling.json's content: each setting read on each seed's base model."""
+    """data/sampling.json's content: each setting read on each seed's base model (lesson 10)."""
     from course_lib.variants import load_trained
 
     rows = []
@@ -209,20 +213,21 @@ def score_bytes(B: int, H: int, T: int, bytes_per_value: int = 4) -> int:
 
 
 def attention_multiply_adds(B: int, H: int, T: int, d: int) -> int:
-    """Multiply-adds of q k^T and weights v: T * T * d each, per head and sentence."""
+    """Multiply-adds of q k^T and weights v: T * T * d each, per head and sentence (lesson 10)."""
     return 2 * B * H * T * T * d
 
 
 def counted_multiply_adds(fn, *args, **kwargs) -> int:
     """Multiply-adds torch's FlopCounterMode sees in fn's matrix products (flops / 2); a fused
-    kernel whose products it cannot see inside counts 0."""
+    kernel whose products it cannot see inside counts 0 (lesson 10)."""
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         fn(*args, **kwargs)
     return counter.get_total_flops() // 2
 
 
 def fused_causal(q, k, v):
-    """torch's fused attention with its own causal mask: it never takes a (T, T) mask."""
+    """torch's fused attention with its own causal mask: it never takes a (T, T) mask
+    (lesson 10)."""
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
@@ -248,7 +253,7 @@ def memory_table(attention, lengths, B: int = 1, H: int = 4, d: int = 32) -> lis
 
 
 def fitted_exponent(xs, ys) -> float:
-    """Slope of log y against log x, least squares: y grows as x to this power."""
+    """Slope of log y against log x, least squares: y grows as x to this power (lesson 10)."""
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
     mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
     num = sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True))
@@ -257,7 +262,7 @@ def fitted_exponent(xs, ys) -> float:
 
 def wall_times(fns: dict, lengths, B=1, H=4, d=32, repeats=3) -> dict:
     """Best-of-repeats seconds of each fn(q, k, v, mask) per T, for a figure only: times
-    depend on the machine, so no lesson prints them."""
+    depend on the machine, so no lesson prints them (lesson 10)."""
     from course_lib.attention import causal_mask
 
     g = torch.Generator().manual_seed(1)
@@ -277,6 +282,7 @@ def wall_times(fns: dict, lengths, B=1, H=4, d=32, repeats=3) -> dict:
 
 
 def main(argv=None) -> None:
+    """Rebuild data/sampling.json (lesson 10)."""
     parser = argparse.ArgumentParser(description="Rebuild data/sampling.json (lesson 10).")
     parser.parse_args(argv)
     torch.set_num_threads(1)

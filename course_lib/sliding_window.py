@@ -1,4 +1,4 @@
-"""Sliding-window attention and attention sinks (the sliding-window lesson).
+"""Sliding-window attention and attention sinks (lesson 15).
 
 With a window of W, query i reads keys i - W + 1 .. i only (Mistral's layout); with s sinks
 it also reads keys 0 .. s - 1, whatever its distance from them (StreamingLLM, Xiao et al.
@@ -42,7 +42,7 @@ def _sinks(sinks) -> int:
 
 def window_mask(T: int, window: int | None, sinks: int = 0) -> torch.Tensor:
     """(T, T) bool, True where query i may read key j: j <= i, and i - j < window or j <
-    sinks (the sliding-window lesson). window None is the plain causal mask."""
+    sinks (lesson 15). window None is the plain causal mask."""
     positive_int("T", T)
     window, sinks = _window(window), _sinks(sinks)
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]  # (T, 1), (1, T)
@@ -53,8 +53,8 @@ def window_mask(T: int, window: int | None, sinks: int = 0) -> torch.Tensor:
 
 def receptive_field(mask: torch.Tensor, num_layers: int) -> torch.Tensor:
     """(num_layers, T, T) bool: after layer l + 1, True where input position j can change
-    query i's vector, for layers that each attend through mask (T, T) (the sliding-window
-    lesson). A layer passes on what each key it reads had gathered: reach composes."""
+    query i's vector, for layers that each attend through mask (T, T) (lesson 15).
+    A layer passes on what each key it reads had gathered: reach composes."""
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.dim() != 2:
         raise TypeError(f"mask: expected a 2-D bool tensor, got {_describe(mask)}")
     if mask.shape[0] != mask.shape[1]:
@@ -74,8 +74,8 @@ def _describe(value) -> str:
 
 
 def sink_offsets(T: int, window: int, sinks: int, positions: str) -> torch.Tensor:
-    """(T, sinks) int64: the RoPE offset between query i and sink s (the sliding-window
-    lesson). "original": i - s. "cache": at most sinks + window - 1 - s, the offset the
+    """(T, sinks) int64: the RoPE offset between query i and sink s (lesson 15). "original":
+    i - s. "cache": at most sinks + window - 1 - s, the offset the
     sink has inside a full cache of sinks + window entries."""
     positive_int("T", T)
     window, sinks = positive_int("window", window), _sinks(sinks)
@@ -129,8 +129,8 @@ def _check_rope_model(model) -> None:
 @torch.no_grad()
 def windowed_logits(model, ids, window=None, sinks=0, positions="original", weights=None):
     """Logits (B, T, V) of ids (B, T) when every layer attends through window_mask(T, window,
-    sinks), sinks placed for RoPE by positions, "original" or "cache" (the sliding-window
-    lesson). The same logits as a rolling cache of sinks + window entries fed one token at a
+    sinks), sinks placed for RoPE by positions, "original" or "cache"
+    (lesson 15). The same logits as a rolling cache of sinks + window entries fed one token at a
     time. weights: a list that receives each layer's (B, H, T, T) attention weights."""
     _check_rope_model(model)
     check_ids("ids", ids, model.config.vocab_size, model.config.max_len)
@@ -148,7 +148,7 @@ def windowed_logits(model, ids, window=None, sinks=0, positions="original", weig
 @torch.no_grad()
 def windowed_losses(model, ids, window=None, sinks=0, positions="original", batch_size=50):
     """(N, T - 1): the loss of every prediction of ids (N, T) under windowed_logits, as
-    train.token_losses gives it for the full causal mask (the sliding-window lesson)."""
+    train.token_losses gives it for the full causal mask (lesson 15)."""
     rows = []
     for a in range(0, len(ids), batch_size):
         chunk = ids[a : a + batch_size]
@@ -161,7 +161,7 @@ def windowed_losses(model, ids, window=None, sinks=0, positions="original", batc
 @torch.no_grad()
 def first_key_mass(model, ids, window=None, sinks=0, positions="original") -> torch.Tensor:
     """(L, H, T): the attention weight each layer's head puts on key 0, averaged over the
-    sequences of ids (B, T), by query position (the sliding-window lesson)."""
+    sequences of ids (B, T), by query position (lesson 15)."""
     weights = []
     windowed_logits(model, ids, window, sinks, positions, weights)
     return torch.stack([w[..., 0].mean(0) for w in weights])  # (L, H, T)
@@ -197,7 +197,7 @@ SETTINGS = (
 
 def measure(model, label: str) -> dict:
     """One setting of SETTINGS on the long split: mean excess loss by position (127 values)
-    and, over positions 32-126, per skill (the sliding-window lesson)."""
+    and, over positions 32-126, per skill (lesson 15)."""
     _, window, sinks, positions = next(s for s in SETTINGS if s[0] == label)
     losses = windowed_losses(model, corpus.load_split("long"), window, sinks, positions)
     by_position = corpus.excess_by_position(losses, "long")
@@ -208,6 +208,8 @@ def measure(model, label: str) -> dict:
 
 
 def main() -> None:
+    """Measure every setting on the three base models; write data/sliding_window.json
+    (lesson 15)."""
     torch.set_num_threads(1)
     runs = []
     for seed in SEEDS:
@@ -228,7 +230,8 @@ def main() -> None:
 
 
 def load_results() -> dict:
-    """data/sliding_window.json: every setting's excess by position over the three seeds."""
+    """data/sliding_window.json: every setting's excess by position over the three seeds
+    (lesson 15)."""
     return json.loads(RESULTS.read_text(encoding="utf-8"))
 
 

@@ -32,7 +32,8 @@ from course_lib.exercises.lesson13 import (
     stepwise,
     uncached,
 )
-from course_lib.model import generate, load_pretrained
+from course_lib.model import generate
+from course_lib.variants import load_trained
 from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "13_kv_cache_and_gqa.ipynb"
@@ -273,7 +274,7 @@ def test_rope_from_in_the_rotate_half_layout_is_named():
     _check(ROPE_FROM, rope, "rotate_half")
 
 
-def test_rope_from_built_on_lesson_04s_rope_heads_passes():
+def test_rope_from_built_on_lesson_06s_rope_heads_passes():
     # a right answer another way: rope_heads on the sequence padded at the front, then cut
     mine = notebook_functions("rope_heads")
 
@@ -403,8 +404,8 @@ def test_forward_from_a_wrong_attend_cached_fails_too():
 def test_right_answers_stay_within_the_tolerance_on_every_case(measure):
     """Right forwards written other ways: angles by division, angles in float64 then cast,
     the course's reference pieces. Each within 1e-5 * (1 + |logit|) of the model's own
-    forward, half the check's tolerance: worst 0.61 (native AVX-512), 0.76 (generic), 0.65
-    (AVX2) of 1e-5, the same with 1, 2 and 4 threads."""
+    forward, half the check's tolerance: worst 0.80 (native AVX-512), 0.65 (generic), 0.41
+    (AVX2) of 1e-5, over 1, 2 and 4 threads."""
 
     def rope_divided(x, start):
         T, d = x.shape[-2:]
@@ -501,8 +502,8 @@ def test_generation_that_feeds_the_whole_sequence_again_is_named():
 
 
 def test_generate_cached_gives_generates_tokens_for_127_tokens_from_one():
-    # rope-h4's max_len is 128: 1 + 127 tokens fill it, the contract's longest run
-    model = load_pretrained("rope-h4")
+    # the base model's max_len is 128: 1 + 127 tokens fill it, the contract's longest run
+    model = load_trained("base", 0)
     prompt = torch.tensor([[3]])
     assert torch.equal(generate_cached(model, prompt, 127), generate(model, prompt, 127))
 

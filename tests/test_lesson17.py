@@ -1,5 +1,5 @@
 """Lesson 17's claims, each measured with the lesson's own solutions (read from the notebooks as
-a later lesson reads them): what lesson 01's attention allocates, the online softmax's worked
+a later lesson reads them): what lesson 02's attention allocates, the online softmax's worked
 example, that the tiled forward never allocates a (T, T) block, what autograd keeps through
 the loop and through the recomputing Function, and the lesson's numbers as its text quotes them.
 
@@ -50,7 +50,7 @@ def _outputs() -> list[str]:
 
 
 @pytest.mark.slow  # the profiler's first start takes about 1.5 s
-def test_lesson_01_attention_allocates_two_matrices_that_grow_as_T_squared(mine):
+def test_lesson_02_attention_allocates_two_matrices_that_grow_as_T_squared(mine):
     peaks = []
     for T in (256, 512):
         with torch.no_grad():
@@ -118,7 +118,7 @@ def test_the_tiled_peak_doubles_with_T_and_is_below_the_whole_from_256_on(mine):
 # ---------------------------------------------------------------- what autograd keeps
 
 
-def test_autograd_through_the_loop_keeps_more_than_lesson_01_and_grows_as_T_squared(mine):
+def test_autograd_through_the_loop_keeps_more_than_lesson_02_and_grows_as_T_squared(mine):
     loop, plain, flash, fused = [], [], [], []
     for T in LENGTHS[:3]:
         q, k, v = qkv(T, grad=True)
@@ -184,6 +184,6 @@ def test_the_stored_tables_say_what_the_text_says():
     saved = next(o for o in out if o.startswith("saved for the backward, MiB:")).splitlines()
     rows = [line.rsplit(maxsplit=len(LENGTHS)) for line in saved[2:]]
     table = {name.strip(): [float(x) for x in sizes] for name, *sizes in rows}
-    assert all(a > b for a, b in zip(table["your online_attention"], table["lesson 01 attention"],
+    assert all(a > b for a, b in zip(table["your online_attention"], table["lesson 02 attention"],
                                      strict=True))  # fmt: skip
     assert table["flash_attention"] == table["torch's kernel"]

@@ -15,7 +15,7 @@ def explorer():
     return KVCostExplorer()
 
 
-def test_it_builds_with_no_arguments_and_starts_at_rope_h4(explorer):
+def test_it_builds_with_no_arguments_and_starts_at_the_base_models_width(explorer):
     assert explorer.values() == {"T": 128, "D": 64, "kv": 4}
     assert explorer.state()["readout"].startswith("T = 128, D = 64, 4 key/value heads: ")
     assert repr(explorer) == "KVCostExplorer(controls: T, D, kv)"
@@ -24,7 +24,7 @@ def test_it_builds_with_no_arguments_and_starts_at_rope_h4(explorer):
 @pytest.mark.parametrize("D", KVCostExplorer.WIDTHS[:2])
 @pytest.mark.parametrize("kv", KVCostExplorer.KV_HEADS)
 def test_the_weights_are_the_modules_own_count(explorer, D, kv):
-    model = TinyTransformer(53, D, 4, 4 * D, 2, 8)
+    model = TinyTransformer(explorer.VOCAB, D, 4, 4 * D, 2, 8)
     for block in model.blocks:
         block.attn = GroupedQueryAttention(D, 4, kv)
     assert explorer.weight_count(D, kv) == sum(p.numel() for p in model.parameters())
@@ -60,8 +60,9 @@ def _first(explorer, D, kv, when):
 
 
 def test_things_to_try_both_lengths_move_right_about_in_proportion_to_the_width(explorer):
-    """Attention passes the projections near T = 6D (12 D^2 against 2 T D per layer, the head
-    on top), and the cache (16 D T bytes) passes the weights (about 96 D^2 bytes) near 6D."""
+    """Attention passes the projections past T = 6D + V / (2L) (2 T D against 12 D^2 per layer,
+    the head's V D on top), and the cache (16 D T bytes) passes the weights (about 96 D^2 bytes,
+    the embedding and the head 8 V D more) a little later."""
     attention = {
         D: _first(explorer, D, 4, lambda c: c["cached"] > 2 * c["projections"])
         for D in explorer.WIDTHS
@@ -71,9 +72,12 @@ def test_things_to_try_both_lengths_move_right_about_in_proportion_to_the_width(
         for D in explorer.WIDTHS
     }
     assert 256 < attention[64] < 512 and 256 < cache[64] < 512  # between two slider settings
+    V, L = explorer.VOCAB, explorer.LAYERS
     for D in explorer.WIDTHS:
-        assert attention[D] == pytest.approx(6 * D, rel=0.05)
-        assert cache[D] == pytest.approx(6 * D, rel=0.1)
+        assert attention[D] == 6 * D + V // (2 * L) + 1
+        assert cache[D] == 4 * explorer.weight_count(D, 4) // (16 * D) + 1
+    for lengths in (attention, cache):  # 16 times the width: 14 to 15 times the length
+        assert 0.85 < lengths[1024] / lengths[64] / 16 < 1
 
 
 def test_things_to_try_one_kv_head_shrinks_the_cache_four_times_not_the_work(explorer):

@@ -22,11 +22,10 @@ FONT = 8.0  # the lines' monospace size, points; DejaVu Sans Mono advances 0.602
 
 
 class SamplingExplorer(Explorer):
-    """Lesson 10: choose a temperature, a top-k and a prompt; see the distribution the
-    sampler draws the next token from (bars) beside the language's own (diamonds), and 8
-    lines sampled after the prompt (below), each read by the toy language's generator: the
-    first token it could never have written is marked, and the readout counts the lines that
-    keep every rule.
+    """The explorer of lesson 10: choose a temperature, a top-k and a prompt; see the distribution
+    the sampler draws the next token from (bars) beside the language's own (diamonds), and 8 lines
+    sampled after the prompt (below), each read by the toy language's generator: the first token it
+    could never have written is marked, and the readout counts the lines that keep every rule.
 
     The model is the shipped base model of seed 0 unless `model` is given; the lines come from
     your `generate` when it is given and runs, else from the course's (the note says which).

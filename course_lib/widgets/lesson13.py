@@ -20,12 +20,13 @@ def _decades(low: float, high: float) -> tuple:
 
 
 class KVCostExplorer(Explorer):
-    """Lesson 13: move the context length, the model's width and its key/value heads; see the
-    multiply-adds of one new token, cached and recomputed, and the cache's bytes against the
-    weights'. Every number is counted from the configuration (course_lib.kv_cache.token_costs,
-    course_lib.gqa.kv_cache_bytes): the same on every machine.
+    """The explorer of lesson 13: move the context length, the model's width and its key/value
+    heads; see the multiply-adds of one new token, cached and recomputed, and the cache's bytes
+    against the weights'. Every number is counted from the configuration
+    (course_lib.kv_cache.token_costs, course_lib.gqa.kv_cache_bytes): the same on every machine.
 
-    The model is rope-h4's shape (2 layers, 4 heads, d_ff = 4D, 53 tokens) at width D.
+    The model is the shipped base model's shape (2 layers, 4 heads, d_ff = 4D, 104 tokens) at
+    width D.
     """
 
     PICTURE = (
@@ -37,7 +38,7 @@ class KVCostExplorer(Explorer):
     CONTEXTS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
     WIDTHS = (64, 256, 1024)
     KV_HEADS = (4, 2, 1)
-    HEADS, LAYERS, VOCAB = 4, 2, 53
+    HEADS, LAYERS, VOCAB = 4, 2, 104  # the base model's (course_lib.variants.BASE)
 
     def __init__(self):
         Ts = list(self.CONTEXTS)

@@ -12,8 +12,8 @@ T = 48  # positions drawn: long enough for three layers of a window of 8 to show
 
 
 class WindowExplorer(Explorer):
-    """Lesson 15: choose a window W, a number of layers L and sinks; see the mask (left) and,
-    for one query, which input positions can reach it after each layer (right).
+    """The explorer of lesson 15: choose a window W, a number of layers L and sinks; see the mask
+    (left) and, for one query, which input positions can reach it after each layer (right).
 
     With `mask`, your sliding_window_mask(T, window, sinks), the left picture and the reach are
     drawn from yours, and the note says whether it agrees with the course's."""

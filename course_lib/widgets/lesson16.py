@@ -15,10 +15,10 @@ LABELS = {"position interpolation": "pi", "NTK-aware": "ntk", "YaRN": "yarn"}
 
 
 class RopeScalingExplorer(Explorer):
-    """Method and factor s: left, pair i's angle p theta'_i against p (trained positions
-    shaded, each pair's largest trained angle as a thin line); right, the excess loss by
-    position, the mean of the three shipped models, against the unscaled one. The angles come
-    from your pi_angles, ntk_frequencies and yarn_frequencies where they run, the losses from
+    """The explorer of lesson 16. Method and factor s: left, pair i's angle p theta'_i against p
+    (trained positions shaded, each pair's largest trained angle as a thin line); right, the excess
+    loss by position, the mean of the three shipped models, against the unscaled one. The angles
+    come from your pi_angles, ntk_frequencies and yarn_frequencies where they run, the losses from
     the stored grid (data/rope_scaling.json)."""
 
     PICTURE = "Angles of each RoPE pair against position, and excess loss by position"

@@ -20,8 +20,9 @@ HATCH = {"earlier": "", "this": "//", "unread": ".."}
 
 
 class TileExplorer(Explorer):
-    """Lesson 17: step through the key tiles of one query's attention; see the running maximum
-    m, each key's term exp(score - m), the running sum l and the output acc / l after each.
+    """The explorer of lesson 17: step through the key tiles of one query's attention; see the
+    running maximum m, each key's term exp(score - m), the running sum l and the output acc / l
+    after each.
 
     The query and keys have width 1, so the scores are the keys themselves (SCORES) and the
     scale is 1; the values are three random numbers per key. The numbers are the course's

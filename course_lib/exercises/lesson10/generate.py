@@ -20,6 +20,7 @@ V = 104  # the toy language's vocabulary
 
 
 def generate_reference(model, prompt, num_tokens, *, temperature=1.0, top_k=None, seed=0):
+    """The course's generate, the check's reference (lesson 10)."""
     return generate(model, prompt, num_tokens, temperature=temperature, top_k=top_k, seed=seed)
 
 
@@ -252,7 +253,8 @@ def _fail(message, cause, bug) -> Verdict:
 
 
 def promises(fn) -> Verdict | None:
-    """The contract's promises, checked without the course's generate: None when all hold."""
+    """The contract's promises, checked without the course's generate: None when all hold
+    (lesson 10)."""
     model = _models()["base"]
     prompt = _prompt(4, 4, 40)
     greedy = fn(model, prompt, 16, temperature=0)
@@ -320,7 +322,7 @@ def promises(fn) -> Verdict | None:
 
 def run_generate(fn) -> Verdict:
     """Check a generate: its tokens against the course's on every case, then the contract's
-    promises on their own (greedy, top-k, a fixed seed, errors), on one torch thread."""
+    promises on their own (greedy, top-k, a fixed seed, errors), on one torch thread (lesson 10)."""
     with one_thread():
         verdict = run(GENERATE, fn)
         if not verdict.passed:

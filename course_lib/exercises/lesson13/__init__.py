@@ -3,7 +3,7 @@
 CONTRACTS (fixed: the lesson and its checks rely on them):
 - rope_from(x, start) -> x's shape and dtype: x (..., T, d), row t turned pair by pair
   (interleaved pairs (2i, 2i+1)) by (start + t) * theta_i, theta_i = 10000**(-2i/d);
-  rope_from(x, 0) is lesson 04's rope_heads(x).
+  rope_from(x, 0) is lesson 06's rope_heads(x).
 - attend_cached(x, qkv, out, num_heads, past_k, past_v, rope=None) -> (y, k, v): x (B, T, D)
   the T new tokens' input to one attention layer; qkv a Linear(D, 3D) laid out [q | k | v],
   out a Linear(D, D); past_k, past_v (B, H, S, d) the rotated keys and the values of the S
@@ -11,13 +11,14 @@ CONTRACTS (fixed: the lesson and its checks rely on them):
   new tokens sit at positions S .. S + T - 1 and token i sees keys 0 .. S + i. y (B, T, D);
   k, v (B, H, S + T, d): the past with the new tokens' appended along the time axis.
 - forward_with_cache(model, ids, cache) -> (logits (B, T, V), new cache): model a
-  pre-norm TinyTransformer with RoPE (rope-h4's kind), ids (B, T) the next T tokens, cache
-  [] or a list of one (keys, values) pair per layer as attend_cached returns them.
+  pre-norm TinyTransformer with RoPE (the shipped base model's kind), ids (B, T) the next T
+  tokens, cache [] or a list of one (keys, values) pair per layer as attend_cached returns
+  them.
 - generate_cached(model, prompt, num_tokens, *, temperature=1.0, seed=0) -> (B, T0 +
   num_tokens) int64: course_lib.model.generate's tokens, with a cache, for prompt and new
   tokens within max_len.
 - grouped_multihead(x, qkv, out, num_heads, num_kv_heads, mask=None, rope=None) ->
-  (B, T, D): lesson 03's multihead with qkv a Linear(D, D + 2 * num_kv_heads * d) laid out
+  (B, T, D): lesson 04's multihead with qkv a Linear(D, D + 2 * num_kv_heads * d) laid out
   [q | k | v] and query head h reading key/value head h // (num_heads // num_kv_heads).
 
 Every wrong version below is a mistake a learner makes, written the way it comes out; a test

@@ -22,11 +22,12 @@ def _merged(y):
 
 
 def shifted_causal(S: int, T: int) -> torch.Tensor:
-    """(T, S + T) bool: new token i, at position S + i, may see keys 0 .. S + i."""
+    """(T, S + T) bool: new token i, at position S + i, may see keys 0 .. S + i (lesson 13)."""
     return torch.arange(S + T)[None, :] <= torch.arange(S, S + T)[:, None]
 
 
 def attend_cached_reference(x, qkv, out, num_heads, past_k, past_v, rope=None):
+    """The course's attend_cached: exercise 2's answer (lesson 13)."""
     D, S, T = x.shape[-1], past_k.shape[-2], x.shape[-2]
     q, k, v = (_heads(t, num_heads) for t in qkv(x).split(D, dim=-1))  # each (B, H, T, d)
     if rope is not None:
@@ -162,7 +163,7 @@ ATTEND_CACHED = Exercise(
         ),
     ),
     hints=(
-        "Three steps beyond lesson 03's multihead: turn the new queries and keys with "
+        "Three steps beyond lesson 04's multihead: turn the new queries and keys with "
         "rope(t, S), where S is the number of cached tokens; put the new keys and values "
         "after the cached ones along the time axis; and mask so that new token i sees keys "
         "0 .. S + i.",

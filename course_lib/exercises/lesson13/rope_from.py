@@ -1,10 +1,11 @@
-"""Lesson 13's rope_from exercise: lesson 04's RoPE, starting at a given position."""
+"""Lesson 13's rope_from exercise: lesson 06's RoPE, starting at a given position."""
 
 import torch
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson04.sinusoidal_encoding import BASE
 from course_lib.positional import apply_rope_half
+
+BASE = 10000.0  # RoPE's base, as in lesson 06
 
 # ---------------------------------------------------------------- rope_from
 
@@ -22,6 +23,7 @@ def _turned(x, positions):
 
 
 def rope_from_reference(x, start):
+    """The course's rope_from: exercise 1's answer (lesson 13)."""
     T = x.shape[-2]
     return _turned(x, torch.arange(start, start + T))  # (..., T, d)
 
@@ -34,7 +36,7 @@ def _rope_from_cases() -> list[Case]:
 
     return [
         Case((randn(2, 4, 1, 16), 9), label="one new token (T = 1) at position 9, x (B, H, 1, d)"),
-        Case((randn(1, 2, 6, 8), 0), label="start 0: your lesson 04 rope_heads"),
+        Case((randn(1, 2, 6, 8), 0), label="start 0: your lesson 06 rope_heads"),
         Case((randn(2, 3, 5, 8), 4), label="5 new tokens after 4 cached ones"),
         Case((randn(3, 6), 7), label="a 2-D x (T, d): one sequence, no heads"),
         Case(
@@ -59,7 +61,7 @@ ROPE_FROM = Exercise(
     reference=rope_from_reference,
     cases=_rope_from_cases,
     idea="the section 'Keys and values, computed once': exercise 1's text and its worked "
-    "example, and lesson 04's rope_heads",
+    "example, and lesson 06's rope_heads",
     bugs=(
         Bug(
             "start_ignored",
@@ -102,6 +104,6 @@ ROPE_FROM = Exercise(
         "rope_from is rope_heads with the positions start, start + 1, ..., start + T - 1 "
         "down the rows of the angle table instead of 0, 1, ..., T - 1.",
         "Build a (T, d/2) table of angles (start + t) * theta_i and turn pair i of row t by "
-        "its entry with your rotate_pair, as in lesson 04.",
+        "its entry with your rotate_pair, as in lesson 06.",
     ),
 )

@@ -7,7 +7,8 @@ from course_lib.exercises.core import Bug, Case, Exercise
 
 
 def rms_norm_reference(x, weight, eps=1e-5):
-    """torch's own RMSNorm (tests/test_exercises_lesson14.py checks it equals nn.RMSNorm)."""
+    """torch's own RMSNorm (lesson 14; tests/test_exercises_lesson14.py checks it equals
+    nn.RMSNorm)."""
     return F.rms_norm(x, x.shape[-1:], weight, eps)
 
 

@@ -9,7 +9,7 @@ from course_lib.exercises.core import Bug, Case, Exercise
 
 def swiglu_reference(x, gate, up, down):
     """Written with torch's GLU instead of SiLU: glu([a, b]) = a * sigmoid(b), so
-    glu([gate * up, gate]) = gate * sigmoid(gate) * up = silu(gate) * up."""
+    glu([gate * up, gate]) = gate * sigmoid(gate) * up = silu(gate) * up (lesson 14)."""
     g, u = gate(x), up(x)  # (..., h) each
     return down(F.glu(torch.cat([g * u, g], dim=-1), dim=-1))  # (..., 2h) -> (..., h) -> (..., D)
 
@@ -113,7 +113,7 @@ SWIGLU = Exercise(
             _with(lambda a, b: F.silu(a)),
             "your layer never uses up(x)",
             "up(x) is missing: without it this is Linear, SiLU, Linear, the feed-forward "
-            "layer of lesson 05 with SiLU for GELU. SwiGLU multiplies the bent gate by up(x).",
+            "layer of lesson 09 with SiLU for GELU. SwiGLU multiplies the bent gate by up(x).",
         ),
         Bug(
             "no_gate",

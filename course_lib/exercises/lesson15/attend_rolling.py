@@ -19,6 +19,7 @@ def _merged(y):
 
 def attend_rolling_reference(x, qkv, out, num_heads, past_k, past_v, position, window, sinks=0,
                              rope=None):  # fmt: skip
+    """The course's attend_rolling: one step over a rolling cache (lesson 15)."""
     D = x.shape[-1]
     q, k, v = (_heads(t, num_heads) for t in qkv(x).split(D, dim=-1))  # each (B, H, 1, d)
     if rope is not None:
@@ -33,7 +34,8 @@ def attend_rolling_reference(x, qkv, out, num_heads, past_k, past_v, position, w
 
 def rolled(step, x, qkv, out, num_heads, window, sinks=0, rope=None):
     """(y (B, T, D), k, v): x (B, T, D) fed one token at a time through step, a function
-    with attend_rolling's contract, from an empty cache; k, v the cache after the last."""
+    with attend_rolling's contract, from an empty cache; k, v the cache after the last
+    (lesson 15)."""
     B, T, D = x.shape
     empty = x.new_zeros(B, num_heads, 0, D // num_heads)
     k = v = empty

@@ -21,16 +21,19 @@ def _log_theta(d, base):
 
 
 def pi_angles_reference(positions, d, factor, base=10000.0):
+    """The course's position interpolation angles, (T, d/2) float64 (lesson 16)."""
     theta = torch.exp(_log_theta(d, base))  # (d/2,)
     return torch.einsum("t,i->ti", positions.to(torch.float64) / factor, theta)  # (T, d/2)
 
 
 def ntk_frequencies_reference(d, factor, base=10000.0):
+    """The course's NTK-aware frequencies, (d/2,) float64 (lesson 16)."""
     i = torch.arange(d // 2, dtype=torch.float64)
     return torch.exp(_log_theta(d, base) - (2 * i / (d - 2)) * math.log(factor))  # (d/2,)
 
 
 def yarn_frequencies_reference(d, factor, trained_len, alpha=1.0, beta=32.0, base=10000.0):
+    """The course's YaRN frequencies, (d/2,) float64 (lesson 16)."""
     theta = torch.exp(_log_theta(d, base))
     wavelength = 2 * math.pi / theta
     turns = trained_len / wavelength  # r_i: turns of pair i within the trained length
@@ -121,7 +124,7 @@ PI_ANGLES = Exercise(
     lesson="16_longer_than_trained",
     reference=pi_angles_reference,
     cases=_pi_cases,
-    idea="the section 'Position interpolation': exercise 1's text, and lesson 04's rope_heads",
+    idea="the section 'Position interpolation': exercise 1's text, and lesson 06's rope_heads",
     bugs=(
         Bug(
             "floor_division",
@@ -164,7 +167,7 @@ PI_ANGLES = Exercise(
         ),
     ),
     hints=(
-        "Print your table's first rows at s = 1 next to the angles your lesson 04 rope_heads "
+        "Print your table's first rows at s = 1 next to the angles your lesson 06 rope_heads "
         "turns by (t theta_i): they must agree; at factor s, row p of yours is row p / s.",
         "angles[t, i] = (positions[t] / s) * base ** (-2i / d), a (T, d/2) float64 table.",
     ),

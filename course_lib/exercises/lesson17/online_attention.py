@@ -25,16 +25,18 @@ from course_lib.exercises.lesson17.inputs import (
 
 
 def online_attention_reference(q, k, v, mask=None, tile_size=64):
+    """torch's attention, the check's reference for online_attention (lesson 17)."""
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (..., T_q, d_v)
 
 
 def gradients_reference(q, k, v, grad_out, mask=None, tile_size=64):
+    """torch's gradients of attention, the check's reference (lesson 17)."""
     return sdpa_gradients(q, k, v, grad_out, mask)
 
 
 def gradients_of(fn):
     """fn's (dq, dk, dv) of sum(fn(q, k, v, ...) * grad_out), taken by autograd; zeros where
-    fn's output carries no gradient (made under no_grad, or outside torch)."""
+    fn's output carries no gradient (made under no_grad, or outside torch; lesson 17)."""
 
     def grads(q, k, v, grad_out, mask=None, tile_size=64):
         q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
@@ -262,7 +264,7 @@ ONLINE_ATTENTION = Exercise(
             _wrong(scale=False),
             "your output is softmax(q k^T) v: the scores are not scaled",
             "the scores are divided by sqrt(d), the width of q and k, before anything else, as "
-            "in lesson 02; each tile's scores need it.",
+            "in lesson 03; each tile's scores need it.",
         ),
         Bug(
             "max_from_zero",
@@ -336,7 +338,7 @@ GRADIENTS = Exercise(
 
 WHOLE_MATRIX_CAUSE = (
     "Your function computes the scores of every query against every key at once (q @ k "
-    "transposed over all of k, then the softmax), which is the lesson 01 attention the "
+    "transposed over all of k, then the softmax), which is the lesson 02 attention the "
     "exercise replaces. Take the keys tile by tile: each tile's scores are (..., T_q, "
     "tile_size), and the running maximum, sum and output carry what the earlier tiles gave."
 )
@@ -358,7 +360,7 @@ COURSE_CAUSE = (
 
 def run_online(fn) -> Verdict:
     """Check online_attention: its output on every case, then the gradients through it, then
-    that it never holds a (T_q, T_k) matrix."""
+    that it never holds a (T_q, T_k) matrix (lesson 17)."""
     verdict = run(ONLINE_ATTENTION, fn)
     if not verdict.passed:
         return verdict

@@ -27,11 +27,13 @@ from course_lib.exercises.lesson17.inputs import (
 
 
 def tiled_backward_reference(q, k, v, out, lse, grad_out, mask=None, tile_size=64):
+    """torch's gradients of attention, the check's reference for tiled_backward (lesson 17)."""
     return sdpa_gradients(q, k, v, grad_out, mask)  # (dq, dk, dv)
 
 
 def saved(q, k, v, mask=None):
-    """(out, lse) as a recomputing forward saves them, computed whole (the checker's side)."""
+    """(out, lse) as a recomputing forward saves them, computed whole (the checker's side;
+    lesson 17)."""
     scores = scores_of(q, k, mask)  # (..., T_q, T_k)
     return torch.softmax(scores, dim=-1) @ v, torch.logsumexp(scores, dim=-1)
 
@@ -204,7 +206,8 @@ TILED_BACKWARD = Exercise(
 
 
 def run_backward(fn) -> Verdict:
-    """Check tiled_backward on every case, then that it never holds a (T_q, T_k) matrix."""
+    """Check tiled_backward on every case, then that it never holds a (T_q, T_k) matrix
+    (lesson 17)."""
     verdict = run(TILED_BACKWARD, fn)
     if not verdict.passed:
         return verdict
@@ -268,7 +271,7 @@ def run_backward(fn) -> Verdict:
             f"{PROBE['T']} keys, tile_size {PROBE['tile_size']})",
             (
                 "Your backward rebuilds the whole weight matrix, which is what autograd "
-                "through lesson 01's attention keeps. Rebuild one tile of weights at a time "
+                "through lesson 02's attention keeps. Rebuild one tile of weights at a time "
                 "from lse, and use it at once for that tile's share of dq, dk and dv.",
                 f"See {IDEA}.",
             ),
