@@ -1,7 +1,7 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson
+lessons 04, 04_multihead, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson
 01_language_and_loss, which shares its number with lesson 01, in
 lesson01_language_and_loss.py): the course's reference,
 the cases, the likely bugs with their hints;
@@ -24,8 +24,8 @@ from course_lib.exercises import (
     lesson01,
     lesson01_language_and_loss,
     lesson02,
-    lesson03,
     lesson04,
+    lesson04_multihead,
     lesson05,
     lesson05_encoder_decoder,
     lesson06,
@@ -120,10 +120,10 @@ check_next_token_cross_entropy = checker(lesson01_language_and_loss.NEXT_TOKEN_C
 check_entropy = checker(lesson02.ENTROPY)
 check_vanishing_width = checker(lesson02.VANISHING_WIDTH)
 
-# ---------------------------------------------------------------- lesson 03
-check_split_heads = checker(lesson03.SPLIT_HEADS)
-check_merge_heads = checker(lesson03.MERGE_HEADS)
-check_multihead = checker(lesson03.MULTIHEAD)
+# ---------------------------------------------------------------- lesson 04_multihead
+check_split_heads = checker(lesson04_multihead.SPLIT_HEADS)
+check_merge_heads = checker(lesson04_multihead.MERGE_HEADS)
+check_multihead = checker(lesson04_multihead.MULTIHEAD)
 
 # ---------------------------------------------------------------- lesson 04
 check_sinusoidal_encoding = checker(lesson04.SINUSOIDAL_ENCODING)

@@ -24,7 +24,7 @@ LESSONS = {
     "01_attention_qkv": "lesson01",
     "01_language_and_loss": "lesson01_language_and_loss",
     "02_scaling": "lesson02",
-    "03_multihead": "lesson03",
+    "04_multihead": "lesson04_multihead",
     "04_positional_encoding": "lesson04",
     "05_encoder_decoder": "lesson05_encoder_decoder",
     "05_transformer_block": "lesson05",
@@ -42,7 +42,9 @@ LESSONS = {
 # as a new file (a learner's workspace copy is never overwritten, and nbgitpuller keeps the
 # learner's version), so a workspace may still hold the earlier file with the learner's work
 # in it: course_lib.mywork reads it there wherever the new lesson's exercise is still a stub.
-FORMER: dict[str, tuple[str, ...]] = {}
+FORMER: dict[str, tuple[str, ...]] = {
+    "04_multihead": ("03_multihead",),
+}
 
 __all__ = [
     "Bug", "Case", "Exercise", "Verdict", "run", "all_exercises", "by_name", "lesson_file",

@@ -11,9 +11,10 @@ each name lives in one module of this package:
 - `lesson01` ... `lesson06`, `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`,
   `lesson16`,
   `lesson17`: each lesson's figures and the constants
-  they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lessons
-  01_language_and_loss and 05_encoder_decoder, which share their numbers with lessons 01 and
-  05, have `lesson01_language_and_loss` and `lesson05_encoder_decoder`.
+  they draw with, in lesson order (lesson 04_multihead's set_token_ticks is lesson 06's too);
+  lessons 01_language_and_loss, 04_multihead and 05_encoder_decoder, which share their
+  numbers with lessons 01, 04 and 05, have `lesson01_language_and_loss`, `lesson04_multihead`
+  and `lesson05_encoder_decoder`.
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -26,16 +27,6 @@ from course_lib.viz.lesson01_language_and_loss import (
     skill_loss_figure,
 )
 from course_lib.viz.lesson02 import REFERENCE_STYLES, curve_panels, scale_sweep_figure
-from course_lib.viz.lesson03 import (
-    HEAD_MARKERS,
-    SQUEEZE_ABOVE,
-    ablation_heatmap,
-    detector_heatmap,
-    draw_head_map,
-    head_grid,
-    heads_sweep_figure,
-    set_token_ticks,
-)
 from course_lib.viz.lesson04 import (
     cosine_scale,
     encoding_heatmap,
@@ -44,6 +35,12 @@ from course_lib.viz.lesson04 import (
     rotated_pair_figure,
     setup_pair_axes,
     similarity_figure,
+)
+from course_lib.viz.lesson04_multihead import (
+    NOUN_COLUMNS,
+    draw_head_map,
+    noun_weights_figure,
+    set_token_ticks,
 )
 from course_lib.viz.lesson05 import (
     GRAD_LIMITS,
@@ -65,6 +62,8 @@ from course_lib.viz.lesson05_encoder_decoder import (
 )
 from course_lib.viz.lesson06 import (
     DETECTOR_STYLES,
+    SQUEEZE_ABOVE,
+    ablation_heatmap,
     attention_grid,
     detector_heatmaps,
     detector_timeline,
@@ -105,9 +104,10 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson04",
-                  "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson11",
-                  "lesson13", "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
+FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson04",
+                  "lesson04_multihead", "lesson05", "lesson05_encoder_decoder", "lesson06",
+                  "lesson10", "lesson11", "lesson13", "lesson14", "lesson15", "lesson16",
+                  "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -117,10 +117,10 @@ __all__ = [
     "FIGURE_MODULES",
     "GRAD_LIMITS",
     "GREEN",
-    "HEAD_MARKERS",
     "LINE_MARKERS",
     "LINE_STYLES",
     "MARKERS",
+    "NOUN_COLUMNS",
     "ORANGE",
     "PALETTE",
     "PURPLE",
@@ -142,7 +142,6 @@ __all__ = [
     "cross_map_figure",
     "curve_panels",
     "depth_profile_figure",
-    "detector_heatmap",
     "detector_heatmaps",
     "detector_timeline",
     "draw_attention",
@@ -154,9 +153,7 @@ __all__ = [
     "encoder_decoder_diagram",
     "encoding_heatmap",
     "ffn_width_figure",
-    "head_grid",
     "head_groups_figure",
-    "heads_sweep_figure",
     "influence_figure",
     "length_generalisation_figure",
     "excess_by_position_figure",
@@ -170,6 +167,7 @@ __all__ = [
     "meaning",
     "new_figure",
     "next_token_figure",
+    "noun_weights_figure",
     "pair_arrow",
     "pin_to_limits",
     "pinned_points",

@@ -1,11 +1,12 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
 One module per lesson (lesson 06 in two: `lesson06`, its trained heads, and
-`lesson06_ablation`; lessons 01_language_and_loss and 05_encoder_decoder, which share their
-numbers, in `lesson01_language_and_loss` and `lesson05_encoder_decoder`) on a small shared base
+`lesson06_ablation`; lessons 01_language_and_loss, 04_multihead and 05_encoder_decoder, which
+share their numbers, in `lesson01_language_and_loss`, `lesson04_multihead` and
+`lesson05_encoder_decoder`) on a small shared base
 (`base`: the Explorer class, its readout line, `state()` and `settings()`, the control helpers
-and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons 03
-and 06 share (TickStamp). Lessons import from here:
+and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons
+04_multihead and 06 share (TickStamp). Lessons import from here:
 `from course_lib.widgets import ScalingExplorer, ConceptCheck`.
 """
 
@@ -14,8 +15,8 @@ from course_lib.widgets.lesson00 import SoftmaxExplorer
 from course_lib.widgets.lesson01 import TOY_SENTENCE, AttentionExplorer
 from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
 from course_lib.widgets.lesson02 import ScalingExplorer
-from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_examples
 from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
+from course_lib.widgets.lesson04_multihead import HeadsExplorer, heads_examples
 from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
 from course_lib.widgets.lesson06 import (
@@ -37,9 +38,9 @@ EXPLORERS = (
     AttentionExplorer,
     NextTokenExplorer,
     ScalingExplorer,
-    HeadsExplorer,
     PositionExplorer,
     RopeExplorer,
+    HeadsExplorer,
     BlockExplorer,
     ActivationExplorer,
     CrossAttentionExplorer,
@@ -78,7 +79,6 @@ __all__ = [
     "TileExplorer",
     "WindowExplorer",
     "TrainedHeadsExplorer",
-    "best_detector",
     "fresh_sentences",
     "heads_examples",
 ]
