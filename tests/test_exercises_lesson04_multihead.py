@@ -531,3 +531,24 @@ def test_multihead_that_calls_a_stub_split_is_reported_as_not_written():
         return stub(x, num_heads)
 
     assert run(MULTIHEAD, uses_unwritten_split).status == "not implemented"
+
+
+def test_work_in_a_workspaces_03_multihead_is_found_by_lesson_04(tmp_path):
+    """A workspace made before the move keeps 03_multihead.ipynb with the learner's functions;
+    04_multihead arrives beside it with stubs, and later lessons get the functions from 03."""
+    from course_lib.exercises import by_name, lesson_file
+    from course_lib.workspace import stub_solutions
+
+    # the learner's attention, which multihead calls, in the lesson that defines it
+    source = lesson_file(NOTEBOOKS, by_name("attention").lesson)
+    (tmp_path / source.name).write_bytes(source.read_bytes())
+    solved = nbformat.read(NOTEBOOKS / "04_multihead.ipynb", as_version=4)
+    nbformat.write(solved, tmp_path / "03_multihead.ipynb")  # the learner's work, earlier name
+    stubbed = nbformat.read(NOTEBOOKS / "04_multihead.ipynb", as_version=4)
+    for cell in stubbed.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = stub_solutions(cell.source)
+    nbformat.write(stubbed, tmp_path / "04_multihead.ipynb")
+    work = collect(["split_heads", "merge_heads", "multihead"], tmp_path)
+    assert set(work.origin.values()) == {"lesson 04: yours in 03_multihead.ipynb"}
+    assert all(run(e, work.functions[e.name]).passed for e in lesson04_multihead.EXERCISES)
