@@ -22,9 +22,9 @@ from course_lib.exercises import (
     lesson00,
     lesson01_language_and_loss,
     lesson02_attention_and_masks,
-    lesson03,
     lesson03_scaling,
     lesson04,
+    lesson04_multihead,
     lesson05,
     lesson05_encoder_decoder,
     lesson06,
@@ -119,10 +119,10 @@ check_qkv_projection = checker(lesson02_attention_and_masks.QKV_PROJECTION)
 check_attention = checker(lesson02_attention_and_masks.ATTENTION)
 check_padding_mask = checker(lesson02_attention_and_masks.PADDING_MASK)
 
-# ---------------------------------------------------------------- lesson 03
-check_split_heads = checker(lesson03.SPLIT_HEADS)
-check_merge_heads = checker(lesson03.MERGE_HEADS)
-check_multihead = checker(lesson03.MULTIHEAD)
+# ---------------------------------------------------------------- lesson 04_multihead
+check_split_heads = checker(lesson04_multihead.SPLIT_HEADS)
+check_merge_heads = checker(lesson04_multihead.MERGE_HEADS)
+check_multihead = checker(lesson04_multihead.MULTIHEAD)
 
 # ---------------------------------------------------------------- lesson 03_scaling
 check_score_variance = checker(lesson03_scaling.SCORE_VARIANCE)

@@ -254,7 +254,7 @@ def decoder_layer_reference(y, memory, self_attn, cross_attn, memory_mask=None):
 
 
 def _course_multihead(x, qkv, out, num_heads, mask=None, rope=None):
-    from course_lib.exercises.lesson03 import multihead_reference  # the course's lesson 03
+    from course_lib.exercises.lesson04_multihead import multihead_reference
 
     return multihead_reference(x, qkv, out, num_heads, mask, rope)
 

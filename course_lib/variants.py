@@ -138,7 +138,11 @@ ROWS = (
 
 # variants whose trained models are shipped (data/checkpoints/lang-VARIANT-sSEED.pt and .json),
 # so a lesson can study a trained model without training one: the runs of the table, exactly
-CHECKPOINTS = {"base": SEEDS}
+CHECKPOINTS = {
+    "base": SEEDS,
+    # lesson 04: what each head of a one-layer model reads when it predicts the mark
+    **{f"1-layer-heads-{h}": (0,) for h in (1, 2, 4, 8)},
+}
 
 
 def load_split(name: str) -> torch.Tensor:

@@ -108,8 +108,9 @@ VIZ_FIGURES = {
         ],
         ("all", "object"),
     ),
-    "head_grid": lambda: viz.head_grid(attention(4, 6, 6), LABELS),
-    "detector_heatmap": lambda: viz.detector_heatmap(scores(), title="t"),
+    "noun_weights_figure": lambda: viz.noun_weights_figure(
+        {"1 head": torch.tensor([[0.1, 0.2, 0.3]]), "2 heads": torch.rand(2, 3)}, title="t"
+    ),
     "block_diagram": lambda: viz.block_diagram(prenorm=False),
     "depth_profile_figure": lambda: viz.depth_profile_figure(NORMS),
     "ffn_width_figure": lambda: viz.ffn_width_figure(
@@ -134,14 +135,6 @@ VIZ_FIGURES = {
     ),
     "detector_heatmaps": lambda: viz.detector_heatmaps(
         {"trained": scores(), "shipped": scores()}, chance=CHANCE
-    ),
-    "heads_sweep_figure": lambda: viz.heads_sweep_figure(
-        [
-            {"heads": h, "seed": s, "accuracy": 0.5, "accuracy_by_step": [[50, 0.1], [100, 0.5]]}
-            for h in (1, 2, 4, 8)
-            for s in (0, 1)
-        ],
-        chance=1 / 64,
     ),
     "memory_figure": lambda: viz.memory_figure(
         [256, 512],

@@ -127,22 +127,6 @@ def test_the_sweep_file_holds_every_seed_and_its_claim():
     assert mean(4) - mean(1) > 0.4 and mean(8) - mean(1) > 0.4
 
 
-def test_sweep_figure_legend_sits_beside_the_curves():
-    # the right panel's curves reach every corner of it, so its legend goes outside the axes
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    from course_lib import viz
-
-    sweep = json.loads((CHECKPOINT_DIR / "places-sweep.json").read_text())
-    fig = viz.heads_sweep_figure(sweep["runs"], chance=1 / len(places.ANSWERS))
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    fig.draw(renderer)
-    ax_steps = fig.axes[1]
-    legend = ax_steps.get_legend().get_window_extent(renderer)
-    assert legend.x0 >= ax_steps.get_window_extent(renderer).x1
-    assert legend.x1 <= fig.bbox.x1  # and it is not cut off
-
-
 @pytest.mark.retrains
 def test_retrained_four_heads_beat_one(measure):
     """Seed 0 of the shipped recipes, trained again here (~10 s): the code, not only the

@@ -23,8 +23,8 @@ LESSONS = {
     "00_start_here": "lesson00",
     "01_language_and_loss": "lesson01_language_and_loss",
     "02_attention_and_masks": "lesson02_attention_and_masks",
-    "03_multihead": "lesson03",
     "03_scaling": "lesson03_scaling",
+    "04_multihead": "lesson04_multihead",
     "04_positional_encoding": "lesson04",
     "05_encoder_decoder": "lesson05_encoder_decoder",
     "05_transformer_block": "lesson05",
@@ -45,6 +45,7 @@ LESSONS = {
 FORMER: dict[str, tuple[str, ...]] = {
     "02_attention_and_masks": ("01_attention_qkv",),
     "03_scaling": ("02_scaling",),
+    "04_multihead": ("03_multihead",),
 }
 
 __all__ = [

@@ -11,8 +11,8 @@ each name lives in one module of this package:
 - `lesson01_language_and_loss`, `lesson02_attention_and_masks`, `lesson03_scaling` ... `lesson06`,
   `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`, `lesson16`,
   `lesson17`: each lesson's figures and the constants
-  they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); a lesson
-  that has moved to the published order has a module named after its notebook
+  they draw with, in lesson order (lesson 04_multihead's set_token_ticks is lesson 06's too); a
+  lesson that has moved to the published order has a module named after its notebook
   (`lesson02_attention_and_masks`, `lesson03_scaling`, ...).
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
@@ -29,16 +29,6 @@ from course_lib.viz.lesson02_attention_and_masks import (
     draw_weight_bars,
     padding_figure,
 )
-from course_lib.viz.lesson03 import (
-    HEAD_MARKERS,
-    SQUEEZE_ABOVE,
-    ablation_heatmap,
-    detector_heatmap,
-    draw_head_map,
-    head_grid,
-    heads_sweep_figure,
-    set_token_ticks,
-)
 from course_lib.viz.lesson03_scaling import (
     REFERENCE_STYLES,
     curve_panels,
@@ -53,6 +43,12 @@ from course_lib.viz.lesson04 import (
     rotated_pair_figure,
     setup_pair_axes,
     similarity_figure,
+)
+from course_lib.viz.lesson04_multihead import (
+    NOUN_COLUMNS,
+    draw_head_map,
+    noun_weights_figure,
+    set_token_ticks,
 )
 from course_lib.viz.lesson05 import (
     GRAD_LIMITS,
@@ -74,6 +70,8 @@ from course_lib.viz.lesson05_encoder_decoder import (
 )
 from course_lib.viz.lesson06 import (
     DETECTOR_STYLES,
+    SQUEEZE_ABOVE,
+    ablation_heatmap,
     attention_grid,
     detector_heatmaps,
     detector_timeline,
@@ -114,10 +112,10 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02_attention_and_masks", "lesson03",
-                  "lesson03_scaling", "lesson04", "lesson05", "lesson05_encoder_decoder",
-                  "lesson06", "lesson10", "lesson11", "lesson13", "lesson14", "lesson15",
-                  "lesson16", "lesson17")  # fmt: skip
+FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02_attention_and_masks",
+                  "lesson03_scaling", "lesson04", "lesson04_multihead", "lesson05",
+                  "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson11", "lesson13",
+                  "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -127,10 +125,10 @@ __all__ = [
     "FIGURE_MODULES",
     "GRAD_LIMITS",
     "GREEN",
-    "HEAD_MARKERS",
     "LINE_MARKERS",
     "LINE_STYLES",
     "MARKERS",
+    "NOUN_COLUMNS",
     "ORANGE",
     "PALETTE",
     "PURPLE",
@@ -152,7 +150,6 @@ __all__ = [
     "cross_map_figure",
     "curve_panels",
     "depth_profile_figure",
-    "detector_heatmap",
     "detector_heatmaps",
     "detector_timeline",
     "draw_attention",
@@ -165,9 +162,7 @@ __all__ = [
     "encoding_heatmap",
     "excess_rows_figure",
     "ffn_width_figure",
-    "head_grid",
     "head_groups_figure",
-    "heads_sweep_figure",
     "length_generalisation_figure",
     "excess_by_position_figure",
     "memory_figure",
@@ -181,6 +176,7 @@ __all__ = [
     "new_figure",
     "next_token_figure",
     "padding_figure",
+    "noun_weights_figure",
     "pair_arrow",
     "pin_to_limits",
     "pinned_points",

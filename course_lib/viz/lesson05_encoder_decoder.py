@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from course_lib.viz.lesson03 import set_token_ticks
+from course_lib.viz.lesson04_multihead import set_token_ticks
 from course_lib.viz.lesson05 import _arrow, _box
 from course_lib.viz.style import BLUE, LINE_MARKERS, LINE_STYLES, PALETTE, _as_array, new_figure
 

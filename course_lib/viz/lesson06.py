@@ -1,13 +1,14 @@
 """Lesson 06's figures (the capstone): training curves, the head detectors over training
-and per model, and every head's attention on one sequence."""
+and per model, every head's attention on one sequence, and the knock-out table."""
 
+import numpy as np
 import seaborn as sns
 import torch
 from matplotlib.cm import ScalarMappable
-from matplotlib.colors import Normalize
+from matplotlib.colors import Normalize, SymLogNorm
 from matplotlib.figure import Figure
 
-from course_lib.viz.lesson03 import set_token_ticks
+from course_lib.viz.lesson04_multihead import set_token_ticks
 from course_lib.viz.style import (
     BLUE,
     COLOURS,
@@ -169,4 +170,47 @@ def attention_grid(weights, tokens, pairs=None) -> Figure:
         where = {"loc": "outside lower center", "ncols": len(labels), "fontsize": 9}
         look = {"facecolor": VIRIDIS_DARK, "labelcolor": "white", "framealpha": 1}
         fig.legend(handles, labels, **where, **look)
+    return fig
+
+
+SQUEEZE_ABOVE = 0.25  # ablation_heatmap: colours linear below this rise, logarithmic above
+
+
+def ablation_heatmap(labels, table, skills, *, limit: float = 1.0, title=None) -> Figure:
+    """Figure: loss increase per skill (columns) when each head (rows) is knocked out
+    (lesson 06).
+
+    labels, table: what ablation.ablation_table returns (labels[0] None, the baseline row);
+    skills: the column names. Increases are signed (a knock-out can help a little), so RdBu_r
+    centred on 0, reaching +-limit or the largest increase, whichever is further. Past
+    SQUEEZE_ABOVE the colours are spaced logarithmically, so a rise five times another still
+    looks darker while small rises keep some colour; every cell carries its number.
+    """
+    table = torch.as_tensor(table, dtype=torch.float32)
+    if labels[0] is not None or table.shape != (len(labels), len(skills)):
+        raise ValueError(
+            f"table: expected ablation_table's rows (baseline first) x {len(skills)} skills, "
+            f"got labels {labels[:2]}... and shape {tuple(table.shape)}"
+        )
+    rise = (table[1:] - table[0]).numpy()  # (heads, skills)
+    rows = [f"layer {layer}, head {head}" for layer, head in labels[1:]]
+    reach = max(float(limit), float(np.abs(rise).max()))
+    norm = SymLogNorm(SQUEEZE_ABOVE, linscale=1.0, vmin=-reach, vmax=reach, base=10)
+    fig, ax = new_figure(1.6 + 1.25 * len(skills), 0.9 + 0.36 * len(rows))
+    image = ax.imshow(rise, cmap="RdBu_r", norm=norm, aspect="auto")
+    for (i, j), value in np.ndenumerate(rise):
+        ink = "white" if abs(norm(value) - 0.5) > 0.3 else "black"
+        ax.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=9, color=ink)
+    columns = [f"{skill}\n(base {float(table[0, j]):.2f})" for j, skill in enumerate(skills)]
+    ax.set_xticks(range(len(skills)), columns, fontsize=9)
+    ax.set_yticks(range(len(rows)), rows, fontsize=9)
+    ax.set_xlabel("skill: loss on its positions (nats)")
+    ax.set_ylabel("head knocked out")
+    ax.tick_params(length=0)
+    label = f"loss increase (nats)\nscale squeezed past {SQUEEZE_ABOVE:g}"
+    bar = fig.colorbar(image, ax=ax, label=label)
+    ticks = [t for t in (-5, -1, -SQUEEZE_ABOVE, 0, SQUEEZE_ABOVE, 1, 5) if abs(t) <= reach]
+    bar.set_ticks(ticks, labels=[f"{t:g}" for t in ticks])
+    bar.minorticks_off()
+    ax.set_title(title or "loss increase when one head is knocked out", fontsize=10)
     return fig

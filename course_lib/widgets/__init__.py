@@ -4,8 +4,8 @@ One module per lesson (lesson 06 in two: `lesson06`, its trained heads, and
 `lesson06_ablation`; a lesson that has moved to the published order in a module named after
 its notebook, `lesson02_attention_and_masks`) on a small shared base
 (`base`: the Explorer class, its readout line, `state()` and `settings()`, the control helpers
-and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons 03
-and 06 share (TickStamp). Lessons import from here:
+and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons
+04_multihead and 06 share (TickStamp). Lessons import from here:
 `from course_lib.widgets import ScalingExplorer, ConceptCheck`.
 """
 
@@ -13,9 +13,9 @@ from course_lib.widgets.base import ConceptCheck, Explorer
 from course_lib.widgets.lesson00 import SoftmaxExplorer
 from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
 from course_lib.widgets.lesson02_attention_and_masks import AttentionExplorer
-from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_examples
 from course_lib.widgets.lesson03_scaling import ScalingExplorer
 from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
+from course_lib.widgets.lesson04_multihead import HeadsExplorer, heads_examples
 from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
 from course_lib.widgets.lesson06 import (
@@ -36,10 +36,10 @@ EXPLORERS = (
     SoftmaxExplorer,
     NextTokenExplorer,
     AttentionExplorer,
-    HeadsExplorer,
     ScalingExplorer,
     PositionExplorer,
     RopeExplorer,
+    HeadsExplorer,
     BlockExplorer,
     ActivationExplorer,
     CrossAttentionExplorer,
@@ -77,7 +77,6 @@ __all__ = [
     "TileExplorer",
     "WindowExplorer",
     "TrainedHeadsExplorer",
-    "best_detector",
     "fresh_sentences",
     "heads_examples",
 ]

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson03 import merge_heads_reference, split_heads_reference
+from course_lib.exercises.lesson04_multihead import merge_heads_reference, split_heads_reference
 from course_lib.seq2seq import cross_attention_reference
 
 

@@ -1,5 +1,5 @@
-"""HeadsExplorer (lesson 03): every control swept; the maps are the checkpoints' own attention,
-or read through the learner's multihead, whose disagreement the readout names."""
+"""HeadsExplorer (lesson 04): every control swept; the maps are the shipped one-layer models'
+own attention, or read through the learner's multihead, whose disagreement the readout names."""
 
 import base64
 import io
@@ -8,15 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from course_lib.model import load_card, load_pretrained
-from course_lib.widgets import HeadsExplorer, best_detector, heads_examples
+from course_lib import corpus, language, mark_heads, variants
+from course_lib.widgets import HeadsExplorer, heads_examples
 from helpers import picture, stub
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
 EXAMPLES = heads_examples()
-CARDS = {H: load_card(f"rope-h{H}") for H in (1, 2, 4, 8)}
+CARDS = {H: variants.trained_card(mark_heads.variant(H), 0) for H in mark_heads.HEAD_COUNTS}
 
 
 @pytest.fixture(scope="module")
@@ -33,39 +31,42 @@ def check_state(explorer):
     maps = state["maps"]
     assert maps.shape == (H, T, T) and np.isfinite(maps).all()
     np.testing.assert_allclose(maps.sum(-1), np.ones((H, T)), rtol=1e-5)
+    query, nouns = state["mark"]
+    assert query == T - 2 and len(nouns) == 3  # the row before the mark, which ends the line
     assert len(state["titles"]) == H
     for i, title in enumerate(state["titles"]):
-        name, score = best_detector(CARDS[H], v["layer"], i)
-        assert title == f"head {i}: {name} {score:.2f}"
-    assert f"validation loss {CARDS[H]['val_loss']:.3f}" in state["heading"]
-    assert state["tokens"][:5] == label.split()[:5] and len(state["tokens"]) == T
-    assert state["readout"].startswith(f"{H} head{'s' if H > 1 else ''}, layer {v['layer']}: ")
+        weights = " / ".join(f"{maps[i, query, n]:.2f}" for n in nouns)
+        assert title == f"head {i}: {weights}"
+    mark = CARDS[H]["excess"]["valid"]["mark"]
+    assert state["heading"].startswith(f"one layer, {H} head")
+    assert f"(seed 0): excess on the mark {mark:.2f} nats" in state["heading"]
+    assert state["tokens"] == corpus.to_tokens(ids)
+    assert state["readout"].startswith(f"{H} head{'s' if H > 1 else ''}, sentence '{label}': ")
     assert picture(explorer).startswith(PNG)
 
 
 def test_builds_with_no_arguments_and_shows_a_png(explorer):
     bundle = explorer._repr_mimebundle_()
-    assert bundle["text/plain"] == "HeadsExplorer(controls: heads, layer, example)"
+    assert bundle["text/plain"] == "HeadsExplorer(controls: heads, example)"
     assert base64.b64decode(bundle["image/png"]).startswith(PNG)
     check_state(explorer)
 
 
-def test_maps_are_the_checkpoints_attention(explorer):
+def test_maps_are_the_shipped_models_attention(explorer):
     start = explorer.values()
     explorer.controls["example"].value = 2
-    explorer.controls["layer"].value = 1
     for H in (1, 8):
         explorer.controls["heads"].value = H
-        model = load_pretrained(f"rope-h{H}")
+        model = variants.load_trained(mark_heads.variant(H), 0)
         _, ids = EXAMPLES[2]
         with torch.no_grad():
             _, weights = model(ids[None], return_weights=True)
-        np.testing.assert_allclose(explorer.state()["maps"], weights[1][0].numpy(), rtol=1e-6)
+        np.testing.assert_allclose(explorer.state()["maps"], weights[0][0].numpy(), rtol=1e-6)
     for name, value in start.items():
         explorer.controls[name].value = value
 
 
-@pytest.mark.parametrize("name", ["heads", "layer", "example"])
+@pytest.mark.parametrize("name", ["heads", "example"])
 def test_every_control_sweeps_and_changes_the_picture(explorer, name):
     control = explorer.controls[name]
     options = [o[1] for o in control.options]
@@ -84,23 +85,27 @@ def test_every_control_sweeps_and_changes_the_picture(explorer, name):
 
 def test_all_combinations_draw(explorer):
     seen = set()
-    for H in (1, 2, 4, 8):
+    for H in mark_heads.HEAD_COUNTS:
         explorer.controls["heads"].value = H
-        for layer in (0, 1):
-            explorer.controls["layer"].value = layer
-            for example in range(len(EXAMPLES)):
-                explorer.controls["example"].value = example
-                check_state(explorer)
-                seen.add(picture(explorer))
-    assert len(seen) == 4 * 2 * len(EXAMPLES)
+        for example in range(len(EXAMPLES)):
+            explorer.controls["example"].value = example
+            check_state(explorer)
+            seen.add(picture(explorer))
+    assert len(seen) == len(mark_heads.HEAD_COUNTS) * len(EXAMPLES)
 
 
-def test_examples_are_short_whole_validation_sentences():
-    for label, ids in heads_examples():
-        tokens = label.split()
-        assert ids.dim() == 1 and 6 <= len(ids) <= 14
-        assert ids[-1].item() == 0  # "." ends the sentence
-        assert tokens[-1] == "..." and tokens[0][0].isupper()
+def test_examples_are_short_whole_sentences_with_three_kinds_of_noun():
+    for label, ids in EXAMPLES:
+        tokens = corpus.to_tokens(ids)
+        assert 8 <= len(ids) <= 14 and tokens[-1] in language.MARKS
+        assert tokens[0] in language.SUBJECTS and label.endswith(" ... " + tokens[-1])
+        assert len(set(tokens[-1][1:])) == 3  # three different kinds: a clear mark to read
+    # one plain aside, one with a song between its nouns, one with nested asides
+    assert "sings" in corpus.to_tokens(EXAMPLES[1][1])
+    assert (
+        corpus.to_tokens(EXAMPLES[2][1]).count("]") + corpus.to_tokens(EXAMPLES[2][1]).count(")")
+        == 2
+    )
 
 
 def ink_rows(png: bytes) -> np.ndarray:
@@ -121,6 +126,19 @@ def test_one_row_of_heads_is_not_followed_by_an_empty_row(explorer):
         assert rows[-int(0.2 * len(rows)) :].any() and not rows[-4:].any()
     # one row of up to four heads: the same short picture, well under the two-row one
     assert heights[1] == heights[4] < 0.7 * heights[8]
+    explorer.controls["example"].value = 0
+
+
+def test_the_outline_and_the_squares_sit_on_the_row_before_the_mark(explorer):
+    explorer.controls["example"].value = 1
+    query, nouns = explorer.state()["mark"]
+    tokens = explorer.state()["tokens"]
+    assert tokens[query + 1] in language.MARKS
+    assert all(tokens[n] in (*language.NOUNS, *language.SUBJECTS) for n in nouns)
+    row, squares = explorer.rows[0], explorer.nouns[0]
+    assert row.get_y() == query - 0.5 and row.get_height() == 1
+    assert list(squares.get_xdata()) == list(nouns) and set(squares.get_ydata()) == {query}
+    explorer.controls["example"].value = 0
 
 
 # ---------------------------------------------------------------- the learner's multihead
@@ -152,16 +170,15 @@ def test_the_learners_right_multihead_draws_the_models_maps_and_agrees():
     e = HeadsExplorer(multihead=learner_multihead)
     for H in (1, 8):  # d = 64 (one read of the values), d = 8 (two reads for T up to 14)
         e.controls["heads"].value = H
+        model = variants.load_trained(mark_heads.variant(H), 0)
         for example in range(len(EXAMPLES)):
             e.controls["example"].value = example
-            e.controls["layer"].value = 1
-            model = load_pretrained(f"rope-h{H}")
             with torch.no_grad():
                 _, weights = model(EXAMPLES[example][1][None], return_weights=True)
-            np.testing.assert_allclose(e.state()["maps"], weights[1][0].numpy(), atol=1e-6)
+            np.testing.assert_allclose(e.state()["maps"], weights[0][0].numpy(), atol=1e-6)
             note = note_of(e)
             assert note.startswith("Your multihead agrees with the course's at ")
-            assert f"heads {H}, layer 1, sentence '{EXAMPLES[example][0]}'" in note
+            assert f"heads {H}, sentence '{EXAMPLES[example][0]}'" in note
             assert "each head's weights, read through your multihead" in note
             check_state(e)
 
@@ -169,16 +186,15 @@ def test_the_learners_right_multihead_draws_the_models_maps_and_agrees():
 def test_a_wrong_multihead_is_flagged_where_it_differs():
     e = HeadsExplorer(multihead=scaled_by_model_width)
     e.controls["heads"].value = 4
-    e.controls["layer"].value = 0
     note = note_of(e)
-    assert note.startswith("DIFFERS from the course's multihead at heads 4, layer 0, sentence")
+    assert note.startswith("DIFFERS from the course's multihead at heads 4, sentence")
     assert "largest difference" in note and "The picture shows yours" in note
     gap = float(note.split("largest difference ")[1].split(". ")[0])
-    shown, course = e.state()["maps"], e.maps[4, e.values()["example"]][0].numpy()
+    shown, course = e.state()["maps"], e.maps[4, e.values()["example"]].numpy()
     assert np.abs(shown - course).max() == pytest.approx(gap, rel=1e-2)
     # one head is as wide as the model: dividing by sqrt(D) is right there, and the note says so
     e.controls["heads"].value = 1
-    assert note_of(e).startswith("Your multihead agrees with the course's at heads 1, layer 0")
+    assert note_of(e).startswith("Your multihead agrees with the course's at heads 1, sentence")
 
 
 def test_a_multihead_that_ignores_the_mask_draws_the_future():
@@ -195,9 +211,7 @@ def test_a_stub_shows_the_courses_maps_and_says_not_written_yet():
     e = HeadsExplorer(multihead=stub)
     assert note_of(e) == "Your multihead is not written yet: the picture shows the course's."
     v = e.values()
-    np.testing.assert_array_equal(
-        e.state()["maps"], e.maps[v["heads"], v["example"]][v["layer"]].numpy()
-    )
+    np.testing.assert_array_equal(e.state()["maps"], e.maps[v["heads"], v["example"]].numpy())
     check_state(e)
 
 
@@ -207,7 +221,7 @@ def test_a_multihead_that_returns_a_pair_is_reported_and_the_courses_maps_shown(
         return y, None
 
     note = note_of(HeadsExplorer(multihead=returns_pair))
-    assert "raised ValueError at heads 4, layer 0" in note and "returned tuple" in note
+    assert "raised ValueError at heads 4, sentence" in note and "returned tuple" in note
 
 
 def test_multihead_must_be_a_function():

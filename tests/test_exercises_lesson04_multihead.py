@@ -1,4 +1,4 @@
-"""Lesson 03's exercises: the references are torch's layer, the notebook's solution passes, and
+"""Lesson 04's exercises: the references are torch's layer, the notebook's solution passes, and
 wrong code written the way a learner would write it gets the hint meant for it."""
 
 import math
@@ -11,14 +11,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib.checks import check_merge_heads, check_multihead, check_split_heads
-from course_lib.exercises import lesson03
+from course_lib.exercises import lesson04_multihead
 from course_lib.exercises.core import run
 from course_lib.multihead import MultiHeadAttention
 from course_lib.mywork import collect
 from helpers import stub
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-SPLIT, MERGE, MULTIHEAD = lesson03.SPLIT_HEADS, lesson03.MERGE_HEADS, lesson03.MULTIHEAD
+SPLIT, MERGE, MULTIHEAD = (
+    lesson04_multihead.SPLIT_HEADS,
+    lesson04_multihead.MERGE_HEADS,
+    lesson04_multihead.MULTIHEAD,
+)
 
 
 def failed(exercise, fn):
@@ -75,9 +79,9 @@ def test_multihead_reference_with_a_rope_is_the_course_layer():
 
 def test_torch_mask_conversion():
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
-    assert torch.equal(lesson03.torch_attn_mask(causal, 2, 3, 4), ~causal)
+    assert torch.equal(lesson04_multihead.torch_attn_mask(causal, 2, 3, 4), ~causal)
     per_sequence = torch.stack([causal, torch.ones(4, 4, dtype=torch.bool)])[:, None]
-    converted = lesson03.torch_attn_mask(per_sequence, 2, 3, 4)  # (B * H, T, T)
+    converted = lesson04_multihead.torch_attn_mask(per_sequence, 2, 3, 4)  # (B * H, T, T)
     assert converted.shape == (6, 4, 4)
     assert torch.equal(converted[2], ~causal) and not converted[3].any()
 
@@ -86,7 +90,7 @@ def test_every_case_labels_what_is_special_and_keeps_the_seed():
     torch.manual_seed(0)
     before = torch.rand(1)
     torch.manual_seed(0)
-    for exercise in lesson03.EXERCISES:
+    for exercise in lesson04_multihead.EXERCISES:
         assert all(case.label for case in exercise.case_list())
     assert torch.equal(torch.rand(1), before)  # building the cases drew no global numbers
 
@@ -94,7 +98,7 @@ def test_every_case_labels_what_is_special_and_keeps_the_seed():
 def test_no_cell_above_split_heads_hands_the_learner_the_courses_split():
     """The course's MultiHeadAttention (whose split_heads has the exercise's contract) is
     imported only below exercise 1; the picture of the layout is written out from the rule."""
-    cells = nbformat.read(NOTEBOOKS / "03_multihead.ipynb", as_version=4).cells
+    cells = nbformat.read(NOTEBOOKS / "04_multihead.ipynb", as_version=4).cells
     exercise = next(
         i for i, c in enumerate(cells)
         if c.metadata.get("nbgrader", {}).get("grade_id") == "split_heads-merge_heads"
@@ -110,9 +114,9 @@ def test_no_cell_above_split_heads_hands_the_learner_the_courses_split():
 @pytest.fixture(scope="module")
 def notebook_solutions():
     """The lesson's own exercise cells, run the way later lessons get them (course_lib.mywork):
-    multihead there calls the lesson 01 notebook's attention."""
+    multihead there calls the attention of lesson 02 (today's 01_attention_qkv notebook)."""
     work = collect(["split_heads", "merge_heads", "multihead"], NOTEBOOKS)
-    assert set(work.origin.values()) == {"lesson 03: yours"}
+    assert set(work.origin.values()) == {"lesson 04: yours"}
     return work.functions
 
 
@@ -140,6 +144,24 @@ def multihead_with_torch_attention(x, qkv, out, num_heads, mask=None, rope=None)
     return out(merge_with_cat(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
 
 
+def multihead_head_by_head(x, qkv, out, num_heads, mask=None, rope=None):
+    """One head at a time, its slices cut by hand, then glued with torch.cat."""
+    D = x.shape[-1]
+    d = D // num_heads
+    q, k, v = qkv(x).split(D, dim=-1)
+    heads = []
+    for h in range(num_heads):
+        part = slice(h * d, (h + 1) * d)
+        qh, kh, vh = (t[..., part].unsqueeze(1) for t in (q, k, v))  # (B, 1, T, d)
+        if rope is not None:
+            qh, kh = rope(qh), rope(kh)
+        scores = qh @ kh.transpose(-2, -1) / math.sqrt(d)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        heads.append((scores.softmax(-1) @ vh).squeeze(1))  # (B, T, d)
+    return out(torch.cat(heads, dim=-1))
+
+
 @pytest.mark.parametrize(
     "exercise,fn",
     [
@@ -148,13 +170,14 @@ def multihead_with_torch_attention(x, qkv, out, num_heads, mask=None, rope=None)
         (MERGE, merge_with_cat),
         (MERGE, lambda y: y.permute(0, 2, 1, 3).flatten(2)),
         (MULTIHEAD, multihead_with_torch_attention),
+        (MULTIHEAD, multihead_head_by_head),
     ],
 )
 def test_other_right_answers_pass(exercise, fn):
     assert run(exercise, fn).passed
 
 
-@pytest.mark.parametrize("exercise", lesson03.EXERCISES)
+@pytest.mark.parametrize("exercise", lesson04_multihead.EXERCISES)
 def test_a_stub_is_not_implemented_yet(exercise):
     verdict = run(exercise, stub)
     assert verdict.status == "not implemented" and "not implemented yet" in verdict.message
@@ -183,12 +206,28 @@ def test_split_learner_mistakes_get_their_hints():
     def split_size_is_the_head_count(x, num_heads):
         return torch.stack(torch.split(x, num_heads, dim=-1), dim=1)
 
+    def tokens_as_columns(x, num_heads):  # each head a (d, T) matrix, like k transposed
+        B, T, D = x.shape
+        return x.reshape(B, T, num_heads, -1).permute(0, 2, 3, 1)
+
+    def divides_with_a_slash(x, num_heads):
+        B, T, D = x.shape
+        return x.view(B, T, num_heads, D / num_heads).transpose(1, 2)
+
+    def reshapes_with_a_slash(x, num_heads):
+        B, T, D = x.shape
+        d = D / num_heads
+        return x.reshape(B, T, num_heads, d).permute(0, 2, 1, 3)
+
     for fn, bug, words in [
         (view_straight, "view_straight", "memory order"),
         (forgot_to_swap, "no_swap", "trade places"),
         (cut_the_wrong_way, "interleaved", "every H-th feature"),
         (swap_then_cut, "swap_first", "along the tokens of one feature"),
         (split_size_is_the_head_count, "pieces_of_width_h", "number of pieces"),
+        (tokens_as_columns, "tokens_last", "(B, H, d, T)"),
+        (divides_with_a_slash, "true_division_view", "D / H is a float"),
+        (reshapes_with_a_slash, "true_division_reshape", "Divide with //"),
     ]:
         verdict = failed(SPLIT, fn)
         assert verdict.bug == bug, (fn.__name__, verdict.message)
@@ -240,26 +279,36 @@ def test_merge_learner_mistakes_get_their_hints():
     def heads_after_each_other(y):
         return torch.cat([y[:, h] for h in range(y.shape[1])], dim=1)
 
+    def average_the_heads(y):
+        return y.mean(1)
+
+    def flatten_after_the_swap(y):
+        return y.permute(0, 2, 1, 3).flatten(start_dim=1)
+
     for fn, bug, words in [
         (reshape_straight, "no_swap", "other tokens"),
         (swap_and_stop, "swap_only", "not joined"),
         (heads_last, "interleaved", "feature by feature"),
         (add_the_heads, "sum", "added the heads"),
         (heads_after_each_other, "along_tokens", "H * T rows"),
+        (average_the_heads, "mean", "averaged the heads"),
+        (flatten_after_the_swap, "flatten_tokens", "(B, T * D)"),
     ]:
         verdict = failed(MERGE, fn)
         assert verdict.bug == bug, (fn.__name__, verdict.message)
         assert words in verdict.message
 
 
-def test_merge_with_view_after_a_transpose_is_told_about_reshape():
+def test_merge_with_view_after_a_transpose_reports_torchs_error():
+    # the shared core names this mistake for every exercise (a view of a non-contiguous
+    # tensor); this exercise adds no copy of that hint
     def view_after_swap(y):
         B, H, T, d = y.shape
         return y.transpose(1, 2).view(B, T, H * d)
 
     verdict = failed(MERGE, view_after_swap)
-    assert "raised RuntimeError" in verdict.message
-    assert any("reshape can" in step for step in verdict.steps)
+    assert "raised RuntimeError: view size is not compatible" in verdict.message
+    assert "three heads of width 4" in verdict.message
 
 
 def test_merge_that_transposes_its_argument_in_place_is_caught():
@@ -287,7 +336,7 @@ def test_merge_into_a_float32_buffer_is_told_about_the_dtype():
 
 
 def attend(q, k, v, mask=None):
-    """A learner's lesson 01 attention (right), which the multihead attempts below call."""
+    """A learner's lesson 02 attention (right), which the multihead attempts below call."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -344,6 +393,15 @@ def test_multihead_learner_mistakes_get_their_hints():
             q, k = rope(q), rope(k)
         return out(merge(attend(q, k, v, mask)[0]))
 
+    def forgot_the_scale(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        scores = q @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return out(merge(scores.softmax(-1) @ v))
+
     def scaled_by_model_width(x, qkv, out, num_heads, mask=None, rope=None):
         D = x.shape[-1]
         q, k, v = (split(t, num_heads) for t in qkv(x).split(D, dim=-1))
@@ -391,6 +449,7 @@ def test_multihead_learner_mistakes_get_their_hints():
         (torch_mask_convention, "mask_inverted", "NaN"),
         (heads_first, "heads_before_qkv", "right with one head"),
         (scaled_by_model_width, "scale_by_d_model", "too large a number"),
+        (forgot_the_scale, "unscaled", "not divided by anything"),
         (own_split_viewed_straight, "split_view_straight", "rows are not their tokens"),
         (own_merge_without_swap, "merge_no_swap", "numbers of other tokens"),
         (never_uses_rope, "rope_ignored", "without it"),
@@ -472,3 +531,24 @@ def test_multihead_that_calls_a_stub_split_is_reported_as_not_written():
         return stub(x, num_heads)
 
     assert run(MULTIHEAD, uses_unwritten_split).status == "not implemented"
+
+
+def test_work_in_a_workspaces_03_multihead_is_found_by_lesson_04(tmp_path):
+    """A workspace made before the move keeps 03_multihead.ipynb with the learner's functions;
+    04_multihead arrives beside it with stubs, and later lessons get the functions from 03."""
+    from course_lib.exercises import by_name, lesson_file
+    from course_lib.workspace import stub_solutions
+
+    # the learner's attention, which multihead calls, in the lesson that defines it
+    source = lesson_file(NOTEBOOKS, by_name("attention").lesson)
+    (tmp_path / source.name).write_bytes(source.read_bytes())
+    solved = nbformat.read(NOTEBOOKS / "04_multihead.ipynb", as_version=4)
+    nbformat.write(solved, tmp_path / "03_multihead.ipynb")  # the learner's work, earlier name
+    stubbed = nbformat.read(NOTEBOOKS / "04_multihead.ipynb", as_version=4)
+    for cell in stubbed.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = stub_solutions(cell.source)
+    nbformat.write(stubbed, tmp_path / "04_multihead.ipynb")
+    work = collect(["split_heads", "merge_heads", "multihead"], tmp_path)
+    assert set(work.origin.values()) == {"lesson 04: yours in 03_multihead.ipynb"}
+    assert all(run(e, work.functions[e.name]).passed for e in lesson04_multihead.EXERCISES)

@@ -1,4 +1,4 @@
-"""Lesson 03's merge_heads exercise: (B, H, T, d) -> (B, T, D)."""
+"""Lesson 04's merge_heads exercise: (B, H, T, d) -> (B, T, D)."""
 
 import torch
 
@@ -46,14 +46,22 @@ def _merge_along_tokens(y):
     return torch.cat(y.unbind(dim=1), dim=1)  # (B, H * T, d)
 
 
+def _merge_mean(y):
+    return y.mean(dim=1)  # (B, T, d)
+
+
+def _merge_flatten_tokens(y):
+    return y.transpose(1, 2).flatten(1)  # (B, T * H * d): the tokens joined as well
+
+
 MERGE_HEADS = Exercise(
     name="merge_heads",
-    lesson="03_multihead",
+    lesson="04_multihead",
     reference=merge_heads_reference,
     cases=_merge_cases,
     idea="the section 'From one wide attention to H narrow ones': the numbered tensor cut into "
-    "heads (merging puts every number back where it came from), and the worked example's way "
-    "back from the table to the row",
+    "heads (merging puts every number back where it came from), and what transpose and "
+    "reshape do",
     bugs=(
         Bug(
             "swap_only",
@@ -87,6 +95,20 @@ MERGE_HEADS = Exercise(
             "nothing is added.",
         ),
         Bug(
+            "mean",
+            _merge_mean,
+            "your result is d wide, not D: you averaged the heads",
+            "merging puts the heads side by side, so the width goes back to D = H * d; "
+            "nothing is averaged.",
+        ),
+        Bug(
+            "flatten_tokens",
+            _merge_flatten_tokens,
+            "your result has 2 axes, (B, T * D): the tokens were joined along with the heads",
+            "only each token's heads are joined: the result keeps its token axis, (B, T, D). "
+            "Join the last two axes only.",
+        ),
+        Bug(
             "along_tokens",
             _merge_along_tokens,
             "your result has H * T rows: the heads were joined one after another along the tokens",
@@ -97,7 +119,7 @@ MERGE_HEADS = Exercise(
     hints=(
         "merge_heads undoes split_heads: merge_heads(split_heads(x, H)) must be x again, so "
         "token t's row is head 0's d numbers, then head 1's, and so on.",
-        "A tensor whose axes were swapped is no longer laid out in memory in its new order: "
-        "view cannot join its axes, reshape can (or .contiguous() first).",
+        "Nothing is computed, numbers only move: one swap of two axes, then one join of two "
+        "axes into one.",
     ),
 )

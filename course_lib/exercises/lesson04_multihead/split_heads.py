@@ -1,4 +1,4 @@
-"""Lesson 03's split_heads exercise: (B, T, D) -> (B, H, T, d)."""
+"""Lesson 04's split_heads exercise: (B, T, D) -> (B, H, T, d)."""
 
 import torch
 
@@ -52,13 +52,35 @@ def _split_pieces_of_width_h(x, num_heads):
     return torch.stack(x.split(num_heads, dim=-1), dim=1)  # (B, D / H, T, H)
 
 
+def _split_tokens_last(x, num_heads):
+    B, T, D = x.shape
+    return x.view(B, T, num_heads, D // num_heads).permute(0, 2, 3, 1)  # (B, H, d, T)
+
+
+def _split_true_division_view(x, num_heads):
+    B, T, D = x.shape
+    return x.view(B, T, num_heads, D / num_heads).transpose(1, 2)  # D / H is a float
+
+
+def _split_true_division_reshape(x, num_heads):
+    B, T, D = x.shape
+    return x.reshape(B, T, num_heads, D / num_heads).transpose(1, 2)  # D / H is a float
+
+
+_TRUE_DIVISION = (
+    "a shape must be whole numbers, and D / H is a float (16 / 2 is 8.0)",
+    "Python's / always gives a float; a size for view or reshape must be an int. Divide "
+    "with // (or let -1 stand for the size that is left).",
+)
+
+
 SPLIT_HEADS = Exercise(
     name="split_heads",
-    lesson="03_multihead",
+    lesson="04_multihead",
     reference=split_heads_reference,
     cases=_split_cases,
     idea="the section 'From one wide attention to H narrow ones': the numbered tensor cut into "
-    "heads, and the worked example that turns a row of readings into a table by time of day",
+    "heads, what viewing it straight into (B, H, T, d) did, and what transpose does",
     bugs=(
         Bug(
             "no_swap",
@@ -102,6 +124,16 @@ SPLIT_HEADS = Exercise(
             "num_heads is the number of pieces, not their width: there are H heads, each "
             "d = D / H features wide.",
         ),
+        Bug(
+            "tokens_last",
+            _split_tokens_last,
+            "your result has shape (B, H, d, T): each head's tokens run along the last axis",
+            "the contract wants (B, H, T, d), a (T, d) sequence per head, one row per token, "
+            "as attention takes it: after the cut only the head and token axes trade places, "
+            "and the d features stay last.",
+        ),
+        Bug("true_division_view", _split_true_division_view, *_TRUE_DIVISION),
+        Bug("true_division_reshape", _split_true_division_reshape, *_TRUE_DIVISION),
     ),
     hints=(
         "Head h gets features h*d to (h+1)*d - 1 of every token, in order; the result has "

@@ -1,4 +1,4 @@
-"""Lesson 03's multihead exercise, checked against torch's multi-head attention."""
+"""Lesson 04's multihead exercise, checked against torch's multi-head attention."""
 
 import math
 
@@ -7,8 +7,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson03.merge_heads import _merge_no_swap, merge_heads_reference
-from course_lib.exercises.lesson03.split_heads import _split_view_straight, split_heads_reference
+from course_lib.exercises.lesson04_multihead.merge_heads import (
+    _merge_no_swap,
+    merge_heads_reference,
+)
+from course_lib.exercises.lesson04_multihead.split_heads import (
+    _split_view_straight,
+    split_heads_reference,
+)
 
 
 def torch_attn_mask(mask, B: int, num_heads: int, T: int):
@@ -114,7 +120,7 @@ def _heads(x, qkv, num_heads, rope=None, *, rope_v=False, rope_k=True):
 
 
 def _attend(q, k, v, mask=None, width=None):
-    """Lesson 01's attention, dividing the scores by sqrt(width) (default: q's own width)."""
+    """Lesson 02's attention, dividing the scores by sqrt(width) (default: q's own width)."""
     width = q.shape[-1] if width is None else width
     scores = q @ k.transpose(-2, -1) / math.sqrt(width)  # (B, H, T, T)
     if mask is not None:
@@ -145,6 +151,12 @@ def _mh_mask_inverted(x, qkv, out, num_heads, mask=None, rope=None):
 
 def _mh_scale_by_width_d_model(x, qkv, out, num_heads, mask=None, rope=None):
     y, _ = _attend(*_heads(x, qkv, num_heads, rope), mask, width=x.shape[-1])
+    return out(merge_heads_reference(y))
+
+
+def _mh_unscaled(x, qkv, out, num_heads, mask=None, rope=None):
+    q, k, v = _heads(x, qkv, num_heads, rope)
+    y, _ = _attend(q, k, v, mask, width=1)  # scores q.k, divided by nothing
     return out(merge_heads_reference(y))
 
 
@@ -187,18 +199,18 @@ def _mh_rope_on_q_only(x, qkv, out, num_heads, mask=None, rope=None):
 
 MULTIHEAD = Exercise(
     name="multihead",
-    lesson="03_multihead",
+    lesson="04_multihead",
     reference=multihead_reference,
     cases=_multihead_cases,
     idea="the section 'The whole layer': what the layer holds and what each head does, and the "
-    "worked example that matches torch's layer with one head",
+    "worked example that reads one head's weights out of torch's layer",
     bugs=(
         Bug(
             "returns_pair",
             _mh_returns_pair,
             "you returned a pair (output, weights); multihead returns one tensor, the "
             "layer's output (B, T, D)",
-            "lesson 01's attention returns (output, weights): keep its output, merge the "
+            "lesson 02's attention returns (output, weights): keep its output, merge the "
             "heads, project, and return only that.",
         ),
         Bug(
@@ -213,7 +225,7 @@ MULTIHEAD = Exercise(
             "mask_ignored",
             _mh_mask_ignored,
             "with a mask, your queries still look at keys the mask blocks",
-            "the mask never reaches the attention: pass it on to lesson 01's attention, "
+            "the mask never reaches the attention: pass it on to lesson 02's attention, "
             "which broadcasts a (T, T) or (B, 1, T, T) mask over every head.",
         ),
         Bug(
@@ -239,7 +251,14 @@ MULTIHEAD = Exercise(
             "right with one head, wrong with several: as if each head's scores were divided "
             "by too large a number",
             "each head's scores are divided by sqrt(d), the square root of its own width "
-            "d = D / H, not by sqrt(D): a head's dot products sum d products (lesson 02).",
+            "d = D / H, not by sqrt(D): a head's dot products sum d products (lesson 03).",
+        ),
+        Bug(
+            "unscaled",
+            _mh_unscaled,
+            "the numbers differ as if each head's scores were not divided by anything",
+            "each head divides its scores by sqrt(d), d = D / H its own width (lesson 03). "
+            "Lesson 02's attention does it for you when it is handed a head's d-wide q and k.",
         ),
         Bug(
             "split_view_straight",
@@ -269,7 +288,7 @@ MULTIHEAD = Exercise(
             _mh_rope_on_v,
             "with a rope given, your output differs: the values were rotated too",
             "rope goes on q and k only: it makes the score between two tokens depend on how "
-            "far apart they are (lesson 04). The values are what gets averaged, and stay as "
+            "far apart they are (lesson 06). The values are what gets averaged, and stay as "
             "qkv made them.",
         ),
         Bug(
@@ -283,7 +302,7 @@ MULTIHEAD = Exercise(
     hints=(
         "In order: qkv(x), cut into q, k, v; split each into heads; rope on q and k if given; "
         "attention in every head at once, with the mask; merge the heads; out.",
-        "Your multihead runs your split_heads, merge_heads and lesson 01 attention: if one of "
+        "Your multihead runs your split_heads, merge_heads and lesson 02 attention: if one of "
         "their checks did not pass, fix that first (the earlier_work line above the exercise "
         "says whose attention you use).",
     ),
