@@ -137,8 +137,12 @@ ROWS = (
 )  # fmt: skip
 
 # variants whose trained models are shipped (data/checkpoints/lang-VARIANT-sSEED.pt and .json),
-# so a lesson can study a trained model without training one: the runs of the table, exactly
-CHECKPOINTS = {"base": SEEDS}
+# so a lesson can study a trained model without training one: the runs of the table, exactly.
+# Lesson 07 reads the position variants' losses position by position past the trained length.
+CHECKPOINTS = {
+    "base": SEEDS,
+    **{variant: SEEDS for variant in ("sinusoidal", "no-positions", "learned-positions")},
+}
 
 
 def load_split(name: str) -> torch.Tensor:
