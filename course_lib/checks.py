@@ -1,9 +1,10 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson
+lessons 03, 05_encoder_decoder, 06, 06_sinusoidal_and_rope, 10, 13, 14, 15, 16 and 17 (lesson
 01_language_and_loss, which shares its number with lesson 01, in
-lesson01_language_and_loss.py): the course's reference,
+lesson01_language_and_loss.py, and lesson 07_rope_in_real_models in
+lesson07_rope_in_real_models.py): the course's reference,
 the cases, the likely bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
@@ -25,10 +26,11 @@ from course_lib.exercises import (
     lesson01_language_and_loss,
     lesson02,
     lesson03,
-    lesson04,
     lesson05,
     lesson05_encoder_decoder,
     lesson06,
+    lesson06_sinusoidal_and_rope,
+    lesson07_rope_in_real_models,
     lesson10,
     lesson11,
     lesson13,
@@ -125,12 +127,6 @@ check_split_heads = checker(lesson03.SPLIT_HEADS)
 check_merge_heads = checker(lesson03.MERGE_HEADS)
 check_multihead = checker(lesson03.MULTIHEAD)
 
-# ---------------------------------------------------------------- lesson 04
-check_sinusoidal_encoding = checker(lesson04.SINUSOIDAL_ENCODING)
-check_rotate_pair = checker(lesson04.ROTATE_PAIR)
-check_rope_score = checker(lesson04.ROPE_SCORE)
-check_rope_heads = checker(lesson04.ROPE_HEADS)
-
 # ---------------------------------------------------------------- lesson 05
 check_feed_forward = checker(lesson05.FEED_FORWARD)
 check_prenorm_block = checker(lesson05.PRENORM_BLOCK)
@@ -144,6 +140,15 @@ check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
 check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
 check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
 check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
+
+# ---------------------------------------------------------------- lesson 06_sinusoidal_and_rope
+check_sinusoidal_encoding = checker(lesson06_sinusoidal_and_rope.SINUSOIDAL_ENCODING)
+check_rotate_pair = checker(lesson06_sinusoidal_and_rope.ROTATE_PAIR)
+check_rope_score = checker(lesson06_sinusoidal_and_rope.ROPE_SCORE)
+check_rope_heads = checker(lesson06_sinusoidal_and_rope.ROPE_HEADS)
+
+# ---------------------------------------------------------------- lesson 07_rope_in_real_models
+check_to_rotate_half = checker(lesson07_rope_in_real_models.TO_ROTATE_HALF)
 
 # ---------------------------------------------------------------- lesson 10
 check_generate = checker(lesson10.GENERATE, lesson10.run_generate)

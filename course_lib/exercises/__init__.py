@@ -25,10 +25,11 @@ LESSONS = {
     "01_language_and_loss": "lesson01_language_and_loss",
     "02_scaling": "lesson02",
     "03_multihead": "lesson03",
-    "04_positional_encoding": "lesson04",
     "05_encoder_decoder": "lesson05_encoder_decoder",
     "05_transformer_block": "lesson05",
     "06_capstone_train_tiny_transformer": "lesson06",
+    "06_sinusoidal_and_rope": "lesson06_sinusoidal_and_rope",
+    "07_rope_in_real_models": "lesson07_rope_in_real_models",
     "10_sampling_and_cost": "lesson10",
     "11_build_and_train": "lesson11",
     "13_kv_cache_and_gqa": "lesson13",
@@ -42,7 +43,10 @@ LESSONS = {
 # as a new file (a learner's workspace copy is never overwritten, and nbgitpuller keeps the
 # learner's version), so a workspace may still hold the earlier file with the learner's work
 # in it: course_lib.mywork reads it there wherever the new lesson's exercise is still a stub.
-FORMER: dict[str, tuple[str, ...]] = {}
+FORMER: dict[str, tuple[str, ...]] = {
+    "06_sinusoidal_and_rope": ("04_positional_encoding",),
+    "07_rope_in_real_models": ("04_positional_encoding",),
+}
 
 __all__ = [
     "Bug", "Case", "Exercise", "Verdict", "run", "all_exercises", "by_name", "lesson_file",

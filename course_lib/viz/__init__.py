@@ -12,8 +12,9 @@ each name lives in one module of this package:
   `lesson16`,
   `lesson17`: each lesson's figures and the constants
   they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lessons
-  01_language_and_loss and 05_encoder_decoder, which share their numbers with lessons 01 and
-  05, have `lesson01_language_and_loss` and `lesson05_encoder_decoder`.
+  01_language_and_loss, 05_encoder_decoder and 06_sinusoidal_and_rope, which share their
+  numbers with lessons 01, 05 and 06, have modules of those names, as has
+  07_rope_in_real_models.
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -35,15 +36,6 @@ from course_lib.viz.lesson03 import (
     head_grid,
     heads_sweep_figure,
     set_token_ticks,
-)
-from course_lib.viz.lesson04 import (
-    cosine_scale,
-    encoding_heatmap,
-    length_generalisation_figure,
-    pair_arrow,
-    rotated_pair_figure,
-    setup_pair_axes,
-    similarity_figure,
 )
 from course_lib.viz.lesson05 import (
     GRAD_LIMITS,
@@ -70,6 +62,15 @@ from course_lib.viz.lesson06 import (
     detector_timeline,
     plot_history,
 )
+from course_lib.viz.lesson06_sinusoidal_and_rope import (
+    cosine_scale,
+    encoding_heatmap,
+    pair_arrow,
+    rotated_pair_figure,
+    setup_pair_axes,
+    similarity_figure,
+)
+from course_lib.viz.lesson07_rope_in_real_models import drift_figure, length_figure
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
 from course_lib.viz.lesson11 import copy_forming_figure, skill_curves_figure
 from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
@@ -105,9 +106,10 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson04",
-                  "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson11",
-                  "lesson13", "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
+FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson05",
+                  "lesson05_encoder_decoder", "lesson06", "lesson06_sinusoidal_and_rope",
+                  "lesson07_rope_in_real_models", "lesson10", "lesson11", "lesson13", "lesson14",
+                  "lesson15", "lesson16", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -150,6 +152,7 @@ __all__ = [
     "draw_cross_map",
     "draw_head_map",
     "draw_weight_bars",
+    "drift_figure",
     "embedding_map_figure",
     "encoder_decoder_diagram",
     "encoding_heatmap",
@@ -158,7 +161,7 @@ __all__ = [
     "head_groups_figure",
     "heads_sweep_figure",
     "influence_figure",
-    "length_generalisation_figure",
+    "length_figure",
     "excess_by_position_figure",
     "memory_figure",
     "METHOD_STYLES",

@@ -1,8 +1,9 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
 One module per lesson (lesson 06 in two: `lesson06`, its trained heads, and
-`lesson06_ablation`; lessons 01_language_and_loss and 05_encoder_decoder, which share their
-numbers, in `lesson01_language_and_loss` and `lesson05_encoder_decoder`) on a small shared base
+`lesson06_ablation`; lessons 01_language_and_loss, 05_encoder_decoder and
+06_sinusoidal_and_rope, which share their numbers, in `lesson01_language_and_loss`,
+`lesson05_encoder_decoder` and `lesson06_sinusoidal_and_rope`) on a small shared base
 (`base`: the Explorer class, its readout line, `state()` and `settings()`, the control helpers
 and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons 03
 and 06 share (TickStamp). Lessons import from here:
@@ -15,7 +16,6 @@ from course_lib.widgets.lesson01 import TOY_SENTENCE, AttentionExplorer
 from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
 from course_lib.widgets.lesson02 import ScalingExplorer
 from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_examples
-from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
 from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
 from course_lib.widgets.lesson06 import (
@@ -25,6 +25,7 @@ from course_lib.widgets.lesson06 import (
     fresh_sentences,
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
+from course_lib.widgets.lesson06_sinusoidal_and_rope import PositionExplorer, RopeExplorer
 from course_lib.widgets.lesson10 import SamplingExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson15 import WindowExplorer
@@ -38,14 +39,14 @@ EXPLORERS = (
     NextTokenExplorer,
     ScalingExplorer,
     HeadsExplorer,
-    PositionExplorer,
-    RopeExplorer,
     BlockExplorer,
     ActivationExplorer,
     CrossAttentionExplorer,
     TrainedHeadsExplorer,
     AblationExplorer,
     KnockoutExplorer,
+    PositionExplorer,
+    RopeExplorer,
     SamplingExplorer,
     KVCostExplorer,
     WindowExplorer,

@@ -3,7 +3,7 @@
 import torch
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson04.sinusoidal_encoding import BASE
+from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import BASE
 from course_lib.positional import apply_rope_half
 
 # ---------------------------------------------------------------- rope_from
