@@ -529,3 +529,43 @@ def test_rope_heads_reference_is_torchs_own_rotation_matrix_per_position():
             matrix = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
             expected[..., t, 2 * i : 2 * i + 2] = x[..., t, 2 * i : 2 * i + 2] @ matrix.T
     torch.testing.assert_close(ROPE_HEADS.reference(x), expected)
+
+
+# ---------------------------------------------------------------- a workspace from before
+
+
+def _workspace_lesson(path, *sources):
+    notebook = nbformat.v4.new_notebook()
+    for source in sources:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "x",
+                                     "locked": False, "schema_version": 3}  # fmt: skip
+        notebook.cells.append(cell)
+    nbformat.write(notebook, path)
+
+
+def test_a_workspace_keeps_finding_your_rope_in_04_positional_encoding(tmp_path):
+    """A learner who wrote rope_heads in the lesson this one replaced, and has lesson 06 with
+    its stubs beside it, gets their own (FORMER maps both new lessons to the old file)."""
+    from course_lib.exercises import FORMER, former_files
+    from course_lib.mywork import collect
+
+    assert FORMER["06_sinusoidal_and_rope"] == FORMER["07_rope_in_real_models"]
+    assert FORMER["06_sinusoidal_and_rope"] == ("04_positional_encoding",)
+    _workspace_lesson(tmp_path / "04_positional_encoding.ipynb",
+                      "def rope_heads(x):\n    return 'mine, from 04'")  # fmt: skip
+    _workspace_lesson(
+        tmp_path / "06_sinusoidal_and_rope.ipynb",
+        "def rope_heads(x):\n    raise NotImplementedError('Exercise rope_heads: write ...')",
+        "def rotate_pair(pair, angle):\n    return 'mine, in 06'",
+    )
+    assert [p.name for p in former_files(tmp_path, "06_sinusoidal_and_rope")] == [
+        "04_positional_encoding.ipynb"
+    ]
+    work = collect(["rope_heads", "rotate_pair", "to_rotate_half"], tmp_path)
+    assert work.origin == {
+        "rope_heads": "lesson 06: yours in 04_positional_encoding.ipynb",
+        "rotate_pair": "lesson 06: yours",
+        "to_rotate_half": "lesson 07: the course's (no definition of yours found in this folder)",
+    }
+    assert work.functions["rope_heads"](None) == "mine, from 04"

@@ -103,8 +103,9 @@ def test_the_shipped_floor_is_the_languages(table):
         assert table["floor"][split] == pytest.approx(variants.split_floor(split), abs=1e-5)
 
 
+@pytest.mark.slow  # twelve models on both splits
 def test_a_shipped_trained_variant_is_the_tables_run():
-    # lessons 15 and 16 study these models: each must be the run the table reports
+    # lessons 07, 15 and 16 study these models: each must be the run the table reports
     table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
     for variant, seeds in variants.CHECKPOINTS.items():
         for seed in seeds:
@@ -121,7 +122,8 @@ def test_a_shipped_trained_variant_is_the_tables_run():
 
 
 def test_a_trained_variant_that_is_not_shipped_is_named():
-    with pytest.raises(ValueError, match="variant: expected one of base, got 'heads-1'"):
+    shipped = "base, sinusoidal, no-positions, learned-positions"
+    with pytest.raises(ValueError, match=f"variant: expected one of {shipped}, got 'heads-1'"):
         variants.load_trained("heads-1", 0)
     with pytest.raises(ValueError, match="seed: expected one of 0, 1, 2 .* got 7"):
         variants.trained_card("base", 7)
