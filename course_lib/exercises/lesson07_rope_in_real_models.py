@@ -75,7 +75,7 @@ TO_ROTATE_HALF = Exercise(
     reference=to_rotate_half_reference,
     cases=_cases,
     idea="the section 'Moving a model from one layout to the other': the worked example of one "
-    "vector of width 4, and the picture of which dimensions form pair i in each layout",
+    "vector of width 4, and the table of which dimensions form pair i in each layout above it",
     bugs=(
         Bug(
             "whole_width",
