@@ -23,11 +23,12 @@ from course_lib.exercises import (
     lesson01_language_and_loss,
     lesson02_attention_and_masks,
     lesson03_scaling,
-    lesson04,
     lesson04_multihead,
     lesson05,
     lesson05_encoder_decoder,
     lesson06,
+    lesson06_sinusoidal_and_rope,
+    lesson07_rope_in_real_models,
     lesson10,
     lesson11,
     lesson13,
@@ -128,12 +129,6 @@ check_multihead = checker(lesson04_multihead.MULTIHEAD)
 check_score_variance = checker(lesson03_scaling.SCORE_VARIANCE)
 check_softmax_jacobian = checker(lesson03_scaling.SOFTMAX_JACOBIAN)
 
-# ---------------------------------------------------------------- lesson 04
-check_sinusoidal_encoding = checker(lesson04.SINUSOIDAL_ENCODING)
-check_rotate_pair = checker(lesson04.ROTATE_PAIR)
-check_rope_score = checker(lesson04.ROPE_SCORE)
-check_rope_heads = checker(lesson04.ROPE_HEADS)
-
 # ---------------------------------------------------------------- lesson 05
 check_feed_forward = checker(lesson05.FEED_FORWARD)
 check_prenorm_block = checker(lesson05.PRENORM_BLOCK)
@@ -147,6 +142,15 @@ check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
 check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
 check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
 check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
+
+# ---------------------------------------------------------------- lesson 06_sinusoidal_and_rope
+check_sinusoidal_encoding = checker(lesson06_sinusoidal_and_rope.SINUSOIDAL_ENCODING)
+check_rotate_pair = checker(lesson06_sinusoidal_and_rope.ROTATE_PAIR)
+check_rope_score = checker(lesson06_sinusoidal_and_rope.ROPE_SCORE)
+check_rope_heads = checker(lesson06_sinusoidal_and_rope.ROPE_HEADS)
+
+# ---------------------------------------------------------------- lesson 07_rope_in_real_models
+check_to_rotate_half = checker(lesson07_rope_in_real_models.TO_ROTATE_HALF)
 
 # ---------------------------------------------------------------- lesson 10
 check_generate = checker(lesson10.GENERATE, lesson10.run_generate)

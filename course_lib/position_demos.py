@@ -1,14 +1,22 @@
-"""Lesson 04's demonstrations: attention is blind to order, sinusoids at any position, a
-rotation, and query-key scores under RoPE and under added encodings (lesson 04).
+"""Lesson 06's demonstrations: attention is blind to order, sinusoids at any position, a
+rotation, query-key scores under RoPE and under added encodings, and a trained model whose
+attention layers run another multi-head function (lesson 06); a trained model's RoPE layout
+changed, and RoPE scores moved along the sequence (lesson 07).
 
 The position schemes a model uses are course_lib.positional.
 """
 
-import torch
+import copy
 
+import torch
+from torch import nn
+
+from course_lib import variants
 from course_lib._validation import float_tensor
 from course_lib.attention import scaled_dot_product_attention
+from course_lib.model import TinyTransformer
 from course_lib.positional import (
+    RotaryEmbedding,
     _check_base,
     _check_even,
     apply_rope,
@@ -33,10 +41,10 @@ def _int_positions(name: str, positions) -> torch.Tensor:
 
 
 def sinusoidal_at(positions, d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """(T, D) sinusoidal encodings of any integer positions, negative ones too (lesson 04).
+    """(T, D) sinusoidal encodings of any integer positions, negative ones too (lesson 06).
 
     Row p equals sinusoidal_encoding(...)[p] for p >= 0; sin and cos accept any angle, so
-    the same formula gives a row for p < 0 (lesson 04's score-by-offset pictures use them).
+    the same formula gives a row for p < 0 (lesson 06's score-by-offset pictures use them).
     """
     positions = _int_positions("positions", positions)
     _check_even("d_model", d_model)
@@ -47,7 +55,7 @@ def sinusoidal_at(positions, d_model: int, base: float = 10000.0) -> torch.Tenso
 
 
 def position_similarity(seq_len: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """(T, T) cosine similarity between the sinusoidal encodings of every two positions (lesson 04).
+    """(T, T) cosine similarity between the sinusoidal encodings of every two positions (lesson 06).
 
     Every row has norm sqrt(D/2) (each pair is a point on the unit circle), so this is the
     plain dot product divided by D/2: 1 on the diagonal, and it depends only on p - q.
@@ -57,7 +65,7 @@ def position_similarity(seq_len: int, d_model: int, base: float = 10000.0) -> to
 
 
 def rotate_pair(pair: torch.Tensor, angle) -> torch.Tensor:
-    """Rotate 2-vectors pair (..., 2) counter-clockwise by angle radians (lesson 04)."""
+    """Rotate 2-vectors pair (..., 2) counter-clockwise by angle radians (lesson 06)."""
     float_tensor("pair", pair)
     if pair.shape[-1] != 2:
         raise ValueError(f"pair: expected a last dimension of 2, got shape {tuple(pair.shape)}")
@@ -68,7 +76,7 @@ def rotate_pair(pair: torch.Tensor, angle) -> torch.Tensor:
 
 
 def rope_scores(q: torch.Tensor, k: torch.Tensor, m, n, base: float = 10000.0) -> torch.Tensor:
-    """(P,) scores q_m . k_n: q (d,) rotated to positions m, k (d,) to positions n (lesson 04).
+    """(P,) scores q_m . k_n: q (d,) rotated to positions m, k (d,) to positions n (lesson 06).
 
     m and n are ints or (P,) integer tensors (broadcast together).
     """
@@ -81,14 +89,14 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, m, n, base: float = 10000.0) -
         )
     m, n = torch.broadcast_tensors(_int_positions("m", m), _int_positions("n", n))  # (P,) each
     # float64: in float32 a score drifts by up to about 1e-4 between shift 0 and shift 1000
-    # (tests/test_lesson04.py measures it over seeds and kernel paths; lesson 04 explains it)
+    # (tests/test_lesson07_rope_in_real_models.py measures it; lesson 07 shows it)
     q_rot = apply_rope(q.double().expand(len(m), -1), m, base)  # (P, d)
     k_rot = apply_rope(k.double().expand(len(n), -1), n, base)  # (P, d)
     return (q_rot * k_rot).sum(dim=-1).to(q.dtype)  # (P,)
 
 
 def additive_scores(x_q, x_k, w_q, w_k, m, n, base: float = 10000.0) -> torch.Tensor:
-    """(P,) scores when sinusoidal encodings are added to the embeddings first (lesson 04).
+    """(P,) scores when sinusoidal encodings are added to the embeddings first (lesson 06).
 
     q = (x_q + PE[m]) W_q and k = (x_k + PE[n]) W_k; x_q, x_k (D,), w_q, w_k (D, d).
     """
@@ -102,7 +110,7 @@ def additive_scores(x_q, x_k, w_q, w_k, m, n, base: float = 10000.0) -> torch.Te
 
 
 def permutation_demo(words, permutation, D: int = 16, d: int = 8, *, positions=None, seed: int = 0):
-    """Attention outputs (T, d) for words and for words reordered by permutation (lesson 04).
+    """Attention outputs (T, d) for words and for words reordered by permutation (lesson 06).
 
     Returns (out, out_permuted). Embeddings and projections are random but fixed
     (course_lib.toy.toy_embeddings, project_qkv); positions = None, "sinusoidal"
@@ -127,3 +135,76 @@ def permutation_demo(words, permutation, D: int = 16, d: int = 8, *, positions=N
             q, k = apply_rope(q, where), apply_rope(k, where)
         outputs.append(scaled_dot_product_attention(q, k, v)[0])  # (T, d)
     return outputs[0], outputs[1]
+
+
+# ---------------------------------------------------------------- a trained model's attention
+
+
+class _AttentionThrough(nn.Module):
+    """A trained attention layer whose forward is multihead(x, qkv, out, H, mask=, rope=)."""
+
+    def __init__(self, layer, multihead, rope):
+        super().__init__()
+        self.layer, self.multihead, self.rope = layer, multihead, rope
+
+    def forward(self, x, mask=None, return_weights: bool = False):
+        if return_weights:
+            raise ValueError("return_weights: expected False, a multihead function returns outputs")
+        layer = self.layer
+        return self.multihead(x, layer.qkv, layer.out, layer.num_heads, mask=mask, rope=self.rope)
+
+
+def attention_layers(model) -> list:
+    """The attention layers of a TinyTransformer, first to last: each holds its trained
+    projections `qkv` (rows [q | k | v], each H heads of d) and `out` (lessons 06-07)."""
+    return [block.attn for block in model.blocks]
+
+
+def with_attention(model, multihead, rope=None):
+    """A copy of a trained TinyTransformer whose every attention layer computes
+    multihead(x, layer.qkv, layer.out, layer.num_heads, mask=mask, rope=rope) with its own
+    trained weights: the learner's multi-head attention and RoPE inside it (lesson 06)."""
+    twin = copy.deepcopy(model)
+    for block in twin.blocks:
+        block.attn = _AttentionThrough(block.attn, multihead, rope)
+    return twin.eval()
+
+
+def set_rope_layout(model, layout: str):
+    """Give every attention layer of a RoPE model the RoPE of `layout` ("interleaved" or
+    "half"), weights untouched; returns the model (lesson 07)."""
+    for layer in attention_layers(model):
+        layer.rope = RotaryEmbedding(layer.d_head, layout=layout, max_len=model.config.max_len)
+    return model
+
+
+def rope_drift(q: torch.Tensor, k: torch.Tensor, m: int, n: int, shifts, dtype) -> torch.Tensor:
+    """(S,) the largest |score(m + s, n + s) - score(m, n)| over P query-key pairs, q and k
+    (P, d), for each shift s, every vector turned by apply_rope in dtype (its angles in float32
+    for float32, in float64 for float64): zero on paper, what rounding leaves (lesson 07)."""
+    float_tensor("q", q, min_dim=2)
+    float_tensor("k", k, min_dim=2)
+    if q.dim() != 2 or q.shape != k.shape:
+        raise ValueError(
+            f"q, k: expected two (P, d) tensors, got {tuple(q.shape)}, {tuple(k.shape)}"
+        )
+    shifts = _int_positions("shifts", shifts)
+    where = torch.cat((torch.zeros(1, dtype=shifts.dtype), shifts))  # (S + 1,): s = 0 first
+    q_m = apply_rope(q.to(dtype)[:, None].expand(-1, len(where), -1), m + where)  # (P, S + 1, d)
+    k_n = apply_rope(k.to(dtype)[:, None].expand(-1, len(where), -1), n + where)  # (P, S + 1, d)
+    scores = (q_m * k_n).sum(dim=-1)  # (P, S + 1)
+    return (scores[:, 1:] - scores[:, :1]).abs().amax(dim=0)  # (S,)
+
+
+def learned_rows_moved(variant: str = "learned-positions", seed: int = 0) -> torch.Tensor:
+    """(max_len,) how far each row of a shipped learned-positions model's table moved in
+    training from its random start (rebuilt from the seed, as the training run built it), as
+    a share of the row's length at the start (lesson 07)."""
+    trained = variants.load_trained(variant, seed)
+    if trained.config.positional != "learned":
+        raise ValueError(f"variant: expected one with learned positions, got {variant!r}")
+    with torch.random.fork_rng(devices=[]):  # the caller's random numbers stay as they were
+        torch.manual_seed(seed)  # course_lib.set_seed(seed), as variants trains: torch's part
+        start = TinyTransformer.from_config(trained.config).pos.weight.detach()  # (L, D)
+    change = trained.pos.weight.detach() - start  # (L, D)
+    return change.norm(dim=-1) / start.norm(dim=-1)  # (L,)

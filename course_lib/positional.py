@@ -1,4 +1,5 @@
-"""Position information: sinusoidal encoding and rotary embeddings, RoPE (lesson 04)."""
+"""Position information: sinusoidal encoding and rotary embeddings, RoPE (lesson 06), and
+RoPE's two layouts in real code (lesson 07)."""
 
 import torch
 from torch import nn
@@ -24,7 +25,7 @@ def _check_even(name: str, value: int) -> int:
 
 
 def sinusoidal_encoding(seq_len: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """(seq_len, d_model): PE[p, 2i] = sin(p / base**(2i/d)), PE[p, 2i+1] = cos (lesson 04)."""
+    """(seq_len, d_model): PE[p, 2i] = sin(p / base**(2i/d)), PE[p, 2i+1] = cos (lesson 06)."""
     positive_int("seq_len", seq_len)
     _check_even("d_model", d_model)
     base = _check_base(base)
@@ -40,7 +41,7 @@ def sinusoidal_encoding(seq_len: int, d_model: int, base: float = 10000.0) -> to
 def rope_angles(
     positions: torch.Tensor, d: int, base: float = 10000.0, dtype=torch.float32
 ) -> torch.Tensor:
-    """(T, d/2) rotation angles p * base**(-2i/d) for each position p and pair i (lesson 04)."""
+    """(T, d/2) rotation angles p * base**(-2i/d) for each position p and pair i (lesson 06)."""
     two_i = torch.arange(0, d, 2, dtype=dtype, device=positions.device)  # (d/2,)
     inv_freq = base ** (-two_i / d)  # (d/2,)
     return positions.to(dtype)[:, None] * inv_freq[None, :]  # (T, 1) * (1, d/2) -> (T, d/2)
@@ -65,7 +66,7 @@ def _rope_cos_sin(x: torch.Tensor, positions: torch.Tensor, base) -> tuple:
 
 def _cos_sin(positions: torch.Tensor, d: int, base: float, dtype) -> tuple:
     # angles in float64 for float64 inputs: float32 numbers near 1000 are 6e-5 apart, too
-    # coarse to check the relative-position property to 1e-5 (lesson 04 measures the drift)
+    # coarse to check the relative-position property to 1e-5 (lesson 07 measures the drift)
     precision = torch.float64 if dtype == torch.float64 else torch.float32
     angles = rope_angles(positions, d, base, precision)  # (T, d/2)
     return angles.cos().to(dtype), angles.sin().to(dtype)
@@ -87,7 +88,7 @@ def _rotate_half(x, cos, sin):
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotate each pair (x[..., 2i], x[..., 2i+1]) by angle p * base**(-2i/d) (lesson 04).
+    """Rotate each pair (x[..., 2i], x[..., 2i+1]) by angle p * base**(-2i/d) (lesson 06).
 
     x (..., T, d) with even d; positions (T,) integers. Norms are preserved and the dot
     product of a rotated query at m with a rotated key at n depends only on m - n.
@@ -100,7 +101,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
 def apply_rope_half(
     x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
 ) -> torch.Tensor:
-    """RoPE in the "rotate half" layout: pair i is (x[..., i], x[..., i + d/2]) (lesson 04).
+    """RoPE in the "rotate half" layout: pair i is (x[..., i], x[..., i + d/2]) (lesson 07).
 
     Same angles p * base**(-2i/d) as apply_rope; only which two dimensions form pair i
     differs. apply_rope_half(x[..., half_layout_order(d)]) equals
@@ -114,14 +115,32 @@ def half_layout_order(d: int) -> torch.Tensor:
     """(d,) indices [0, 2, 4, ..., d-2, 1, 3, ..., d-1]: interleaved dimensions in half order.
 
     Reindexing a query or key (or the output columns of its projection) by this order turns
-    the interleaved RoPE layout into the rotate-half one (lesson 04).
+    the interleaved RoPE layout into the rotate-half one (lesson 07).
     """
     _check_even("d", d)
     return torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))  # (d,)
 
 
+def to_rotate_half(weight: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """The rows of a query or key projection (H * d, ...) (or its bias (H * d,)) trained with
+    the interleaved layout, reordered head by head for the rotate-half layout: within each
+    head, rows 0, 2, ..., d-2 then 1, 3, ..., d-1 (half_layout_order) (lesson 07)."""
+    float_tensor("weight", weight)
+    positive_int("num_heads", num_heads)
+    rows = weight.shape[0]
+    if rows % num_heads:
+        raise ValueError(
+            f"weight: expected a first dimension H * d divisible by num_heads = {num_heads}, "
+            f"got shape {tuple(weight.shape)}"
+        )
+    d = _check_even("the head width d", rows // num_heads)
+    order = half_layout_order(d)  # (d,)
+    starts = torch.arange(num_heads)[:, None] * d  # (H, 1)
+    return weight[(starts + order).flatten()]  # (H * d, ...): every head reordered alike
+
+
 class RotaryEmbedding(nn.Module):
-    """Applies RoPE to queries or keys at positions 0..T-1; no learned parameters (lesson 04).
+    """Applies RoPE to queries or keys at positions 0..T-1; no learned parameters (lesson 06).
 
     layout "interleaved" pairs dimensions (2i, 2i+1), as apply_rope; "half" pairs (i, i + d/2),
     as apply_rope_half. cos and sin of positions 0..max_len-1 are computed once, here; they
@@ -150,7 +169,7 @@ class RotaryEmbedding(nn.Module):
         return self._rotate(x, cos, sin)  # (..., T, d)
 
     def rotate_qk(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """q and k (..., T, d_head) rotated, with one slice of the tables for both (lesson 04)."""
+        """q and k (..., T, d_head) rotated, with one slice of the tables for both (lesson 06)."""
         cos, sin = self._tables(q)  # (T, d/2) each
         return self._rotate(q, cos, sin), self._rotate(k, cos, sin)
 

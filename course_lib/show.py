@@ -67,3 +67,18 @@ def judge_prediction(
         f"Measured {what}: {shown}; you predicted {predicted:.{digits}f}{unit}, "
         f"{abs(off):.{digits}f}{unit} {'under' if off > 0 else 'over'} the measurement."
     )
+
+
+def judge_choice(predicted, measured: str, *, what: str) -> str:
+    """One line setting a predicted choice (a string, or None when none was written) beside
+    the measured one: right, or what it was instead (lesson 07)."""
+    if predicted is None:
+        return (
+            f"Measured {what}: {measured}. You wrote no prediction: write yours in the cell "
+            "above and run the two cells again to see whether you were right."
+        )
+    if not isinstance(predicted, str):
+        raise TypeError(f"predicted: expected a string or None, got {type(predicted).__name__}")
+    if predicted.strip().lower() == measured.lower():
+        return f"Measured {what}: {measured}; you predicted {predicted}: right."
+    return f"Measured {what}: {measured}; you predicted {predicted}, which it was not."

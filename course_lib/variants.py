@@ -137,11 +137,13 @@ ROWS = (
 )  # fmt: skip
 
 # variants whose trained models are shipped (data/checkpoints/lang-VARIANT-sSEED.pt and .json),
-# so a lesson can study a trained model without training one: the runs of the table, exactly
+# so a lesson can study a trained model without training one: the runs of the table, exactly.
+# Lesson 07 reads the position variants' losses position by position past the trained length.
 CHECKPOINTS = {
     "base": SEEDS,
     # lesson 04: what each head of a one-layer model reads when it predicts the mark
     **{f"1-layer-heads-{h}": (0,) for h in (1, 2, 4, 8)},
+    **{variant: SEEDS for variant in ("sinusoidal", "no-positions", "learned-positions")},
 }
 
 

@@ -122,13 +122,17 @@ VIZ_FIGURES = {
         position_demos.position_similarity(64, 32), rows=(0, 16, 40)
     ),
     "rotated_pair_figure": lambda: viz.rotated_pair_figure(torch.tensor([1.0, 0.4]), range(6)),
-    "length_generalisation_figure": lambda: viz.length_generalisation_figure(
+    "length_figure": lambda: viz.length_figure(
         {
-            "RoPE": torch.linspace(2, 3, 31),
-            "sinusoidal added": torch.linspace(2, 6, 31),
-            "no positions": torch.linspace(2.2, 3.5, 31),
+            "RoPE": torch.stack([torch.linspace(0, 2, 31), torch.linspace(0, 1, 31)]),
+            "sinusoidal added": torch.stack([torch.linspace(0, 4, 31)] * 2),
+            "learned positions": torch.stack([torch.linspace(0, 3, 31)] * 2),
+            "no positions": torch.stack([torch.linspace(0, 0.8, 31)] * 2),
         },
         8,
+    ),
+    "drift_figure": lambda: viz.drift_figure(
+        [1, 10, 100], {"float32": [1e-6, 1e-5, 1e-4], "float64": [1e-15, 0.0, 1e-13]}
     ),
     "detector_timeline": lambda: viz.detector_timeline(
         [0, 50, 100], [scores(scale=s) for s in (0.3, 0.6, 1.0)], chance=CHANCE
@@ -357,7 +361,7 @@ def test_every_figure_cycles_through_the_palette():
 
 
 def test_cosines_are_coloured_by_their_sign():
-    # lesson 04's similarities lie in 0.35..1: sequential; a narrow encoding's go below 0
+    # lesson 06's similarities lie in 0.35..1: sequential; a narrow encoding's go below 0
     assert position_demos.position_similarity(64, 32).min() > 0
     assert viz.cosine_scale(position_demos.position_similarity(64, 32))["cmap"] == "viridis"
     signed = position_demos.position_similarity(16, 2)

@@ -112,7 +112,7 @@ def test_lesson_file_finds_each_lesson_by_its_key(tmp_path):
         lesson(tmp_path, name, ("x = 1", False))
     assert lesson_file(tmp_path, "05_transformer_block").name == "05_transformer_block.ipynb"
     assert lesson_file(tmp_path, "05_encoder_decoder").name == "05_encoder_decoder.ipynb"
-    assert lesson_file(tmp_path, "04_positional_encoding") is None
+    assert lesson_file(tmp_path, "06_sinusoidal_and_rope") is None
     with pytest.raises(ValueError, match="key: expected one of"):
         lesson_file(tmp_path, "05")
 

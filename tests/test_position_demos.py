@@ -1,7 +1,9 @@
-"""course_lib.position_demos: lesson 04's sinusoids at any position and the 2-D rotation.
+"""course_lib.position_demos: lesson 06's sinusoids at any position, the 2-D rotation and a
+trained model's attention run through another function; lesson 07's RoPE layout switch, score
+drift and learned rows.
 
-Lesson 04's claims made with the demos (order blindness, RoPE's offset property) are in
-tests/test_lesson04.py.
+The lessons' claims made with the demos are in tests/test_lesson06_sinusoidal_and_rope.py and
+tests/test_lesson07_rope_in_real_models.py.
 """
 
 import torch
@@ -27,3 +29,37 @@ def test_rotate_pair_is_a_counter_clockwise_rotation():
     turned = position_demos.rotate_pair(pairs, angles)
     expected = torch.view_as_real(torch.view_as_complex(pairs) * torch.exp(1j * angles))
     torch.testing.assert_close(turned, expected)
+
+
+def test_set_rope_layout_changes_the_rope_and_nothing_else():
+    from course_lib import variants
+
+    model = variants.load_trained("base", 0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    assert position_demos.set_rope_layout(model, "half") is model
+    layers = position_demos.attention_layers(model)
+    assert len(layers) == model.config.num_layers
+    assert all(layer.rope.layout == "half" and layer.rope.d_head == 16 for layer in layers)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_rope_drift_is_the_score_change_of_the_worst_pair():
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(3, 8, generator=g), torch.randn(3, 8, generator=g)
+    shifts = torch.tensor([5, 40])
+    drift = position_demos.rope_drift(q, k, 7, 3, shifts, torch.float64)
+    by_hand = torch.stack([
+        (position_demos.rope_scores(q[i], k[i], 7 + shifts, 3 + shifts)
+         - position_demos.rope_scores(q[i], k[i], 7, 3)).abs()
+        for i in range(3)
+    ]).amax(0)  # fmt: skip
+    torch.testing.assert_close(drift, by_hand.double(), atol=1e-6, rtol=0)
+    assert drift.shape == (2,) and (drift < 1e-10).all()
+
+
+def test_learned_rows_moved_rebuilds_the_random_start():
+    moved = position_demos.learned_rows_moved("learned-positions", 0)
+    assert moved.shape == (128,)
+    # a model reads positions 0-30 of a 32-token line: rows 31-127 never get a gradient and
+    # only shrink by weight decay, a few percent
+    assert moved[31:].max() < 0.1 < moved[:31].min()

@@ -235,3 +235,16 @@ def test_rotate_qk_is_the_module_on_q_and_on_k_bit_for_bit(layout, dtype):
     for ours, x in ((q_rot, q), (k_rot, k)):
         assert torch.equal(ours, rope(x))
         assert torch.equal(ours, rotate(x, torch.arange(9)))  # float64: float64 angles, as before
+
+
+def test_to_rotate_half_reorders_rows_head_by_head_and_checks_its_arguments():
+    from course_lib.positional import to_rotate_half
+
+    w = torch.arange(16.0)[:, None].repeat(1, 3)  # row r holds r
+    rows = to_rotate_half(w, 2)[:, 0].tolist()
+    assert rows == [0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15]
+    assert to_rotate_half(torch.arange(8.0), 1).tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
+    with pytest.raises(ValueError, match="divisible by num_heads = 3"):
+        to_rotate_half(w, 3)
+    with pytest.raises(ValueError, match="even width"):
+        to_rotate_half(torch.zeros(6, 2), 2)

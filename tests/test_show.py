@@ -60,3 +60,13 @@ def test_judge_prediction_says_how_far_off_or_asks_for_one():
     assert "You wrote no prediction" in judge_prediction(None, 4, what="n")
     with pytest.raises(TypeError, match="predicted: expected a number or None, got str"):
         judge_prediction("0.5", 0.97, what="w")
+
+
+def test_judge_choice_says_right_or_what_it_was():
+    from course_lib.show import judge_choice
+
+    assert "You wrote no prediction" in judge_choice(None, "no positions", what="nearest")
+    assert judge_choice(" No Positions", "no positions", what="nearest").endswith(": right.")
+    assert "which it was not" in judge_choice("RoPE", "no positions", what="nearest")
+    with pytest.raises(TypeError, match="a string or None"):
+        judge_choice(3, "no positions", what="nearest")

@@ -103,7 +103,7 @@ def test_the_shipped_floor_is_the_languages(table):
         assert table["floor"][split] == pytest.approx(variants.split_floor(split), abs=1e-5)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # every shipped model on both splits
 def test_a_shipped_trained_variant_is_the_tables_run():
     # the lessons study these models: each must be the run the table reports, its card
     # carrying the floor of each split it reports its excess on
@@ -124,7 +124,8 @@ def test_a_shipped_trained_variant_is_the_tables_run():
 
 
 def test_a_trained_variant_that_is_not_shipped_is_named():
-    with pytest.raises(ValueError, match="variant: expected one of base, .*got 'heads-1'"):
+    shipped = ", ".join(variants.CHECKPOINTS)
+    with pytest.raises(ValueError, match=f"variant: expected one of {shipped}, got 'heads-1'"):
         variants.load_trained("heads-1", 0)
     with pytest.raises(ValueError, match="seed: expected one of 0 .*'1-layer-heads-4'.* got 1"):
         variants.load_trained("1-layer-heads-4", 1)  # lesson 04 ships seed 0 only

@@ -25,10 +25,11 @@ LESSONS = {
     "02_attention_and_masks": "lesson02_attention_and_masks",
     "03_scaling": "lesson03_scaling",
     "04_multihead": "lesson04_multihead",
-    "04_positional_encoding": "lesson04",
     "05_encoder_decoder": "lesson05_encoder_decoder",
     "05_transformer_block": "lesson05",
     "06_capstone_train_tiny_transformer": "lesson06",
+    "06_sinusoidal_and_rope": "lesson06_sinusoidal_and_rope",
+    "07_rope_in_real_models": "lesson07_rope_in_real_models",
     "10_sampling_and_cost": "lesson10",
     "11_build_and_train": "lesson11",
     "13_kv_cache_and_gqa": "lesson13",
@@ -46,6 +47,8 @@ FORMER: dict[str, tuple[str, ...]] = {
     "02_attention_and_masks": ("01_attention_qkv",),
     "03_scaling": ("02_scaling",),
     "04_multihead": ("03_multihead",),
+    "06_sinusoidal_and_rope": ("04_positional_encoding",),
+    "07_rope_in_real_models": ("04_positional_encoding",),
 }
 
 __all__ = [

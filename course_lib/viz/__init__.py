@@ -35,15 +35,6 @@ from course_lib.viz.lesson03_scaling import (
     excess_rows_figure,
     training_figure,
 )
-from course_lib.viz.lesson04 import (
-    cosine_scale,
-    encoding_heatmap,
-    length_generalisation_figure,
-    pair_arrow,
-    rotated_pair_figure,
-    setup_pair_axes,
-    similarity_figure,
-)
 from course_lib.viz.lesson04_multihead import (
     NOUN_COLUMNS,
     draw_head_map,
@@ -77,6 +68,15 @@ from course_lib.viz.lesson06 import (
     detector_timeline,
     plot_history,
 )
+from course_lib.viz.lesson06_sinusoidal_and_rope import (
+    cosine_scale,
+    encoding_heatmap,
+    pair_arrow,
+    rotated_pair_figure,
+    setup_pair_axes,
+    similarity_figure,
+)
+from course_lib.viz.lesson07_rope_in_real_models import drift_figure, length_figure
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
 from course_lib.viz.lesson11 import copy_forming_figure, skill_curves_figure
 from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
@@ -113,9 +113,10 @@ from course_lib.viz.style import (
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02_attention_and_masks",
-                  "lesson03_scaling", "lesson04", "lesson04_multihead", "lesson05",
-                  "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson11", "lesson13",
-                  "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
+                  "lesson03_scaling", "lesson04_multihead", "lesson05",
+                  "lesson05_encoder_decoder", "lesson06", "lesson06_sinusoidal_and_rope",
+                  "lesson07_rope_in_real_models", "lesson10", "lesson11", "lesson13", "lesson14",
+                  "lesson15", "lesson16", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -157,13 +158,14 @@ __all__ = [
     "draw_cross_map",
     "draw_head_map",
     "draw_weight_bars",
+    "drift_figure",
     "embedding_map_figure",
     "encoder_decoder_diagram",
     "encoding_heatmap",
     "excess_rows_figure",
     "ffn_width_figure",
     "head_groups_figure",
-    "length_generalisation_figure",
+    "length_figure",
     "excess_by_position_figure",
     "memory_figure",
     "METHOD_STYLES",

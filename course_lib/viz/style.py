@@ -33,10 +33,11 @@ COLOURS = {
     "q . k / sqrt(d_k)": BLUE,
     "unscaled": VERMILLION,
     "q . k": VERMILLION,
-    "RoPE": BLUE,  # lesson 04: how position gets in
+    "RoPE": BLUE,  # lessons 06-07: how position gets in
     "sinusoidal added": ORANGE,
     "no positions": GREEN,
-    "q": BLUE,  # lesson 04: a query and a key
+    "learned positions": PURPLE,
+    "q": BLUE,  # lesson 06: a query and a key
     "k": ORANGE,
     "layer norm": BLUE,  # lesson 05: the norm in a block
     "batch norm": ORANGE,

@@ -14,7 +14,6 @@ from course_lib.widgets.lesson00 import SoftmaxExplorer
 from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
 from course_lib.widgets.lesson02_attention_and_masks import AttentionExplorer
 from course_lib.widgets.lesson03_scaling import ScalingExplorer
-from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
 from course_lib.widgets.lesson04_multihead import HeadsExplorer, heads_examples
 from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
@@ -25,6 +24,7 @@ from course_lib.widgets.lesson06 import (
     fresh_sentences,
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
+from course_lib.widgets.lesson06_sinusoidal_and_rope import PositionExplorer, RopeExplorer
 from course_lib.widgets.lesson10 import SamplingExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson15 import WindowExplorer
@@ -37,8 +37,6 @@ EXPLORERS = (
     NextTokenExplorer,
     AttentionExplorer,
     ScalingExplorer,
-    PositionExplorer,
-    RopeExplorer,
     HeadsExplorer,
     BlockExplorer,
     ActivationExplorer,
@@ -46,6 +44,8 @@ EXPLORERS = (
     TrainedHeadsExplorer,
     AblationExplorer,
     KnockoutExplorer,
+    PositionExplorer,
+    RopeExplorer,
     SamplingExplorer,
     KVCostExplorer,
     WindowExplorer,

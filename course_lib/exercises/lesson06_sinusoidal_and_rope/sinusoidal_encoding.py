@@ -1,4 +1,4 @@
-"""Lesson 04's sinusoidal_encoding exercise."""
+"""Lesson 06's sinusoidal_encoding exercise."""
 
 import torch
 
@@ -36,9 +36,17 @@ def _interleave(even, odd):
     return torch.stack((even, odd), dim=-1).flatten(-2)  # (T, D/2, 2) -> (T, D)
 
 
+def _row_of_positions(seq_len, d_model):
+    """(T,) positions divided by (D/2,) speeds: broadcasts only when T = D/2."""
+    p = torch.arange(seq_len, dtype=torch.float32)  # (T,): a row, not a column
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (D/2,)
+    angles = p / BASE ** (two_i / d_model)  # raises unless T = D/2
+    return _interleave(angles.sin(), angles.cos())
+
+
 SINUSOIDAL_ENCODING = Exercise(
     name="sinusoidal_encoding",
-    lesson="04_positional_encoding",
+    lesson="06_sinusoidal_and_rope",
     reference=sinusoidal_reference,
     cases=_sinusoidal_cases,
     idea="the section 'Sinusoidal encoding': the formula for PE[p, 2i] and PE[p, 2i+1], and "
@@ -91,6 +99,14 @@ SINUSOIDAL_ENCODING = Exercise(
             "your first row is not [0, 1, 0, 1, ...]",
             "your positions start at 1; the first token sits at position 0, where every sine is "
             "0 and every cosine is 1.",
+        ),
+        Bug(
+            "row_of_positions",
+            _row_of_positions,
+            "your positions and your pairs did not meet in a (T, D/2) table of angles",
+            "a (T,) row of positions divided by a (D/2,) row of speeds lines the two up entry "
+            "by entry, which only fits when T = D/2 (and is then wrong). Make the positions a "
+            "column of shape (T, 1), so that every position meets every pair's speed.",
         ),
     ),
     hints=(

@@ -1,4 +1,4 @@
-"""PositionExplorer and RopeExplorer (lesson 04): every control swept, the live numbers real."""
+"""PositionExplorer and RopeExplorer (lesson 06): every control swept, the live numbers real."""
 
 import base64
 import re

@@ -1,4 +1,4 @@
-"""Lesson 04's explorers: sinusoidal encodings and their similarities; RoPE vs added positions."""
+"""Lesson 06's explorers: sinusoidal encodings and their similarities; RoPE vs added positions."""
 
 import numpy as np
 import torch
@@ -16,7 +16,7 @@ from course_lib.widgets.base import (
 
 
 class PositionExplorer(Explorer):
-    """Lesson 04: pick a position and a width; see its sinusoidal encoding and its similarities."""
+    """Lesson 06: pick a position and a width; see its sinusoidal encoding and its similarities."""
 
     PICTURE = (
         "Two plots: the position's sinusoidal encoding pair by pair, and its cosine "
@@ -95,7 +95,7 @@ class PositionExplorer(Explorer):
 
 
 class RopeExplorer(Explorer):
-    """Lesson 04: move a query (m), a key (n) and both together (s); RoPE vs sinusoidal added.
+    """Lesson 06: move a query (m), a key (n) and both together (s); RoPE vs sinusoidal added.
 
     One fixed random query token and key token (width D = 16, head width 16). With RoPE,
     q = x_q W_q and k = x_k W_k are rotated to positions m + s and n + s; with "sinusoidal
@@ -104,7 +104,7 @@ class RopeExplorer(Explorer):
     function of the offset m - n, key held at n + s (positions below 0 are allowed: sin
     and cos take any angle).
 
-    rope: the learner's rope_heads (lesson 04's exercise 4), or None for the course's only.
+    rope: the learner's rope_heads (lesson 06's exercise 4), or None for the course's only.
     In RoPE mode it turns q and k at positions 0 .. n + s + 31, every position the picture
     needs, in one call on a (2, T, d) float64 tensor; arrows, curves and scores come from its
     result, and the readout says whether and how far it differs from the course's. Queries

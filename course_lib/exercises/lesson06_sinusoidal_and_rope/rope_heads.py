@@ -1,9 +1,9 @@
-"""Lesson 04's rope_heads exercise: RoPE on every head's vectors."""
+"""Lesson 06's rope_heads exercise: RoPE on every head's vectors."""
 
 import torch
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson04.sinusoidal_encoding import BASE
+from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import BASE
 from course_lib.position_demos import rotate_pair
 from course_lib.positional import apply_rope, apply_rope_half
 
@@ -70,9 +70,15 @@ def _with(positions=None, exponent=None):
     return wrong
 
 
+def _four_axes(x):
+    """B, H, T, d = x.shape: right for (B, H, T, d), a ValueError for any other number of axes."""
+    B, H, T, d = x.shape
+    return rope_heads_reference(x)
+
+
 ROPE_HEADS = Exercise(
     name="rope_heads",
-    lesson="04_positional_encoding",
+    lesson="06_sinusoidal_and_rope",
     reference=rope_heads_reference,
     cases=_rope_heads_cases,
     idea="the section 'RoPE inside multi-head attention': exercise 4's text and its worked "
@@ -127,6 +133,14 @@ ROPE_HEADS = Exercise(
             _with(exponent=lambda two_i, d: 0 * two_i),
             "every pair of yours turns at one speed",
             "each pair turns at its own speed: pair i by theta_i = 10000**(-2i/d) per position.",
+        ),
+        Bug(
+            "four_axes",
+            _four_axes,
+            "your function takes exactly four axes; x may have any number of leading ones",
+            "unpacking x.shape into four names (B, H, T, d) fails for a (T, d) sequence or a "
+            "5-D x. Only the last two axes matter: T is the second-to-last, d the last, and "
+            "whatever comes before them is carried along by broadcasting.",
         ),
     ),
     hints=(

@@ -1,4 +1,4 @@
-"""Lesson 04's rotate_pair exercise: a pair turned by an angle."""
+"""Lesson 06's rotate_pair exercise: a pair turned by an angle."""
 
 import math
 
@@ -80,6 +80,19 @@ def _order(pair, angle):
     return rotate_pair(pair, angle).flip(-1)  # (..., 2): (new y, new x)
 
 
+def _method_on_number(pair, angle):
+    """angle.cos(): fine for a tensor, an AttributeError for a Python number."""
+    x, y = pair[..., 0], pair[..., 1]
+    return torch.stack((x * angle.cos() - y * angle.sin(), x * angle.sin() + y * angle.cos()), -1)
+
+
+def _math_on_tensor(pair, angle):
+    """math.cos(angle): fine for a number, a ValueError for a tensor of several angles."""
+    x, y = pair[..., 0], pair[..., 1]
+    c, s = math.cos(angle), math.sin(angle)
+    return torch.stack((x * c - y * s, x * s + y * c), dim=-1)  # (..., 2)
+
+
 def _angle_on_last_axis(pair, angle):
     """cos and sin multiplied onto the (..., 2) pairs as they are: the angles meet (x, y)."""
     x, y, c, s = _parts(pair, angle)
@@ -92,7 +105,7 @@ def _angle_on_last_axis(pair, angle):
 
 ROTATE_PAIR = Exercise(
     name="rotate_pair",
-    lesson="04_positional_encoding",
+    lesson="06_sinusoidal_and_rope",
     reference=rotate_pair_reference,
     cases=_rotate_cases,
     idea="the picture of (1, 0) and (0, 1) turned by the angle a, in the section 'RoPE: "
@@ -142,6 +155,22 @@ ROTATE_PAIR = Exercise(
             "pairs: multiplying a (2, 2) pair by cos of a (2,) angle gives x the first angle "
             "and y the second. Take x and y apart first (pair[..., 0], pair[..., 1]), or give "
             "the angle a last axis of size 1.",
+        ),
+        Bug(
+            "method_on_number",
+            _method_on_number,
+            "your function fails when angle is a Python number, which has no cos or sin method",
+            "angle may be a plain Python number or a tensor. A number has no cos method of its "
+            "own, and torch's cos and sin take only tensors: turn angle into a tensor in pair's "
+            "dtype first, and the same code then serves both.",
+        ),
+        Bug(
+            "math_on_tensor",
+            _math_on_tensor,
+            "math.cos and math.sin take one number, and here angle is a tensor of several",
+            "the math module works on single Python numbers; with one angle per pair it cannot "
+            "turn them all. Use torch's cos and sin on a tensor of the angles (a number made "
+            "into a tensor first), which work element by element.",
         ),
     ),
     hints=(

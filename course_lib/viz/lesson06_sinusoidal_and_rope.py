@@ -1,15 +1,15 @@
-"""Lesson 04's figures: the sinusoidal encoding, position similarity, RoPE's rotated pairs
-and the loss by position past the trained length."""
+"""Lesson 06's figures: the sinusoidal encoding, position similarity and RoPE's rotated
+pairs."""
 
 import seaborn as sns
 import torch
 from matplotlib.figure import Figure
 
-from course_lib.viz.style import LINE_STYLES, colour, new_figure
+from course_lib.viz.style import LINE_STYLES, new_figure
 
 
 def encoding_heatmap(pe, *, title="sinusoidal encoding") -> Figure:
-    """Heatmap of a (T, D) positional encoding: rows positions, columns dimensions (lesson 04)."""
+    """Heatmap of a (T, D) positional encoding: rows positions, columns dimensions (lesson 06)."""
     data = pe.detach().cpu().numpy() if isinstance(pe, torch.Tensor) else pe
     if data.ndim != 2:
         raise ValueError(f"pe: expected a 2-D (T, D) encoding, got shape {data.shape}")
@@ -24,14 +24,14 @@ def encoding_heatmap(pe, *, title="sinusoidal encoding") -> Figure:
 
 def cosine_scale(values) -> dict:
     """How to colour cosines: viridis on 0..1 when none is negative, else a diverging map
-    centred on 0 (RdBu_r, -1..1), so that white means 0 (lesson 04)."""
+    centred on 0 (RdBu_r, -1..1), so that white means 0 (lesson 06)."""
     if float(torch.as_tensor(values).min()) >= 0:
         return {"cmap": "viridis", "vmin": 0.0, "vmax": 1.0}
     return {"cmap": "RdBu_r", "vmin": -1.0, "vmax": 1.0}
 
 
 def similarity_figure(sim, rows=(0, 16, 40)) -> Figure:
-    """The (T, T) position similarity as a heatmap, and a few of its rows as curves (lesson 04)."""
+    """The (T, T) position similarity as a heatmap, and a few of its rows as curves (lesson 06)."""
     data = sim.detach().cpu() if isinstance(sim, torch.Tensor) else torch.as_tensor(sim)
     fig, (ax_map, ax_rows) = new_figure(11.0, 4.0, ncols=2, width_ratios=[1, 1.3])
     scale = cosine_scale(data)
@@ -54,7 +54,7 @@ def similarity_figure(sim, rows=(0, 16, 40)) -> Figure:
 
 
 def setup_pair_axes(ax, limit: float, title="pair 0 of q and k"):
-    """Square axes centred on 0 for drawing 2-vectors as arrows from the origin (lesson 04)."""
+    """Square axes centred on 0 for drawing 2-vectors as arrows from the origin (lesson 06)."""
     ax.set_xlim(-limit, limit)
     ax.set_ylim(-limit, limit)
     ax.set_aspect("equal")
@@ -67,7 +67,7 @@ def setup_pair_axes(ax, limit: float, title="pair 0 of q and k"):
 
 def pair_arrow(ax, xy, **kw):
     """A line from the origin to xy with a dot (or another marker) at its tip: a cheap,
-    movable arrow (lesson 04)."""
+    movable arrow (lesson 06)."""
     kw.setdefault("linestyle", "-")
     kw.setdefault("marker", "o")
     (line,) = ax.plot([0, float(xy[0])], [0, float(xy[1])], markevery=[1], **kw)
@@ -75,7 +75,7 @@ def pair_arrow(ax, xy, **kw):
 
 
 def rotated_pair_figure(pair, positions, theta: float = 1.0) -> Figure:
-    """One 2-D pair rotated by position * theta for a few positions, arrows from 0 (lesson 04)."""
+    """One 2-D pair rotated by position * theta for a few positions, arrows from 0 (lesson 06)."""
     from course_lib.position_demos import rotate_pair
 
     pair = torch.as_tensor(pair, dtype=torch.float32)
@@ -88,27 +88,4 @@ def rotated_pair_figure(pair, positions, theta: float = 1.0) -> Figure:
         xy = rotate_pair(pair, p * theta)
         pair_arrow(ax, xy, color=color, lw=2)
         ax.annotate(f"p={p}", xy.tolist(), textcoords="offset points", xytext=(4, 4), fontsize=9)
-    return fig
-
-
-def length_generalisation_figure(curves: dict, train_len: int, *, smooth: int = 4) -> Figure:
-    """Loss by position for several models, trained length shaded (lesson 04).
-
-    curves: label -> (T-1,) mean loss of the prediction made at each position. Each curve
-    is drawn as a running mean over `smooth` positions (single positions are noisy).
-    """
-    fig, ax = new_figure(8.5, 3.8)
-    ax.axvspan(-0.5, train_len - 0.5, color="0.92", label=f"trained length (t < {train_len})")
-    for i, (label, values) in enumerate(curves.items()):
-        style = LINE_STYLES[i % len(LINE_STYLES)]  # told apart by dash pattern and colour
-        values = torch.as_tensor(values, dtype=torch.float32)
-        window = max(1, min(int(smooth), len(values)))
-        running = values.unfold(0, window, 1).mean(dim=1)  # (T - window,)
-        at = torch.arange(window - 1, len(values))  # (T - window + 1,)
-        ax.plot(at.numpy(), running.numpy(), style, color=colour(label), label=label)
-    ax.set_xlabel("position t of the prediction")
-    ax.set_ylabel(f"loss (nats, mean of {smooth} positions)")
-    ax.set_title("loss by position on sequences 4x longer than in training")
-    ax.legend(fontsize=9, loc="upper left")
-    ax.grid(True, alpha=0.3)
     return fig

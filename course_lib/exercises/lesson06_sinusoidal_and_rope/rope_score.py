@@ -1,9 +1,9 @@
-"""Lesson 04's rope_score exercise: one score between rotated q and k."""
+"""Lesson 06's rope_score exercise: one score between rotated q and k."""
 
 import torch
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson04.sinusoidal_encoding import BASE
+from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import BASE
 from course_lib.position_demos import rotate_pair
 from course_lib.positional import apply_rope
 
@@ -50,7 +50,7 @@ def _score(q, k, m, n, *, pairs="neighbours", speed=None):
 
 ROPE_SCORE = Exercise(
     name="rope_score",
-    lesson="04_positional_encoding",
+    lesson="06_sinusoidal_and_rope",
     reference=rope_score_reference,
     cases=_rope_score_cases,
     idea="'RoPE: rotate the queries and keys' (pair i is (x_2i, x_2i+1), turned by the "

@@ -1,4 +1,4 @@
-"""Lesson 04's exercises: sinusoidal encoding, rotating a pair, the RoPE score, RoPE on heads.
+"""Lesson 06's exercises: sinusoidal encoding, rotating a pair, the RoPE score, RoPE on heads.
 
 CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
 - sinusoidal_encoding(seq_len, d_model) -> (T, D) float32, sin in even columns, cos in odd.
@@ -10,24 +10,25 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
   vector at position t (0..T-1) rotated pair by pair by t * theta_i, as apply_rope.
 
 Every wrong version below is a mistake a learner makes, written the way it comes out; a test
-(tests/test_exercises_lesson04.py) writes each again as a learner would and checks its hint.
+(tests/test_exercises_lesson06_sinusoidal_and_rope.py) writes each again as a learner would
+and checks its hint.
 
 One module per exercise: sinusoidal_encoding, rotate_pair, rope_score, rope_heads.
 """
 
-from course_lib.exercises.lesson04.rope_heads import (
+from course_lib.exercises.lesson06_sinusoidal_and_rope.rope_heads import (
     ROPE_HEADS,
     rope_heads_reference,
 )
-from course_lib.exercises.lesson04.rope_score import (
+from course_lib.exercises.lesson06_sinusoidal_and_rope.rope_score import (
     ROPE_SCORE,
     rope_score_reference,
 )
-from course_lib.exercises.lesson04.rotate_pair import (
+from course_lib.exercises.lesson06_sinusoidal_and_rope.rotate_pair import (
     ROTATE_PAIR,
     rotate_pair_reference,
 )
-from course_lib.exercises.lesson04.sinusoidal_encoding import (
+from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import (
     BASE,
     SINUSOIDAL_ENCODING,
     sinusoidal_reference,

@@ -1,7 +1,8 @@
-"""Lesson 04's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 06's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops, math.cos,
-complex numbers, hard-coded axes), not taken from the bug list in course_lib/exercises/lesson04/.
+complex numbers, hard-coded axes), not taken from the bug list in
+course_lib/exercises/lesson06_sinusoidal_and_rope/.
 """
 
 import math
@@ -21,7 +22,7 @@ from course_lib.checks import (
     check_sinusoidal_encoding,
 )
 from course_lib.exercises.core import DTYPE_HINT, run
-from course_lib.exercises.lesson04 import (
+from course_lib.exercises.lesson06_sinusoidal_and_rope import (
     EXERCISES,
     ROPE_HEADS,
     ROPE_SCORE,
@@ -31,7 +32,7 @@ from course_lib.exercises.lesson04 import (
 from course_lib.workspace import BEGIN, stub_solutions
 from helpers import notebook_functions, stub, verdict
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "04_positional_encoding.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_sinusoidal_and_rope.ipynb"
 
 
 def _lesson():
@@ -111,14 +112,16 @@ def test_the_worked_examples_are_what_the_course_computes():
     assert f"`[{rows}]`" in text
 
 
-def test_each_exercise_says_the_courses_own_function_would_pass_and_teach_nothing():
-    """The lesson imports `positional`, whose functions meet every contract: the text says so."""
+def test_each_exercise_says_what_its_check_compares_with():
+    """The lesson imports `positional` and `position_demos`, whose functions meet every
+    contract: each exercise's text says the check compares with the course's."""
     cells = _lesson().cells
     for name in ("sinusoidal_encoding", "rotate_pair", "rope_score", "rope_heads"):
         at = next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
-        text = next(c.source for c in reversed(cells[:at]) if c.cell_type == "markdown")
+        text = " ".join(next(c.source for c in reversed(cells[:at]) if c.cell_type == "markdown")
+                        .split())  # fmt: skip
         assert f"Write `{name}(" in text, name
-        assert "would pass the check and teach nothing" in " ".join(text.split()), name
+        assert re.search(r"The check compares yours with|is what the check compares with", text)
 
 
 def test_the_lessons_rope_score_keeps_float64_precision():
@@ -210,6 +213,20 @@ def test_right_sinusoidal_encodings_written_other_ways_pass():
 )
 def test_sinusoidal_mistakes_get_their_hint(fn, bug, words):
     _check(SINUSOIDAL_ENCODING, fn, bug, words)
+
+
+def sinusoidal_row_of_positions(seq_len, d_model):  # positions as a row: (T,) / (D/2,)
+    positions = torch.arange(seq_len)
+    speeds = 10000 ** (torch.arange(0, d_model, 2) / d_model)
+    angles = positions / speeds
+    pe = torch.zeros(seq_len, d_model)
+    pe[:, 0::2], pe[:, 1::2] = angles.sin(), angles.cos()
+    return pe
+
+
+def test_positions_as_a_row_are_told_to_make_a_column():
+    _check(SINUSOIDAL_ENCODING, sinusoidal_row_of_positions, "row_of_positions",
+           ["raised RuntimeError", "(T, D/2) table"])  # fmt: skip
 
 
 def test_a_float64_table_fails_on_its_dtype():
@@ -304,10 +321,11 @@ def test_rotate_pair_mistakes_get_their_hint(fn, bug, words):
     _check(ROTATE_PAIR, fn, bug, words)
 
 
-def test_numbers_and_tensors_as_angles_are_both_tried():
-    _check(ROTATE_PAIR, rotate_math, words=["raised ValueError", "two pairs, an angle for each"])
-    result = _check(ROTATE_PAIR, rotate_tensor_only, words=["raised AttributeError", "(1, 0)"])
-    assert any("torch.as_tensor" in step for step in result.steps)
+def test_numbers_and_tensors_as_angles_are_both_tried_and_named():
+    _check(ROTATE_PAIR, rotate_math, "math_on_tensor",
+           ["raised ValueError", "math.cos", "two pairs, an angle for each"])  # fmt: skip
+    _check(ROTATE_PAIR, rotate_tensor_only, "method_on_number",
+           ["raised AttributeError", "Python number", "(1, 0)"])  # fmt: skip
 
 
 def test_angles_broadcast_down_a_grid_of_pairs():
@@ -486,7 +504,8 @@ def test_rope_heads_mistakes_get_their_hint(fn, bug, words):
 
 
 def test_a_hard_coded_four_axis_input_fails_on_fewer_axes():
-    _check(ROPE_HEADS, heads_four_axes_only, words=["raised ValueError", "a 3-D x (H, T, d)"])
+    _check(ROPE_HEADS, heads_four_axes_only, "four_axes",
+           ["raised ValueError", "exactly four axes", "a 3-D x (H, T, d)"])  # fmt: skip
 
 
 def test_rope_heads_changing_x_in_place_is_caught():
@@ -510,3 +529,43 @@ def test_rope_heads_reference_is_torchs_own_rotation_matrix_per_position():
             matrix = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
             expected[..., t, 2 * i : 2 * i + 2] = x[..., t, 2 * i : 2 * i + 2] @ matrix.T
     torch.testing.assert_close(ROPE_HEADS.reference(x), expected)
+
+
+# ---------------------------------------------------------------- a workspace from before
+
+
+def _workspace_lesson(path, *sources):
+    notebook = nbformat.v4.new_notebook()
+    for source in sources:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "x",
+                                     "locked": False, "schema_version": 3}  # fmt: skip
+        notebook.cells.append(cell)
+    nbformat.write(notebook, path)
+
+
+def test_a_workspace_keeps_finding_your_rope_in_04_positional_encoding(tmp_path):
+    """A learner who wrote rope_heads in the lesson this one replaced, and has lesson 06 with
+    its stubs beside it, gets their own (FORMER maps both new lessons to the old file)."""
+    from course_lib.exercises import FORMER, former_files
+    from course_lib.mywork import collect
+
+    assert FORMER["06_sinusoidal_and_rope"] == FORMER["07_rope_in_real_models"]
+    assert FORMER["06_sinusoidal_and_rope"] == ("04_positional_encoding",)
+    _workspace_lesson(tmp_path / "04_positional_encoding.ipynb",
+                      "def rope_heads(x):\n    return 'mine, from 04'")  # fmt: skip
+    _workspace_lesson(
+        tmp_path / "06_sinusoidal_and_rope.ipynb",
+        "def rope_heads(x):\n    raise NotImplementedError('Exercise rope_heads: write ...')",
+        "def rotate_pair(pair, angle):\n    return 'mine, in 06'",
+    )
+    assert [p.name for p in former_files(tmp_path, "06_sinusoidal_and_rope")] == [
+        "04_positional_encoding.ipynb"
+    ]
+    work = collect(["rope_heads", "rotate_pair", "to_rotate_half"], tmp_path)
+    assert work.origin == {
+        "rope_heads": "lesson 06: yours in 04_positional_encoding.ipynb",
+        "rotate_pair": "lesson 06: yours",
+        "to_rotate_half": "lesson 07: the course's (no definition of yours found in this folder)",
+    }
+    assert work.functions["rope_heads"](None) == "mine, from 04"

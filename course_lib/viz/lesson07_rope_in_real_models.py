@@ -1,0 +1,69 @@
+"""Lesson 07's figures: a RoPE score's rounding drift along the sequence, and excess loss by
+position past the trained length for each way of giving a model positions."""
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from course_lib.viz.style import BLUE, LINE_STYLES, colour, new_figure
+
+
+def _rows(name, values) -> np.ndarray:
+    if isinstance(values, torch.Tensor):
+        values = values.detach().double().cpu().numpy()
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[None]
+    if values.ndim != 2 or values.shape[1] == 0:
+        raise ValueError(f"{name}: expected (T,) or (seeds, T) numbers, got shape {values.shape}")
+    return values
+
+
+def length_figure(curves: dict, train_len: int, *, title: str = "") -> Figure:
+    """Excess loss (nats above the floor) against the position of the prediction, one line per
+    label of `curves` ({label: (seeds, T - 1)}): the mean over the seeds, their range shaded;
+    the trained positions shaded in blue (lesson 07)."""
+    fig, ax = new_figure(8.6, 4.2)
+    ax.axvspan(-0.5, train_len - 1.5, color=BLUE, alpha=0.10, linewidth=0)
+    # half way up, clear of the legend above it and of the curves near 0 below it
+    ax.text((train_len - 2) / 2, 0.5, "trained\npositions", fontsize=10, ha="center", va="center",
+            transform=ax.get_xaxis_transform())  # fmt: skip
+    for i, (label, values) in enumerate(curves.items()):
+        runs = _rows(label, values)  # (S, T - 1)
+        x = np.arange(runs.shape[1])
+        line = ax.plot(x, runs.mean(0), LINE_STYLES[i % len(LINE_STYLES)], color=colour(label),
+                       linewidth=2, label=label)[0]  # fmt: skip
+        if len(runs) > 1:
+            ax.fill_between(x, runs.min(0), runs.max(0), color=line.get_color(), alpha=0.18,
+                            linewidth=0)  # fmt: skip
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xlim(-0.5, x[-1] + 0.5)
+    ax.set_xlabel("position of the prediction (t predicts token t + 1)", fontsize=11)
+    ax.set_ylabel("excess loss (nats above the floor)", fontsize=11)
+    ax.set_title(title or "excess by position: mean of the seeds, their range shaded", fontsize=11)
+    ax.legend(fontsize=10, loc="upper left")
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+def drift_figure(shifts, drifts: dict, *, title: str = "") -> Figure:
+    """How far a RoPE score moves when query and key shift together by s, on log axes: one
+    line per label of `drifts` ({label: (S,)}, e.g. float32 and float64); exact zeros are
+    left out (a log axis has no place for them) (lesson 07)."""
+    s = _rows("shifts", shifts)[0]
+    fig, ax = new_figure(7.0, 3.8)
+    for i, (label, values) in enumerate(drifts.items()):
+        v = _rows(label, values)[0]
+        if v.shape != s.shape:
+            raise ValueError(f"{label}: expected {len(s)} drifts, one per shift, got {len(v)}")
+        keep = v > 0
+        ax.plot(s[keep], v[keep], LINE_STYLES[i % len(LINE_STYLES)], marker="o", markersize=4,
+                linewidth=1.5, label=label)  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("shift s (query at m + s, key at n + s)", fontsize=11)
+    ax.set_ylabel("|score(s) - score(0)|", fontsize=11)
+    ax.set_title(title or "the same offset, moved along the sequence", fontsize=11)
+    ax.legend(fontsize=10, loc="center right")
+    ax.grid(True, alpha=0.3)
+    return fig
