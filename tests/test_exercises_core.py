@@ -1,5 +1,6 @@
 """The checkers' core and every exercise entry: no dead hint, strict comparisons, hints in steps."""
 
+import types
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -110,6 +111,33 @@ def test_an_exercises_own_bug_comes_before_a_common_error():
     assert verdict.bug == "viewed" and verdict.steps[0] == "use reshape here."
 
 
+def test_the_courses_own_version_handed_in_or_wrapped_fails_with_its_own_hint():
+    # earlier_work hands back the course's version of an exercise not yet written: passing it
+    # on, or calling it inside a function, must not pass the check
+    alias = TOY.reference
+    for fn in (TOY.reference, lambda x: alias(x), lambda x: alias(x) + 0.0):
+        verdict = run(TOY, fn)
+        assert not verdict.passed and verdict.bug == "course's own", verdict.message
+        assert "the course's own _double" in verdict.message
+        assert verdict.steps[0] == core.COURSE_OWN
+    # a wrong answer built on it still gets the hint of its mistake
+    assert run(TOY, lambda x: alias(x) * 1.5).bug == "triple"
+    assert run(TOY, TOY.reference, reference_ok=True).passed
+
+
+def _course_double(x):
+    return x + x
+
+
+def test_a_forbidden_course_function_is_caught_by_whatever_name_it_is_reached():
+    module = types.SimpleNamespace(twice=_course_double)
+    exercise = replace(TOY, forbidden=((module, "twice"),), forbidden_hint="write it yourself")
+    kept = module.twice  # a name bound before the check runs: no attribute lookup to intercept
+    verdict = run(exercise, lambda x: kept(x))
+    assert verdict.bug == "course's own" and "_course_double" in verdict.message
+    assert run(exercise, lambda x: x * 2).passed
+
+
 def test_a_result_without_its_gradient_fails_with_its_own_hint():
     exercise = Exercise(
         name="double",
@@ -214,7 +242,7 @@ def test_every_exercise_is_complete_and_named_once():
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_the_reference_passes_its_own_check(exercise):
-    assert run(exercise, exercise.reference).passed
+    assert run(exercise, exercise.reference, reference_ok=True).passed
 
 
 # each runs a model or a training loop once per bug: in `make test`, not `make quick`

@@ -26,12 +26,14 @@ code.
 import copy
 import inspect
 import math
+import sys
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 
+from course_lib.exercises.errors import common_error
 from course_lib.exercises.stub import attempt
 
 PASSED, NOT_IMPLEMENTED, FAILED = "passed", "not implemented", "failed"
@@ -41,44 +43,6 @@ NO_GRADIENT = (  # the symptom and the cause of a result cut off from autograd
     "(.detach(), .item(), a new tensor built from its values). Training calls backward on "
     "it, and the inputs that need a gradient must get one through your function.",
 )
-# Errors many exercises meet, each recognised by its type and message, with what causes it
-# (after a learner's error is matched against the exercise's own bugs, before the general
-# "read the contract" hint): (name, type, words the message contains, hint).
-COMMON_ERRORS = (
-    ("view of a non-contiguous tensor", RuntimeError, "view size is not compatible",
-     "`.view` only relabels memory that is laid out in order, and after `.transpose` or "
-     "`.permute` it is not. Use `.reshape`, which copies when it must, or `.contiguous()` "
-     "before `.view`."),
-    ("a torch function given a Python number", TypeError, "must be Tensor, not",
-     "torch.cos, torch.sin, torch.exp, torch.sqrt and their kin take tensors, not Python "
-     "numbers: use the math module's function for a number, or make the number a tensor "
-     "first (torch.tensor(x), or build it with torch.arange)."),
-    ("None used as a number", TypeError, "NoneType",
-     "something is None where a number or a tensor is needed: an argument whose contract "
-     "allows None (a mask, a clip value, a top-k) must be tested with `is None` / "
-     "`is not None` before it is used, or a function of yours returns nothing (a missing "
-     "`return`)."),
-    ("a matrix product of mismatched shapes", RuntimeError, "cannot be multiplied",
-     "two shapes do not line up for a matrix product: the last axis of the left one must be "
-     "the second-to-last of the right one. Print the shapes of both sides; a transpose over "
-     "the wrong axes (`.T` reverses every axis of a batched tensor, where `.transpose(-2, -1)` "
-     "or `.mT` swaps the last two) is the usual cause."),
-    ("a batched matrix product of mismatched shapes", RuntimeError, "Expected size for first two",
-     "two shapes do not line up for a batched matrix product: the batch axes of both sides "
-     "must match and the last axis of the left one must be the second-to-last of the right "
-     "one. Print the shapes; `.T` reverses every axis of a batched tensor, where "
-     "`.transpose(-2, -1)` or `.mT` swaps only the last two."),
-)  # fmt: skip
-
-
-def common_error(err: Exception) -> tuple[str, str] | None:
-    """(name, hint) of the first of COMMON_ERRORS that err is, or None."""
-    for name, kind, words, hint in COMMON_ERRORS:
-        if isinstance(err, kind) and words in str(err):
-            return name, hint
-    return None
-
-
 DTYPE_HINT = (
     "The numbers are right; the dtype is part of the result too. A result should keep its "
     "input's dtype: a float64 tensor usually comes from mixing in one built in float64 "
@@ -326,18 +290,65 @@ def _watching(forbidden):
             setattr(module, attr, original)
 
 
-def run(exercise: Exercise, fn) -> Verdict:
-    """Check the learner's fn against exercise on every case; return the Verdict."""
+COURSE_OWN = (
+    "The check compares your function with the course's own: handing it the course's (from "
+    "earlier_work, which gives the course's version of an exercise you have not written, or "
+    "from a course_lib module) checks nothing. Write the function yourself; the lesson's "
+    "worked example shows the idea on another case."
+)
+
+
+@contextmanager
+def _course_calls(functions):
+    """Record which of `functions` (Python functions) run, by whatever route they are reached,
+    while the block runs; yield the list of their names."""
+    codes = {f.__code__: getattr(f, "__qualname__", f.__name__) for f in functions}
+    seen: list[str] = []
+    previous = sys.getprofile()
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code in codes and not seen:
+            seen.append(codes[frame.f_code])
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(profile if codes else previous)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(previous)
+
+
+def _own_versions(exercise: Exercise) -> list:
+    """The course's Python functions that compute what the exercise asks for: its reference,
+    and the forbidden ones written in Python."""
+    found = [exercise.reference]
+    for module, attr in exercise.forbidden:
+        value = getattr(module, attr)
+        found.append(getattr(value, "__func__", value))
+    return [f for f in found if hasattr(f, "__code__")]
+
+
+def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
+    """Check the learner's fn against exercise on every case; return the Verdict. A right
+    answer that runs the course's own version (its reference, or a forbidden function) fails,
+    the reference itself too unless `reference_ok` (a test proving the reference passes)."""
     name = exercise.name
     if not callable(fn):
         return _fail(exercise, f"expected a function, got {_describe(fn)}", ())
     cases = exercise.case_list()
+    own_versions = _own_versions(exercise)  # before _watching replaces the forbidden ones
+    ran_own = None  # the first case on which a right answer ran the course's own version
     for case in cases:
         label = case_label(exercise.reference, case)
         mine = _copy_args(case.args)
         mine_kw = dict(zip(case.kwargs, _copy_args(case.kwargs.values()), strict=True))
         # the reference may be the very torch function the learner must not call
-        with _watching(() if fn is exercise.reference else exercise.forbidden) as called:
+        trusted = fn is exercise.reference and reference_ok
+        with (
+            _course_calls(() if trusted else own_versions) as own,
+            _watching(() if trusted else exercise.forbidden) as called,
+        ):
             tried = attempt(name, fn, *mine, **mine_kw)
         if called and tried.missing is None:
             return _fail(exercise, f"your function calls {called[0]}, the function this exercise "
@@ -397,6 +408,8 @@ def run(exercise: Exercise, fn) -> Verdict:
         if exercise.accept is not None:
             got = exercise.accept(got, expected, case.args, case.kwargs)
         if close(got, expected, exercise.atol, exercise.rtol):
+            if own and ran_own is None:  # right because it is the course's, unless a later
+                ran_own = own[0], label  # case shows a mistake made around it
             if exercise.needs_grad and _lost_gradient(got, expected):
                 return _fail(exercise, f"{NO_GRADIENT[0]} (case: {label})", (NO_GRADIENT[1],),
                              "no gradient")  # fmt: skip
@@ -420,6 +433,10 @@ def run(exercise: Exercise, fn) -> Verdict:
             f"{exercise.atol:g} (case: {label})",
             exercise.hints,
         )
+    if ran_own is not None:
+        return _fail(exercise, f"your function runs the course's own {ran_own[0]}, the function "
+                     f"this exercise asks you to write (case: {ran_own[1]})", (COURSE_OWN,),
+                     "course's own")  # fmt: skip
     return Verdict(True, f"{name}: passed all {len(cases)} cases. Well done!", (), PASSED)
 
 
