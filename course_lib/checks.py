@@ -1,9 +1,9 @@
 """The exercise checkers a lesson calls: `check_<name>(your_function)` and `hint()`.
 
 Each exercise is an entry in course_lib/exercises/lessonNN.py, or lessonNN/<exercise>.py for
-lessons 03, 04, 05_encoder_decoder, 06, 10, 13, 14, 15, 16 and 17 (lesson
+lessons 03, 04, 05_encoder_decoder, 10, 11, 13, 14, 15, 16 and 17 (lesson
 01_language_and_loss, which shares its number with lesson 01, in
-lesson01_language_and_loss.py): the course's reference,
+lesson01_language_and_loss.py; lesson 12 in lesson12_read_your_model.py): the course's reference,
 the cases, the likely bugs with their hints;
 `course_lib.exercises.core.run` checks a function against it and returns a Verdict. The
 `check_<name>` here prints that Verdict's first line:
@@ -28,9 +28,9 @@ from course_lib.exercises import (
     lesson04,
     lesson05,
     lesson05_encoder_decoder,
-    lesson06,
     lesson10,
     lesson11,
+    lesson12_read_your_model,
     lesson13,
     lesson14,
     lesson15,
@@ -86,8 +86,8 @@ def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
     """The check_<name>(fn) a lesson calls: verdict(fn), printed; returns the Verdict.
 
     verdict defaults to core.run(exercise, fn). Where what the learner writes is not a
-    function of the cases' arguments (lesson 06's class and training step), it is the
-    exercise's run_model / run_step, which adapt it and then call core.run; lesson 17's run_online
+    function of the cases' arguments (lesson 11's class and training loop), it is the
+    exercise's run_model / run_loop, which adapt it and then call core.run; lesson 17's run_online
     and run_backward call core.run, then check what the numbers cannot show (the gradients, and
     that no (T_q, T_k) matrix is ever held).
     """
@@ -140,11 +140,6 @@ check_layer_norm = checker(lesson05.LAYER_NORM)
 check_cross_attention = checker(lesson05_encoder_decoder.CROSS_ATTENTION)
 check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
 
-# ---------------------------------------------------------------- lesson 06
-check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
-check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
-check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
-
 # ---------------------------------------------------------------- lesson 10
 check_generate = checker(lesson10.GENERATE, lesson10.run_generate)
 
@@ -156,7 +151,11 @@ check_generate_cached = checker(lesson13.GENERATE_CACHED, lesson13.run_generate)
 check_grouped_multihead = checker(lesson13.GROUPED_MULTIHEAD)
 
 # ---------------------------------------------------------------- lesson 11
+check_my_transformer = checker(lesson11.MY_TRANSFORMER, lesson11.run_model)
 check_train_loop = checker(lesson11.TRAIN_LOOP, lesson11.run_loop)
+
+# ---------------------------------------------------------------- lesson 12
+check_head_detector = checker(lesson12_read_your_model.HEAD_DETECTOR)
 
 # ---------------------------------------------------------------- lesson 14
 check_rms_norm = checker(lesson14.RMS_NORM)

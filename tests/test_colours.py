@@ -102,7 +102,6 @@ VIZ_FIGURES = {
     "ffn_width_figure": lambda: viz.ffn_width_figure(
         {0: ([1, 2], [2.0, 1.6]), 16: ([1, 2], [1.9, 1.3])}, {0: [1.6, 1.7], 16: [1.3, 1.31]}, 64
     ),
-    "plot_history": lambda: viz.plot_history(HISTORY, smooth=5),
     "encoding_heatmap": lambda: viz.encoding_heatmap(positional.sinusoidal_encoding(16, 8)),
     "similarity_figure": lambda: viz.similarity_figure(
         position_demos.position_similarity(64, 32), rows=(0, 16, 40)
@@ -115,12 +114,6 @@ VIZ_FIGURES = {
             "no positions": torch.linspace(2.2, 3.5, 31),
         },
         8,
-    ),
-    "detector_timeline": lambda: viz.detector_timeline(
-        [0, 50, 100], [scores(scale=s) for s in (0.3, 0.6, 1.0)], chance=CHANCE
-    ),
-    "detector_heatmaps": lambda: viz.detector_heatmaps(
-        {"trained": scores(), "shipped": scores()}, chance=CHANCE
     ),
     "heads_sweep_figure": lambda: viz.heads_sweep_figure(
         [
@@ -206,10 +199,13 @@ VIZ_FIGURES = {
     "copy_forming_figure": lambda: viz.copy_forming_figure(
         [(50, 2.0), (100, 0.5)], {0: [(50, 2.2), (100, 0.1)]}, {0: 100}
     ),
-    "attention_grid": lambda: viz.attention_grid(
-        [attention(2, 6, 6), attention(2, 6, 6)],
-        LABELS,
-        {"previous": [(1, 0), (2, 1)], "bracket": [(4, 2)], "subject": [(5, 3)]},
+    "detector_figure": lambda: viz.detector_figure(scores(), CHANCE, "t"),
+    "forming_figure": lambda: viz.forming_figure(
+        [50, 100], [0.1, 0.3], [0.2, 0.7], [2.0, 0.1], CHANCE | {"induction": 0.08},
+        {"previous": "L0 H3", "induction": "L1 H3"},
+    ),
+    "knockout_figure": lambda: viz.knockout_figure(
+        [(0, 0), (0, 1)], [[0.1, 5.5], [-0.4, 1.0]], ("all", "mark"), "t"
     ),
 }
 

@@ -28,9 +28,9 @@ LESSONS = {
     "04_positional_encoding": "lesson04",
     "05_encoder_decoder": "lesson05_encoder_decoder",
     "05_transformer_block": "lesson05",
-    "06_capstone_train_tiny_transformer": "lesson06",
     "10_sampling_and_cost": "lesson10",
     "11_build_and_train": "lesson11",
+    "12_read_your_model": "lesson12_read_your_model",
     "13_kv_cache_and_gqa": "lesson13",
     "14_todays_block": "lesson14",
     "15_sliding_window": "lesson15",
@@ -42,7 +42,10 @@ LESSONS = {
 # as a new file (a learner's workspace copy is never overwritten, and nbgitpuller keeps the
 # learner's version), so a workspace may still hold the earlier file with the learner's work
 # in it: course_lib.mywork reads it there wherever the new lesson's exercise is still a stub.
-FORMER: dict[str, tuple[str, ...]] = {}
+FORMER: dict[str, tuple[str, ...]] = {
+    "11_build_and_train": ("06_capstone_train_tiny_transformer",),
+    "12_read_your_model": ("06_capstone_train_tiny_transformer",),
+}
 
 __all__ = [
     "Bug", "Case", "Exercise", "Verdict", "run", "all_exercises", "by_name", "lesson_file",

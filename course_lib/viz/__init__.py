@@ -8,12 +8,12 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01` ... `lesson06`, `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`,
+- `lesson01` ... `lesson05`, `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`,
   `lesson16`,
   `lesson17`: each lesson's figures and the constants
-  they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lessons
-  01_language_and_loss and 05_encoder_decoder, which share their numbers with lessons 01 and
-  05, have `lesson01_language_and_loss` and `lesson05_encoder_decoder`.
+  they draw with, in lesson order; lessons 01_language_and_loss and 05_encoder_decoder,
+  which share their numbers with lessons 01 and 05, have `lesson01_language_and_loss` and
+  `lesson05_encoder_decoder`, and lesson 12 has `lesson12_read_your_model`.
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -63,15 +63,13 @@ from course_lib.viz.lesson05_encoder_decoder import (
     reversal_training_figure,
     visibility_figure,
 )
-from course_lib.viz.lesson06 import (
-    DETECTOR_STYLES,
-    attention_grid,
-    detector_heatmaps,
-    detector_timeline,
-    plot_history,
-)
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
 from course_lib.viz.lesson11 import copy_forming_figure, skill_curves_figure
+from course_lib.viz.lesson12_read_your_model import (
+    detector_figure,
+    forming_figure,
+    knockout_figure,
+)
 from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
 from course_lib.viz.lesson14 import bends_figure
 from course_lib.viz.lesson15 import excess_by_position_figure
@@ -106,13 +104,12 @@ from course_lib.viz.style import (
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson04",
-                  "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson11",
-                  "lesson13", "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
+                  "lesson05", "lesson05_encoder_decoder", "lesson10", "lesson11",
+                  "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
     "COLOURS",
-    "DETECTOR_STYLES",
     "DPI",
     "FIGURE_MODULES",
     "GRAD_LIMITS",
@@ -130,7 +127,6 @@ __all__ = [
     "VERMILLION",
     "VIRIDIS_DARK",
     "ablation_heatmap",
-    "attention_grid",
     "attention_heatmap",
     "bends_figure",
     "bigram_curve_figure",
@@ -142,9 +138,8 @@ __all__ = [
     "cross_map_figure",
     "curve_panels",
     "depth_profile_figure",
+    "detector_figure",
     "detector_heatmap",
-    "detector_heatmaps",
-    "detector_timeline",
     "draw_attention",
     "draw_block_diagram",
     "draw_cross_map",
@@ -160,6 +155,8 @@ __all__ = [
     "influence_figure",
     "length_generalisation_figure",
     "excess_by_position_figure",
+    "forming_figure",
+    "knockout_figure",
     "memory_figure",
     "METHOD_STYLES",
     "angles_figure",
@@ -173,7 +170,6 @@ __all__ = [
     "pair_arrow",
     "pin_to_limits",
     "pinned_points",
-    "plot_history",
     "reversal_training_figure",
     "rotated_pair_figure",
     "scale_sweep_figure",

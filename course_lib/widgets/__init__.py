@@ -1,11 +1,11 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
-One module per lesson (lesson 06 in two: `lesson06`, its trained heads, and
-`lesson06_ablation`; lessons 01_language_and_loss and 05_encoder_decoder, which share their
-numbers, in `lesson01_language_and_loss` and `lesson05_encoder_decoder`) on a small shared base
+One module per lesson (lessons 01_language_and_loss and 05_encoder_decoder, which share their
+numbers, in `lesson01_language_and_loss` and `lesson05_encoder_decoder`; lesson 12 in
+`lesson12_read_your_model`) on a small shared base
 (`base`: the Explorer class, its readout line, `state()` and `settings()`, the control helpers
 and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons 03
-and 06 share (TickStamp). Lessons import from here:
+and 12 share (TickStamp). Lessons import from here:
 `from course_lib.widgets import ScalingExplorer, ConceptCheck`.
 """
 
@@ -18,14 +18,14 @@ from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_exam
 from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
 from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
-from course_lib.widgets.lesson06 import (
+from course_lib.widgets.lesson10 import SamplingExplorer
+from course_lib.widgets.lesson12_read_your_model import (
     TRAINED_EXAMPLES,
     TYPED_SAMPLES,
+    KnockoutExplorer,
     TrainedHeadsExplorer,
     fresh_sentences,
 )
-from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
-from course_lib.widgets.lesson10 import SamplingExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson15 import WindowExplorer
 from course_lib.widgets.lesson16 import RopeScalingExplorer
@@ -43,10 +43,9 @@ EXPLORERS = (
     BlockExplorer,
     ActivationExplorer,
     CrossAttentionExplorer,
-    TrainedHeadsExplorer,
-    AblationExplorer,
-    KnockoutExplorer,
     SamplingExplorer,
+    TrainedHeadsExplorer,
+    KnockoutExplorer,
     KVCostExplorer,
     WindowExplorer,
     RopeScalingExplorer,
@@ -58,7 +57,6 @@ __all__ = [
     "TOY_SENTENCE",
     "TRAINED_EXAMPLES",
     "TYPED_SAMPLES",
-    "AblationExplorer",
     "ActivationExplorer",
     "AttentionExplorer",
     "BlockExplorer",
