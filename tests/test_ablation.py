@@ -191,6 +191,7 @@ def test_bad_input_names_the_parameter(ids):
 # ---------------------------------------------------------------- lesson 12: the toy language
 
 
+@pytest.mark.slow
 def test_knockout_excess_is_the_excess_of_the_knocked_out_models_losses():
     from course_lib import corpus, variants
 
@@ -204,6 +205,7 @@ def test_knockout_excess_is_the_excess_of_the_knocked_out_models_losses():
     assert got["all"] > ablation.knockout_excess(model)["all"]  # hooks gone: the model back
 
 
+@pytest.mark.slow
 def test_excess_table_is_one_knock_out_per_row():
     from course_lib import variants
 

@@ -201,7 +201,11 @@ VIZ_FIGURES = {
     ),
     "detector_figure": lambda: viz.detector_figure(scores(), CHANCE, "t"),
     "forming_figure": lambda: viz.forming_figure(
-        [50, 100], [0.1, 0.3], [0.2, 0.7], [2.0, 0.1], CHANCE | {"induction": 0.08},
+        [50, 100],
+        [0.1, 0.3],
+        [0.2, 0.7],
+        [2.0, 0.1],
+        CHANCE | {"induction": 0.08},
         {"previous": "L0 H3", "induction": "L1 H3"},
     ),
     "knockout_figure": lambda: viz.knockout_figure(

@@ -165,6 +165,13 @@ def test_stubs_are_not_implemented_yet(capsys):
     assert run_model(Stub).status == NOT_IMPLEMENTED
 
 
+def test_the_workspace_stub_is_not_implemented_yet(capsys):
+    from helpers import assert_stubs_not_implemented
+
+    namespace = {"torch": torch, "nn": nn, "F": F, "math": math, "partial": partial}
+    assert_stubs_not_implemented(NOTEBOOK, [check_my_transformer], namespace, capsys)
+
+
 def test_the_last_hint_points_to_a_section_the_lesson_has():
     text = _markdown()
     assert "## Your model" in text and "### Exercise: `MyTransformer`" in text
@@ -289,7 +296,10 @@ def test_hard_coded_sizes_fail_in_the_case_that_varies_them():
             return super().make_block(d_model, 256)
 
     result = _state_dict_verdict(FixedWidth)
-    assert "1 layer, 1 head" in result.message and "blocks.0.ff.0.weight is (256, 64)" in result.message
+    assert (
+        "1 layer, 1 head" in result.message
+        and "blocks.0.ff.0.weight is (256, 64)" in result.message
+    )
 
     class FourHeads(Written):
         def attention(self, b, h, mask):
@@ -409,7 +419,10 @@ def _fresh_model_cell(my_transformer):
     "kind, said",
     [
         ("stub", "MyTransformer: yours is not written yet"),
-        ("a name wrong", "MyTransformer: yours raised RuntimeError: Error(s) in loading state_dict"),
+        (
+            "a name wrong",
+            "MyTransformer: yours raised RuntimeError: Error(s) in loading state_dict",
+        ),
         ("forward crashes", "MyTransformer: yours raised RuntimeError: mat1 and mat2"),
     ],
 )

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from course_lib import data, train, viz
+from course_lib import data, train
 from course_lib.model import PRETRAINED, ModelConfig, TinyTransformer
 from helpers import built_checkpoint
 

@@ -105,7 +105,8 @@ from course_lib.viz.style import (
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson04",
                   "lesson05", "lesson05_encoder_decoder", "lesson10", "lesson11",
-                  "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
+                  "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16",
+                  "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",

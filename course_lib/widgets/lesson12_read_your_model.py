@@ -19,12 +19,12 @@ from course_lib.widgets.ticks import TickStamp
 # stretches of the toy language that each ask for one skill, and one that asks for the copy
 # twice (a preposition comes back, and the noun after its first use with it)
 TRAINED_EXAMPLES = {  # lines 0, 9, 1 and 12 of the validation split, 32 tokens each
-    "the copy": "Fishes with dog near fish see birds ( bird ) .fbb Dogs near fish eat fishes [ bird "
-    "[ cat ( dog ) ] ] .bcd Bird with dog near fish near",
-    "the song": "Fishes with bird near cats near cats sing mi fa re mi fa re mi fa re ( birds ) .ccb "
-    "Fish near cats with bird sings so la so la [",
-    "the subject": "Bird with birds near fishes chases cats [ fish ] .fcf Fishes with birds see cat "
-    "( bird [ fishes ] ) .cbf Fishes with birds hear cat [ cats ( cat",
+    "the copy": "Fishes with dog near fish see birds ( bird ) .fbb Dogs near fish eat fishes "
+    "[ bird [ cat ( dog ) ] ] .bcd Bird with dog near fish near",
+    "the song": "Fishes with bird near cats near cats sing mi fa re mi fa re mi fa re ( birds ) "
+    ".ccb Fish near cats with bird sings so la so la [",
+    "the subject": "Bird with birds near fishes chases cats [ fish ] .fcf Fishes with birds see "
+    "cat ( bird [ fishes ] ) .cbf Fishes with birds hear cat [ cats ( cat",
     "brackets": "Fish near birds sees cats ( fish ( birds [ bird ] ) ) .fbb Dogs near birds with "
     "fishes near birds eat bird ( dog [ dogs [ cat ] ]",
 }
@@ -105,8 +105,13 @@ class TrainedHeadsExplorer(Explorer):
             "sentence": text_box(
                 "your line", "or type a line in the toy vocabulary, then Enter", "560px"
             ),
-            "step": slider("after training step", self.steps[-1], self.steps[0], self.steps[-1],
-                           self.steps[1] - self.steps[0]),  # fmt: skip
+            "step": slider(
+                "after training step",
+                self.steps[-1],
+                self.steps[0],
+                self.steps[-1],
+                self.steps[1] - self.steps[0],
+            ),  # fmt: skip
             "layer": toggle_buttons("layer", list(range(layers)), layers - 1, button_width="40px"),
             "head": toggle_buttons("head", list(range(heads)), heads - 1, button_width="40px"),
             "query": slider("query position", 27, 0, self.MAX_T - 1),
@@ -312,6 +317,10 @@ class KnockoutExplorer(Explorer):
         self.ablation, self.corpus, self.sampling = ablation, corpus, sampling
         self.model = capstone.stand_in().model if model is None else model
         self.skills = tuple(skills)
+        from course_lib.exercises import by_name
+
+        # the course's own (earlier_work hands it out for a generate not written yet)
+        self.yours = generate not in (None, course_generate, by_name("generate").reference)
         self.generate = course_generate if generate is None else generate
         if table is None:
             with one_thread():
@@ -340,7 +349,9 @@ class KnockoutExplorer(Explorer):
             zorder=3, label="nothing knocked out",
         )  # fmt: skip
         self.ax_bars.set_yscale("symlog", linthresh=0.1)
-        self.ax_bars.set_ylim(min(-0.05, float(self.table.min()) * 1.3), float(self.table.max()) * 1.6)
+        self.ax_bars.set_ylim(
+            min(-0.05, float(self.table.min()) * 1.3), float(self.table.max()) * 1.6
+        )
         self.ax_bars.set_yticks([0, 0.1, 1], ["0", "0.1", "1"])
         self.ax_bars.axhline(0, color="0.4", lw=1)
         self.ax_bars.set_xticks(x, self.skills, rotation=30, ha="right")
@@ -352,8 +363,9 @@ class KnockoutExplorer(Explorer):
         norm = SymLogNorm(0.05, vmin=-top, vmax=top)  # 5 and 1 look different; 0 is white
         self.mesh = self.ax_map.imshow(rises, cmap="RdBu_r", aspect="auto", norm=norm)
         for (i, j), value in np.ndenumerate(rises):  # static: drawn once, with the map
+            dark = abs(norm(value) - 0.5) > 0.3
             self.ax_map.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=9,
-                             color="white" if abs(norm(value) - 0.5) > 0.3 else "black")  # fmt: skip
+                             color="white" if dark else "black")  # fmt: skip
         self.row_box = Rectangle((-0.5, -0.5), len(self.skills), 1, fill=False, lw=2.5,
                                  edgecolor="black")  # fmt: skip
         self.ax_map.add_patch(self.row_box)
@@ -385,7 +397,7 @@ class KnockoutExplorer(Explorer):
                 tokens = self.corpus.to_tokens(row)
                 at = self.sampling.rule_check(tokens).broken
                 skill = None if at is None else self.sampling.broken_skill(tokens, at)
-                rows.append((tokens[: prompts.shape[1]], tokens[prompts.shape[1]:], at, skill))
+                rows.append((tokens[: prompts.shape[1]], tokens[prompts.shape[1] :], at, skill))
             self.lines[key] = rows
         return self.lines[key]
 
@@ -396,7 +408,8 @@ class KnockoutExplorer(Explorer):
         tried = attempt("generate", self.generate, self.model, prompts, self.NUM_TOKENS,
                         temperature=temperature, seed=0)  # fmt: skip
         if tried.ran and isinstance(tried.value, torch.Tensor):
-            self.note = "written by your generate"
+            whose = "your" if self.yours else "the course's"
+            self.note = f"written by {whose} generate"
             return tried.value
         self.note = f"written by the course's generate ({tried.reason})"
         return course_generate(self.model, prompts, self.NUM_TOKENS, temperature=temperature,
@@ -451,7 +464,13 @@ class KnockoutExplorer(Explorer):
             "baseline": dict(zip(self.skills, map(float, self.table[0]), strict=True)),
             "boxed_rows": boxed,
             "rise": dict(zip(self.skills, map(float, self.rise), strict=True)),
-            "lines": [{"prompt": " ".join(p), "new": " ".join(n),
-                       "broken": -1 if at is None else at, "skill": skill or ""}
-                      for p, n, at, skill in self.written],  # fmt: skip
+            "lines": [
+                {
+                    "prompt": " ".join(p),
+                    "new": " ".join(n),
+                    "broken": -1 if at is None else at,
+                    "skill": skill or "",
+                }
+                for p, n, at, skill in self.written
+            ],  # fmt: skip
         }

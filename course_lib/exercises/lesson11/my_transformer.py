@@ -279,8 +279,8 @@ MY_TRANSFORMER = Exercise(
             _written(_PostNorm),
             "your logits differ, though every weight loaded",
             "your blocks normalise after adding the residual (post-norm, the original 2017 "
-            "block). The base model is pre-norm: each sub-layer reads a normalised copy and its output "
-            "is added to the stream unnormalised, which is what your prenorm_block does.",
+            "block). The base model is pre-norm: each sub-layer reads a normalised copy and its "
+            "output is added to the stream unnormalised, which is what your prenorm_block does.",
         ),
         Bug(
             "no_residual",
@@ -350,8 +350,8 @@ MY_TRANSFORMER = Exercise(
     ),
     # 1e-4: right models written another way (RoPE's angles from exp and log, an einsum
     # attention, layer norm with rsqrt) drift from the course's by 1.9e-5 to 2.2e-5 times
-    # (1 + |logit|) on these cases, by kernel path (tests/test_exercises_lesson11_my_transformer.py);
-    # every bug here is told apart from the reference at this tolerance (no bug is dead)
+    # (1 + |logit|) on these cases, by kernel path (tests/test_exercises_lesson11_my_transformer
+    # .py); every bug here is told apart from the reference at this tolerance (no bug is dead)
     atol=1e-4,
     rtol=1e-4,
 )
