@@ -73,9 +73,9 @@ def test_the_claim_is_believed_and_a_device_move_would_fail(gpu_claimed):
         torch.zeros(1).to("cuda")
 
 
-# the capstone's training lesson under strict nbval in its own kernel: about 40 s. What it checks, that a GPU
-# claim changes nothing, is the same on every kernel path (the plain nbval runs check the
-# lesson's numbers on the other paths), so it runs on one path only
+# the lesson that trains (11) under strict nbval in its own kernel: about 40 s. What it checks,
+# that a GPU claim changes nothing, is the same on every kernel path (the plain nbval runs
+# check the lesson's numbers on the other paths), so it runs on one path only
 @pytest.mark.slow
 @pytest.mark.path_independent
 def test_the_capstone_lesson_runs_unchanged_where_torch_sees_a_gpu(tmp_path):
