@@ -1,5 +1,5 @@
 """Ablation: knock parts of a trained TinyTransformer out and measure what each skill loses
-(lessons 03, 05 and 06), or run it without the 1/sqrt(d) scale it was trained with (lesson 06).
+(lessons 03, 05 and 12), or run it without the 1/sqrt(d) scale it was trained with.
 
 A detector (course_lib.heads) says where a head looks; knocking the head out says what the
 model needs it for. The loss is split by skill, using the positions course_lib.data marks:
@@ -27,10 +27,10 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
-from course_lib import data, heads, train
+from course_lib import data, train
 from course_lib._validation import one_of
 from course_lib.attention import causal_mask, scaled_dot_product_attention
-from course_lib.model import TinyTransformer, generate
+from course_lib.model import TinyTransformer
 from course_lib.runtime import evaluating
 
 SKILLS = ("overall", "agreement", "brackets")
@@ -123,7 +123,7 @@ def _head_hooks(attn, heads: list[int], mode: str):
 
 @contextmanager
 def knockout(model, knocked_out=(), mode: str = "zero"):
-    """Inside the with-block, the given (layer, head) pairs are knocked out (lessons 03, 06).
+    """Inside the with-block, the given (layer, head) pairs are knocked out (lessons 03, 12).
 
     "zero": the head hands on zeros (its slice of the concatenated head outputs, before the
     output projection, is zeroed). "mean": the head keeps its values but its attention pattern
@@ -164,7 +164,7 @@ def without_feedforward(model, layer: int):
 
 
 def skill_positions(ids: torch.Tensor, skills=SKILLS) -> dict[str, tuple[torch.Tensor, ...]]:
-    """For each skill, (rows, positions): the predictions it is scored on (lessons 03, 06).
+    """For each skill, (rows, positions): the predictions it is scored on (lesson 03).
 
     Position t predicts ids[:, t + 1]; "overall" is every t in 0..T-2, the others the
     queries of their data pairs (see the module docstring).
@@ -189,7 +189,7 @@ def skill_losses(
     model, ids: torch.Tensor, *, knocked_out=(), mode: str = "zero", skills=SKILLS
 ) -> dict[str, float]:
     """Mean next-token cross-entropy per skill on ids (N, T), with heads knocked out
-    (lessons 03, 06). One forward pass over all of ids, in eval mode; "mean" averages each
+    (lesson 03). One forward pass over all of ids, in eval mode; "mean" averages each
     knocked-out head's pattern over all N sequences. The model is left as it was."""
     return _losses(model, ids, skill_positions(ids, skills), knocked_out, mode)
 
@@ -205,7 +205,7 @@ def _losses(model, ids, positions: dict, knocked_out, mode: str) -> dict[str, fl
 def ablation_table(
     model, ids: torch.Tensor, *, mode: str = "zero", skills=SKILLS
 ) -> tuple[list, torch.Tensor]:
-    """Loss per skill with each single head knocked out (lessons 03, 06).
+    """Loss per skill with each single head knocked out (lesson 03).
 
     Returns (labels, table): labels[0] is None, the baseline with nothing knocked out, then
     one (layer, head) per head in order; table is (1 + layers * H, len(skills)), column j
@@ -225,57 +225,12 @@ def ablation_table(
     return labels, torch.tensor(rows)
 
 
-# ---------------------------------------------------------------- lesson 06's explorers
-
-
-def knockout_tables(model, ids: torch.Tensor, *, modes=MODES, skills=SKILLS) -> tuple:
-    """ablation_table in each knock-out mode (lesson 06): (labels, {mode: table}), labels[0]
-    None (the baseline row), then every (layer, head); each table (1 + layers * H, skills)."""
-    tables = {}
-    for mode in modes:
-        labels, tables[mode] = ablation_table(model, ids, mode=mode, skills=skills)
-    return labels, tables
-
-
-def knockout_samples(
-    model, prompts: torch.Tensor, num_tokens: int, knocked_out=(), mode: str = "zero"
-) -> torch.Tensor:
-    """Prompt ids (B, T0) continued by num_tokens sampled tokens, with the given (layer, head)
-    pairs knocked out (lesson 06). One seed for every knock-out (model.generate's), so two
-    settings' samples differ only by what was knocked out. Returns (B, T0 + num_tokens)."""
-    with knockout(model, knocked_out, mode):
-        return generate(model, prompts, num_tokens)
-
-
-def scale_comparison(models: dict, ids: torch.Tensor) -> dict:
-    """Each model as trained and with its 1/sqrt(d) scale flipped (flip_scale) (lesson 06).
-
-    models: name -> TinyTransformer. Returns {(name, as_trained): {"scale": whether that
-    model's attention divides by sqrt(d), "val_loss": train.evaluate on ids (N, T),
-    "scores": heads.detector_scores on ids}}, as trained first for each name.
-    """
-    _check_ids(ids)
-    if not isinstance(models, dict) or not models:
-        got = type(models).__name__ if not isinstance(models, dict) else "an empty dict"
-        raise ValueError(f"models: expected a dict of name -> model, at least one, got {got}")
-    results = {}
-    for name, model in models.items():
-        for as_trained in (True, False):
-            m = model if as_trained else flip_scale(model)
-            results[(name, as_trained)] = {
-                "scale": m.config.scale,
-                "val_loss": train.evaluate(m, ids),
-                "scores": heads.detector_scores(m, ids),
-            }
-    return results
-
-
 # ---------------------------------------------------------------- the scale
 
 
 def flip_scale(model: TinyTransformer) -> TinyTransformer:
     """A copy of a model with the same weights and the 1/sqrt(d) scale switched: off if the
-    model uses it, on if it does not (lesson 06's ablation). Flipping twice gives the model back.
+    model uses it, on if it does not. Flipping twice gives the model back.
 
     Switching the scale off multiplies every score by sqrt(d); so does multiplying every
     query projection by sqrt(d), since RoPE's rotation is linear (the tests check both agree).
@@ -288,7 +243,41 @@ def flip_scale(model: TinyTransformer) -> TinyTransformer:
 
 
 def without_scale(model: TinyTransformer) -> TinyTransformer:
-    """A copy of a model trained with the 1/sqrt(d) scale, run without it (lesson 06)."""
+    """A copy of a model trained with the 1/sqrt(d) scale, run without it."""
     if not model.config.scale:
         raise ValueError("model: expected one trained with the 1/sqrt(d) scale, got scale=False")
     return flip_scale(model)
+
+
+# ---------------------------------------------------------------- lesson 12: the toy language
+
+
+@torch.no_grad()
+def knockout_excess(model, split: str = "valid", knocked_out=(), mode: str = "zero") -> dict:
+    """Loss minus floor on a split of the toy language (course_lib.corpus), overall and per
+    skill, with the given (layer, head) pairs knocked out (lesson 12). The model is left as it
+    was."""
+    from course_lib import corpus
+
+    ids = corpus.load_split(split)
+    with knockout(model, knocked_out, mode):
+        losses = train.token_losses(model, ids, batch_size=len(ids))  # (N, T - 1)
+    return corpus.excess_loss(losses, split)
+
+
+def excess_table(model, split: str = "valid", skills=("all",), mode: str = "zero") -> tuple:
+    """knockout_excess with nothing knocked out, then with each head alone (lesson 12).
+
+    Returns (labels, table): labels[0] None, then every (layer, head); table (1 + layers * H,
+    len(skills)), row i the excess of each skill. A head's cost is table[i] - table[0].
+    """
+    labels = [None] + [
+        (layer, head)
+        for layer in range(len(model.blocks))
+        for head in range(model.config.num_heads)
+    ]
+    rows = []
+    for label in labels:
+        excess = knockout_excess(model, split, () if label is None else [label], mode)
+        rows.append([excess[s] for s in skills])
+    return labels, torch.tensor(rows, dtype=torch.float64)

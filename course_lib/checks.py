@@ -26,11 +26,11 @@ from course_lib.exercises import (
     lesson04_multihead,
     lesson05,
     lesson05_encoder_decoder,
-    lesson06,
     lesson06_sinusoidal_and_rope,
     lesson07_rope_in_real_models,
     lesson10,
     lesson11,
+    lesson12_read_your_model,
     lesson13,
     lesson14,
     lesson15,
@@ -88,8 +88,8 @@ def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
     00).
 
     verdict defaults to core.run(exercise, fn). Where what the learner writes is not a
-    function of the cases' arguments (lesson 06's class and training step), it is the
-    exercise's run_model / run_step, which adapt it and then call core.run; lesson 17's run_online
+    function of the cases' arguments (lesson 11's class and training loop), it is the
+    exercise's run_model / run_loop, which adapt it and then call core.run; lesson 17's run_online
     and run_backward call core.run, then check what the numbers cannot show (the gradients, and
     that no (T_q, T_k) matrix is ever held).
     """
@@ -138,11 +138,6 @@ check_layer_norm = checker(lesson05.LAYER_NORM)
 check_cross_attention = checker(lesson05_encoder_decoder.CROSS_ATTENTION)
 check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
 
-# ---------------------------------------------------------------- lesson 06
-check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
-check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
-check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
-
 # ---------------------------------------------------------------- lesson 06_sinusoidal_and_rope
 check_sinusoidal_encoding = checker(lesson06_sinusoidal_and_rope.SINUSOIDAL_ENCODING)
 check_rotate_pair = checker(lesson06_sinusoidal_and_rope.ROTATE_PAIR)
@@ -163,7 +158,11 @@ check_generate_cached = checker(lesson13.GENERATE_CACHED, lesson13.run_generate)
 check_grouped_multihead = checker(lesson13.GROUPED_MULTIHEAD)
 
 # ---------------------------------------------------------------- lesson 11
+check_my_transformer = checker(lesson11.MY_TRANSFORMER, lesson11.run_model)
 check_train_loop = checker(lesson11.TRAIN_LOOP, lesson11.run_loop)
+
+# ---------------------------------------------------------------- lesson 12
+check_head_detector = checker(lesson12_read_your_model.HEAD_DETECTOR)
 
 # ---------------------------------------------------------------- lesson 14
 check_rms_norm = checker(lesson14.RMS_NORM)

@@ -1,4 +1,4 @@
-"""Head detectors: a score in [0, 1] per (layer, head) for each job a head can take on (lesson 06).
+"""Head detectors: a score in [0, 1] per (layer, head) for each job a head can take on (lesson 12).
 
 A detector is a list of (query, key) position pairs per sequence, from course_lib.data:
 
@@ -28,7 +28,7 @@ DETECTORS = {
 
 @torch.no_grad()
 def attention_weights(model, ids: torch.Tensor, batch_size: int = 100) -> list[torch.Tensor]:
-    """The model's attention, one (N, H, T, T) tensor per layer, for ids (N, T) (lesson 06)."""
+    """The model's attention, one (N, H, T, T) tensor per layer, for ids (N, T) (lesson 12)."""
     with evaluating(model):
         chunks = [
             model(ids[i : i + batch_size], return_weights=True)[1]
@@ -47,7 +47,7 @@ def _finder(detector: str, detectors):
 def detector_score(
     weights: list[torch.Tensor], ids: torch.Tensor, detector: str, detectors=None
 ) -> torch.Tensor:
-    """(num_layers, H): mean attention mass each head puts on the detector's key (lesson 06).
+    """(num_layers, H): mean attention mass each head puts on the detector's key (lesson 12).
 
     detectors: name -> pair finder; DETECTORS (the language of course_lib.data) unless given,
     e.g. course_lib.corpus.DETECTORS for the language of data/language/.
@@ -62,7 +62,7 @@ def detector_score(
 
 def chance_score(ids: torch.Tensor, detector: str, detectors=None) -> float:
     """The score of a head that spreads evenly over the keys it may see: the mean of
-    1 / (t + 1) over the detector's query positions t in ids (N, T) (lesson 06)."""
+    1 / (t + 1) over the detector's query positions t in ids (N, T) (lesson 12)."""
     find = _finder(detector, detectors)
     queries = [q for seq in ids for q, _ in find(seq)]
     if not queries:
@@ -71,20 +71,20 @@ def chance_score(ids: torch.Tensor, detector: str, detectors=None) -> float:
 
 
 def chance_scores(ids: torch.Tensor, detectors=None) -> dict[str, float]:
-    """Every detector's chance level on ids (N, T), see chance_score (lesson 06)."""
+    """Every detector's chance level on ids (N, T), see chance_score (lesson 12)."""
     detectors = DETECTORS if detectors is None else detectors
     return {name: chance_score(ids, name, detectors) for name in detectors}
 
 
 def detector_scores(model, ids: torch.Tensor, detectors=None) -> dict[str, torch.Tensor]:
-    """Every detector's (num_layers, H) scores for a model on ids (N, T) (lesson 06)."""
+    """Every detector's (num_layers, H) scores for a model on ids (N, T) (lesson 12)."""
     detectors = DETECTORS if detectors is None else detectors
     weights = attention_weights(model, ids)
     return {name: detector_score(weights, ids, name, detectors) for name in detectors}
 
 
 def offset_score(weights: list[torch.Tensor], offset: int = 1) -> torch.Tensor:
-    """(num_layers, H): mean attention mass on t - offset over every t >= offset (lesson 06).
+    """(num_layers, H): mean attention mass on t - offset over every t >= offset (lesson 03).
 
     Unlike the "previous" detector this counts every position, songs or not, so it tells a
     head that always looks one back from one that does so only where it pays.
@@ -94,7 +94,7 @@ def offset_score(weights: list[torch.Tensor], offset: int = 1) -> torch.Tensor:
 
 
 def best_heads(scores: dict[str, torch.Tensor]) -> dict[str, tuple[int, int, float]]:
-    """For each detector, the (layer, head, score) of its highest-scoring head (lesson 06)."""
+    """For each detector, the (layer, head, score) of its highest-scoring head (lesson 03)."""
     best = {}
     for name, table in scores.items():
         flat = int(table.argmax())
@@ -103,23 +103,8 @@ def best_heads(scores: dict[str, torch.Tensor]) -> dict[str, tuple[int, int, flo
     return best
 
 
-@torch.no_grad()
-def sentence_attention(model, ids) -> dict:
-    """One sentence as lesson 06's explorer draws it (lesson 06): its "tokens", the model's
-    attention ("weights", one (H, T, T) tensor per layer) and each detector's (query, key)
-    "pairs" in it. ids: the sentence's token ids, a list or a 1-D tensor."""
-    ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
-    if not ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-        raise ValueError(f"ids: expected a non-empty sequence of int token ids, got {ids!r}")
-    tokens = data.to_tokens(ids)
-    with evaluating(model):
-        _, weights = model(torch.tensor([ids]), return_weights=True)  # [(1, H, T, T)] per layer
-    pairs = {name: find(tokens) for name, find in DETECTORS.items()}
-    return {"tokens": tokens, "weights": [w[0] for w in weights], "pairs": pairs}
-
-
 def repeated_tokens(vocab_size: int, num: int = 50, half: int = 15, seed: int = 0) -> torch.Tensor:
-    """(num, 2 * half) ids: `half` random tokens, then the same tokens again (lesson 06).
+    """(num, 2 * half) ids: `half` random tokens, then the same tokens again (lesson 12).
 
     Text no sentence of the toy language looks like, so only a head that copies by looking
     back for the current token's earlier place, not by the language's rules, scores on it.
@@ -132,7 +117,7 @@ def repeated_tokens(vocab_size: int, num: int = 50, half: int = 15, seed: int = 
 @torch.no_grad()
 def repeat_induction_score(model, ids: torch.Tensor | None = None) -> torch.Tensor:
     """(num_layers, H): mean attention from each token's second occurrence to the token after
-    its first, on repeated_tokens (or ids made the same way) (lesson 06). Chance level:
+    its first, on repeated_tokens (or ids made the same way) (lesson 12). Chance level:
     `repeat_induction_chance`."""
     ids = repeated_tokens(model.config.vocab_size) if ids is None else ids
     half = ids.shape[1] // 2
@@ -143,5 +128,5 @@ def repeat_induction_score(model, ids: torch.Tensor | None = None) -> torch.Tens
 
 def repeat_induction_chance(half: int = 15) -> float:
     """The induction score of a head spreading evenly over what it may see: mean 1 / (t + 1)
-    over the scored queries t (lesson 06)."""
+    over the scored queries t (lesson 12)."""
     return float((1.0 / (torch.arange(half, 2 * half - 1, dtype=torch.float64) + 1)).mean())

@@ -288,7 +288,7 @@ def first_of_each_skill(tokens) -> dict[str, int]:
 def copy_pairs(tokens) -> list[tuple[int, int]]:
     """(query, key) for every preposition a line uses again: the preposition, where the model
     must predict its noun, and the noun that followed the preposition's first use, the one
-    that comes again: where an induction head looks (lesson 06)."""
+    that comes again: where an induction head looks (lesson 12)."""
     first, pairs = {}, []
     for t, token in enumerate(list(tokens)[:-1]):
         if token in PREPOSITIONS:

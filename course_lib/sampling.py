@@ -119,6 +119,37 @@ def read_samples(ids: torch.Tensor, prompt_len: int, group: int) -> dict:
     }
 
 
+def broken_skill(tokens, at: int) -> str:
+    """The skill (language.SKILLS) that the prediction of tokens[at], a line's first broken
+    token (RuleCheck.broken), asked for: what the model got wrong there (lesson 12)."""
+    tokens = list(tokens)
+    if not 0 < at < len(tokens):
+        raise ValueError(f"at: expected a position in 1..{len(tokens) - 1}, got {at!r}")
+    beliefs = _first_beliefs(tokens[0])
+    for token in tokens[1:at]:
+        beliefs = _next(beliefs, token)
+    if not beliefs:
+        raise ValueError(f"tokens: a rule is broken before position {at}")
+    return language._skill(beliefs, tokens[at], tokens, at - 1)
+
+
+def leak_by_skill(model, ids: torch.Tensor, temperature: float = 1.0) -> dict[str, float]:
+    """The sampler's mean probability on tokens the language never writes, over every
+    prediction of the language's own lines ids (N, T) and over each skill's (lesson 12)."""
+    if not temperature > 0:
+        raise ValueError(f"temperature: expected a positive number, got {temperature}")
+    with torch.no_grad():
+        logits = model(ids)[:, :-1]  # (N, T - 1, V)
+    lost = (torch.softmax(logits / temperature, dim=-1) * ~allowed(ids)).sum(dim=-1)  # (N, T-1)
+    skills = [language.next_token_distributions(corpus.to_tokens(row))[1] for row in ids]
+    out = {"all": lost.mean().item()}
+    for skill in language.SKILLS:
+        mask = torch.tensor([[label == skill for label in row] for row in skills])
+        if mask.any():
+            out[skill] = lost[mask].mean().item()
+    return out
+
+
 def allowed(ids: torch.Tensor) -> torch.Tensor:
     """(N, T - 1, V) bool: True where the language may write token v after ids[n, :t + 1]
     (lines of the language, each from its start) (lesson 10)."""

@@ -188,54 +188,33 @@ def test_bad_input_names_the_parameter(ids):
             pass
 
 
-# ---------------------------------------------------------------- lesson 06's explorers
+# ---------------------------------------------------------------- lesson 12: the toy language
 
 
-def test_knockout_tables_are_ablation_table_in_each_mode(ids):
-    model = random_model(2)
-    labels, tables = ablation.knockout_tables(model, ids, skills=ablation.ALL_SKILLS)
-    assert list(tables) == list(ablation.MODES)
-    for mode, table in tables.items():
-        want_labels, want = ablation.ablation_table(
-            model, ids, mode=mode, skills=ablation.ALL_SKILLS
-        )
-        assert labels == want_labels and torch.equal(table, want)
+@pytest.mark.slow
+def test_knockout_excess_is_the_excess_of_the_knocked_out_models_losses():
+    from course_lib import corpus, variants
+
+    model = variants.load_trained("base", 0)
+    ids = corpus.load_split("valid")
+    assert ablation.knockout_excess(model) == pytest.approx(variants.excess_loss(model, "valid"))
+    with ablation.knockout(model, [(1, 3)]):
+        want = corpus.excess_loss(train.token_losses(model, ids), "valid")
+    got = ablation.knockout_excess(model, knocked_out=[(1, 3)])
+    assert got == pytest.approx(want, abs=1e-9)
+    assert got["all"] > ablation.knockout_excess(model)["all"]  # hooks gone: the model back
 
 
-def test_knockout_samples_sample_with_the_heads_knocked_out():
-    from course_lib.model import generate
+@pytest.mark.slow
+def test_excess_table_is_one_knock_out_per_row():
+    from course_lib import variants
 
-    model = random_model(3)
-    prompts = torch.stack([data.encode("Dogs near the cat"), data.encode("Cat sleeps ( the")])
-    plain = ablation.knockout_samples(model, prompts, 6)
-    assert plain.shape == (2, 10) and torch.equal(plain[:, :4], prompts)
-    assert torch.equal(plain, generate(model, prompts, 6))  # nothing knocked out: one seed
-    knocked = ablation.knockout_samples(model, prompts, 6, [(0, 0), (1, 2)], "zero")
-    with ablation.knockout(model, [(0, 0), (1, 2)], "zero"):
-        assert torch.equal(knocked, generate(model, prompts, 6))
-    assert not torch.equal(knocked, plain)
-    assert torch.equal(ablation.knockout_samples(model, prompts, 6), plain)  # hooks removed
-    with pytest.raises(ValueError, match="knocked_out: expected an iterable of"):
-        ablation.knockout_samples(model, prompts, 6, (0, 0))
-
-
-def test_scale_comparison_measures_each_model_as_trained_and_flipped(ids):
-    from course_lib import heads
-
-    models = {"a": random_model(4), "b": random_model(5, positional="none")}
-    results = ablation.scale_comparison(models, ids)
-    assert list(results) == [("a", True), ("a", False), ("b", True), ("b", False)]
-    for (name, as_trained), result in results.items():
-        m = models[name] if as_trained else ablation.flip_scale(models[name])
-        assert result["scale"] is as_trained  # random models are built with the scale
-        assert result["val_loss"] == train.evaluate(m, ids)
-        want = heads.detector_scores(m, ids)
-        assert all(torch.equal(result["scores"][d], want[d]) for d in want)
-    assert results[("a", True)]["val_loss"] != results[("a", False)]["val_loss"]
-    with pytest.raises(ValueError, match="models: expected a dict of name -> model"):
-        ablation.scale_comparison({}, ids)
-    with pytest.raises(ValueError, match="ids: expected a"):
-        ablation.scale_comparison(models, ids[0])
+    model = variants.load_trained("base", 0)
+    labels, table = ablation.excess_table(model, skills=("induction", "all"))
+    assert labels[0] is None and labels[1:] == [(a, b) for a in range(2) for b in range(4)]
+    assert table.shape == (9, 2) and table.dtype == torch.float64
+    one = ablation.knockout_excess(model, knocked_out=[labels[5]])
+    assert table[5].tolist() == pytest.approx([one["induction"], one["all"]], abs=1e-9)
 
 
 # ---------------------------------------------------------------- the scale

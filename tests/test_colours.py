@@ -116,7 +116,6 @@ VIZ_FIGURES = {
     "ffn_width_figure": lambda: viz.ffn_width_figure(
         {0: ([1, 2], [2.0, 1.6]), 16: ([1, 2], [1.9, 1.3])}, {0: [1.6, 1.7], 16: [1.3, 1.31]}, 64
     ),
-    "plot_history": lambda: viz.plot_history(HISTORY, smooth=5),
     "encoding_heatmap": lambda: viz.encoding_heatmap(positional.sinusoidal_encoding(16, 8)),
     "similarity_figure": lambda: viz.similarity_figure(
         position_demos.position_similarity(64, 32), rows=(0, 16, 40)
@@ -133,12 +132,6 @@ VIZ_FIGURES = {
     ),
     "drift_figure": lambda: viz.drift_figure(
         [1, 10, 100], {"float32": [1e-6, 1e-5, 1e-4], "float64": [1e-15, 0.0, 1e-13]}
-    ),
-    "detector_timeline": lambda: viz.detector_timeline(
-        [0, 50, 100], [scores(scale=s) for s in (0.3, 0.6, 1.0)], chance=CHANCE
-    ),
-    "detector_heatmaps": lambda: viz.detector_heatmaps(
-        {"trained": scores(), "shipped": scores()}, chance=CHANCE
     ),
     "memory_figure": lambda: viz.memory_figure(
         [256, 512],
@@ -176,11 +169,6 @@ VIZ_FIGURES = {
     "reversal_training_figure": lambda: viz.reversal_training_figure(
         [0, 10, 20], [0.1, 0.5, 1.0], torch.rand(3, 2, 2), chance=0.125, word_chance=1 / 12
     ),
-    "ablation_heatmap": lambda: viz.ablation_heatmap(
-        [None, (0, 0), (0, 1)],
-        torch.tensor([[1.3, 0.6], [1.4, 2.0], [1.2, 0.7]]),
-        ("overall", "brackets"),
-    ),
     "token_costs_figure": lambda: viz.token_costs_figure(
         [16, 64],
         {"cached": [1, 2], "recomputed": [3, 40]},
@@ -216,10 +204,17 @@ VIZ_FIGURES = {
     "copy_forming_figure": lambda: viz.copy_forming_figure(
         [(50, 2.0), (100, 0.5)], {0: [(50, 2.2), (100, 0.1)]}, {0: 100}
     ),
-    "attention_grid": lambda: viz.attention_grid(
-        [attention(2, 6, 6), attention(2, 6, 6)],
-        LABELS,
-        {"previous": [(1, 0), (2, 1)], "bracket": [(4, 2)], "subject": [(5, 3)]},
+    "detector_figure": lambda: viz.detector_figure(scores(), CHANCE, "t"),
+    "forming_figure": lambda: viz.forming_figure(
+        [50, 100],
+        [0.1, 0.3],
+        [0.2, 0.7],
+        [2.0, 0.1],
+        CHANCE | {"induction": 0.08},
+        {"previous": "L0 H3", "induction": "L1 H3"},
+    ),
+    "knockout_figure": lambda: viz.knockout_figure(
+        [(0, 0), (0, 1)], [[0.1, 5.5], [-0.4, 1.0]], ("all", "mark"), "t"
     ),
 }
 

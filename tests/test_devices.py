@@ -15,11 +15,11 @@ import pytest
 import torch
 
 import course_lib
-from course_lib import data, train
-from course_lib.model import TinyTransformer, generate, load_pretrained
+from course_lib import corpus, train, variants
+from course_lib.model import TinyTransformer, generate
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSON = "notebooks/06_capstone_train_tiny_transformer.ipynb"  # the lesson that trains
+LESSON = "notebooks/11_build_and_train.ipynb"  # the lesson that trains
 CLAIM = "torch.cuda.is_available = torch.backends.mps.is_available = lambda: True\n"
 
 # The claim can be faked only on a torch built without CUDA, the build requirements.txt pins.
@@ -41,17 +41,16 @@ def gpu_claimed(monkeypatch):
 
 
 def capstone_paths() -> list[torch.Tensor]:
-    """What lesson 06 does, in small: a shipped checkpoint's logits and samples, and a few
-    training steps of a fresh model, each tensor as the lesson gets it."""
+    """What lesson 11 does, in small: a shipped model's logits and samples, and a few training
+    steps of a fresh model, each tensor as the lesson gets it."""
     course_lib.set_seed(0)
-    shipped = load_pretrained("rope-h4")
-    valid = data.load_split("valid")  # (400, 32): a tenth of the train split's loading time
+    shipped = variants.load_trained("base", 0)
+    valid = corpus.load_split("valid")  # (400, 32): a fiftieth of the train split's size
     ids = valid[:4]  # (4, 32)
     with torch.no_grad():
         logits = shipped(ids)  # (4, 32, V)
     samples = generate(shipped, ids[:, :4], 6, seed=1)  # (4, 10)
-    model_config, _ = train.CAPSTONE
-    small = TinyTransformer.from_config(replace(model_config, d_model=16, d_ff=32))
+    small = TinyTransformer.from_config(replace(variants.BASE, d_model=16, d_ff=32))
     steps = train.TrainConfig(steps=3, batch_size=4, warmup_steps=1, eval_every=3)
     history = train.train(small, valid[4:20], ids, steps, progress=False)
     trained = [p.detach().clone() for p in small.parameters()]
@@ -74,13 +73,13 @@ def test_the_claim_is_believed_and_a_device_move_would_fail(gpu_claimed):
         torch.zeros(1).to("cuda")
 
 
-# the capstone under strict nbval in its own kernel: about 25 s. What it checks, that a GPU
-# claim changes nothing, is the same on every kernel path (the plain nbval runs check the
-# lesson's numbers on the other paths), so it runs on one path only
+# the lesson that trains (11) under strict nbval in its own kernel: about 40 s. What it checks,
+# that a GPU claim changes nothing, is the same on every kernel path (the plain nbval runs
+# check the lesson's numbers on the other paths), so it runs on one path only
 @pytest.mark.slow
 @pytest.mark.path_independent
 def test_the_capstone_lesson_runs_unchanged_where_torch_sees_a_gpu(tmp_path):
-    """Every cell of lesson 06 in a kernel whose torch says CUDA and MPS are there (an IPython
+    """Every cell of lesson 11 in a kernel whose torch says CUDA and MPS are there (an IPython
     startup file, which kernels run before the first cell), compared with the stored outputs
     by strict nbval: recorded where torch sees no GPU, so every number must come out equal."""
     startup = tmp_path / "ipython" / "profile_default" / "startup"

@@ -82,7 +82,7 @@ def test_the_workspace_stubs_are_not_implemented_yet(capsys):
 
 
 def test_the_names_are_the_courses_own_and_collide_with_no_other_lesson():
-    # today's capstone has next_token_loss and train_step: these are new names
+    # the retired lesson 06 had next_token_loss and train_step: these names are new
     names = [e.name for e in EXERCISES]
     assert names == ["token_embedding", "output_layer", "next_token_cross_entropy"]
     for name in names:

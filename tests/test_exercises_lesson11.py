@@ -102,7 +102,8 @@ def test_a_stub_is_not_implemented_yet(capsys):
 
 
 def test_the_workspace_stub_is_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(NOTEBOOK, [check_train_loop], {"torch": torch, "F": F}, capsys)
+    namespace = {"torch": torch, "F": F, "nn": torch.nn}  # MyTransformer's cell comes first
+    assert_stubs_not_implemented(NOTEBOOK, [check_train_loop], namespace, capsys)
 
 
 # ---------------------------------------------------------------- learner-style mistakes

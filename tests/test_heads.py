@@ -91,26 +91,6 @@ def test_chance_score_by_hand():
         heads.chance_score(data.encode("Dog runs .")[None], "bracket")
 
 
-def test_sentence_attention_is_the_models_attention_on_one_sentence():
-    """What lesson 06's TrainedHeadsExplorer draws: the same weights as attention_weights on a
-    batch of one, the tokens, and every detector's pairs on them."""
-    model = TinyTransformer.from_config(ModelConfig(len(data.VOCAB))).eval()
-    text = 'Dogs near the girl sing bone run bone run [ the bird " the boys " ] .'
-    ids = data.encode(text)
-    shown = heads.sentence_attention(model, ids.tolist())
-    assert shown["tokens"] == text.split()
-    expected = heads.attention_weights(model, ids[None])  # one (1, H, T, T) per layer
-    assert len(shown["weights"]) == len(expected)
-    for got, want in zip(shown["weights"], expected, strict=True):
-        assert torch.equal(got, want[0])
-    assert shown["pairs"] == {name: find(text.split()) for name, find in heads.DETECTORS.items()}
-    assert sum(map(len, shown["pairs"].values())) > 0
-    assert heads.sentence_attention(model, ids)["tokens"] == shown["tokens"]  # a tensor too
-    for bad in ([], [1.5, 2], "Dogs"):
-        with pytest.raises(ValueError, match="ids: expected a non-empty sequence of int"):
-            heads.sentence_attention(model, bad)
-
-
 def test_repeat_induction_score_reads_attention_from_the_second_copy_to_the_next_token():
     ids = heads.repeated_tokens(7, num=3, half=5, seed=1)
     assert torch.equal(ids[:, :5], ids[:, 5:])

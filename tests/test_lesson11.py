@@ -134,3 +134,12 @@ def test_a_fresh_600_step_run_learns_the_skills_in_the_lessons_order():
     first = {s: next((k for k, c in curve.items() if c[s] < 0.2), 10**9)
              for s in ("subject", "induction", "object")}  # fmt: skip
     assert first["subject"] < first["induction"] < first["object"]
+
+
+def test_the_run_is_saved_with_its_steps_for_lesson_12():
+    said = _stored("torch.save(")
+    assert "the last weights, and those after steps 50 to 600, every 50" in said
+    assert "loaded back into a TinyTransformer: True" in said
+    from course_lib import capstone
+
+    assert sorted(capstone.stand_in().steps) == list(range(50, 601, 50))  # what 12 reads

@@ -99,3 +99,29 @@ def test_favourite_breaks_counts_broken_lines_and_the_models_own_choices():
     assert greedy == {"broken": 0, "favourite": 0}  # the 8 greedy lines keep every rule
     cold = sampling.favourite_breaks(model, 0.2)
     assert 0 < cold["favourite"] <= cold["broken"]
+
+
+def test_broken_skill_names_the_skill_the_broken_token_needed():
+    """Lesson 12: 'Dogs with cats eat' asks for its object; a repeated preposition for its copy."""
+    object_ = "Dogs with cats eat bird".split()
+    assert sampling.rule_check(object_).broken == 4
+    assert sampling.broken_skill(object_, 4) == "object"
+    copy = "Birds near fishes with bird near bird".split()
+    assert sampling.rule_check(copy).broken == 6
+    assert sampling.broken_skill(copy, 6) == "induction"
+    with pytest.raises(ValueError, match="at: expected a position in 1..6"):
+        sampling.broken_skill(copy, 7)
+    with pytest.raises(ValueError, match="a rule is broken before position 6"):
+        sampling.broken_skill("Birds near fishes with bird eat bird".split(), 6)
+
+
+def test_leak_by_skill_splits_leak_over_each_skills_predictions():
+    from course_lib import variants
+
+    model = variants.load_trained("base", 0)
+    ids = corpus.load_split("valid")[:20]
+    by_skill = sampling.leak_by_skill(model, ids)
+    assert by_skill["all"] == pytest.approx(sampling.leak(model, ids, 1.0, start=0)["leak"])
+    assert set(by_skill) <= {"all", *language.SKILLS} and "object" in by_skill
+    with pytest.raises(ValueError, match="temperature"):
+        sampling.leak_by_skill(model, ids, 0)

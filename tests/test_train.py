@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from course_lib import data, train, viz
+from course_lib import data, train
 from course_lib.model import PRETRAINED, ModelConfig, TinyTransformer
 from helpers import built_checkpoint
 
@@ -166,19 +166,3 @@ def test_build_checkpoint_writes_a_loadable_state_dict_and_card(tmp_path, monkey
     assert all(math.isfinite(x) for x in lengths["loss_by_position"])
     with pytest.raises(ValueError, match="rope-h1"):
         train.build_checkpoint("rope-h16", tmp_path)
-
-
-def test_plot_history_draws_losses_and_a_line_per_block(splits):
-    train_ids, valid_ids = splits
-    model = TinyTransformer(V, 32, 2, 64, 2, 32)
-    config = train.TrainConfig(steps=30, batch_size=4, eval_every=10)
-    history = train.train(model, train_ids, valid_ids, config, progress=False)
-    fig = viz.plot_history(history)
-    ax_loss, ax_grad = fig.axes
-    assert len(ax_loss.lines) == 3  # per step, running mean, validation
-    assert list(ax_loss.lines[2].get_ydata()) == history.val_loss
-    assert len(ax_grad.lines) == 2
-    assert ax_grad.get_yscale() == "log"
-    assert viz.to_png(fig)[:4] == b"\x89PNG"
-    with pytest.raises(ValueError, match="history"):
-        viz.plot_history(train.History())

@@ -141,10 +141,12 @@ def test_the_setting_names_each_control_as_the_learner_reads_it(built_explorer):
     from course_lib.widgets import TrainedHeadsExplorer  # a box to type into, named choices
 
     explorer = built_explorer(TrainedHeadsExplorer)
-    assert "your sentence" not in explorer.setting()  # nothing typed yet
-    assert explorer.setting().startswith("example = song (previous token); layer = 0; head = 0")
+    assert "your line" not in explorer.setting()  # nothing typed yet
+    assert explorer.setting().startswith(
+        "line = the copy; after training step = 600; layer = 1; head = 3"
+    )
     explorer.controls["sentence"].value = "the cat"
-    assert 'your sentence = "the cat"' in explorer.setting()
+    assert 'your line = "the cat"' in explorer.setting()
     explorer.controls["sentence"].value = ""
 
 

@@ -35,8 +35,11 @@ SCRIPT = (Path(__file__).resolve().parent / "site_template" / "explorers.js").re
 # explorers a lesson builds from its own live state: the static page shows the same explorer
 # built as a learner would without that state, and says so
 STAND_INS = {
-    "TrainedHeadsExplorer": "It shows the shipped rope-h4 checkpoint; the notebook shows the "
-    "model you trained in it. Typing your own sentence needs the notebook.",
+    "TrainedHeadsExplorer": "It shows the course's stand-in, lesson 11's run with the course's "
+    "solutions; the notebook shows the model you trained in lesson 11. Typing your own line "
+    "needs the notebook.",
+    "KnockoutExplorer": "It shows the course's stand-in for lesson 11's run, its lines written "
+    "by the course's generate; the notebook shows your model and your generate.",
     "NextTokenExplorer": "It shows a first model built from the course's pieces (seed 0); the "
     "notebook shows the one you trained from yours.",
     "CrossAttentionExplorer": "It shows the course's model, trained with the course's pieces "

@@ -27,11 +27,11 @@ LESSONS = {
     "04_multihead": "lesson04_multihead",
     "05_encoder_decoder": "lesson05_encoder_decoder",
     "05_transformer_block": "lesson05",
-    "06_capstone_train_tiny_transformer": "lesson06",
     "06_sinusoidal_and_rope": "lesson06_sinusoidal_and_rope",
     "07_rope_in_real_models": "lesson07_rope_in_real_models",
     "10_sampling_and_cost": "lesson10",
     "11_build_and_train": "lesson11",
+    "12_read_your_model": "lesson12_read_your_model",
     "13_kv_cache_and_gqa": "lesson13",
     "14_todays_block": "lesson14",
     "15_sliding_window": "lesson15",
@@ -49,6 +49,8 @@ FORMER: dict[str, tuple[str, ...]] = {
     "04_multihead": ("03_multihead",),
     "06_sinusoidal_and_rope": ("04_positional_encoding",),
     "07_rope_in_real_models": ("04_positional_encoding",),
+    "11_build_and_train": ("06_capstone_train_tiny_transformer",),
+    "12_read_your_model": ("06_capstone_train_tiny_transformer",),
 }
 
 __all__ = [

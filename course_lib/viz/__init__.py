@@ -8,12 +8,9 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01_language_and_loss`, `lesson02_attention_and_masks`, `lesson03_scaling` ... `lesson06`,
-  `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`, `lesson16`,
-  `lesson17`: each lesson's figures and the constants
-  they draw with, in lesson order (lesson 04_multihead's set_token_ticks is lesson 06's too); a
-  lesson that has moved to the published order has a module named after its notebook
-  (`lesson02_attention_and_masks`, `lesson03_scaling`, ...).
+- `lesson01_language_and_loss` ... `lesson17`: each lesson's figures and the constants they
+  draw with, in lesson order; a lesson that has moved to the published order has a module
+  named after its notebook (`lesson02_attention_and_masks`, `lesson03_scaling`, ...).
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -59,15 +56,6 @@ from course_lib.viz.lesson05_encoder_decoder import (
     reversal_training_figure,
     visibility_figure,
 )
-from course_lib.viz.lesson06 import (
-    DETECTOR_STYLES,
-    SQUEEZE_ABOVE,
-    ablation_heatmap,
-    attention_grid,
-    detector_heatmaps,
-    detector_timeline,
-    plot_history,
-)
 from course_lib.viz.lesson06_sinusoidal_and_rope import (
     cosine_scale,
     encoding_heatmap,
@@ -79,6 +67,11 @@ from course_lib.viz.lesson06_sinusoidal_and_rope import (
 from course_lib.viz.lesson07_rope_in_real_models import drift_figure, length_figure
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
 from course_lib.viz.lesson11 import copy_forming_figure, skill_curves_figure
+from course_lib.viz.lesson12_read_your_model import (
+    detector_figure,
+    forming_figure,
+    knockout_figure,
+)
 from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
 from course_lib.viz.lesson14 import bends_figure
 from course_lib.viz.lesson15 import excess_by_position_figure
@@ -114,14 +107,14 @@ from course_lib.viz.style import (
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02_attention_and_masks",
                   "lesson03_scaling", "lesson04_multihead", "lesson05",
-                  "lesson05_encoder_decoder", "lesson06", "lesson06_sinusoidal_and_rope",
-                  "lesson07_rope_in_real_models", "lesson10", "lesson11", "lesson13", "lesson14",
-                  "lesson15", "lesson16", "lesson17")  # fmt: skip
+                  "lesson05_encoder_decoder", "lesson06_sinusoidal_and_rope",
+                  "lesson07_rope_in_real_models", "lesson10", "lesson11",
+                  "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16",
+                  "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
     "COLOURS",
-    "DETECTOR_STYLES",
     "DPI",
     "FIGURE_MODULES",
     "GRAD_LIMITS",
@@ -135,11 +128,8 @@ __all__ = [
     "PURPLE",
     "REFERENCE_STYLES",
     "SCALE_LIMITS",
-    "SQUEEZE_ABOVE",
     "VERMILLION",
     "VIRIDIS_DARK",
-    "ablation_heatmap",
-    "attention_grid",
     "attention_heatmap",
     "bends_figure",
     "bigram_curve_figure",
@@ -151,8 +141,8 @@ __all__ = [
     "cross_map_figure",
     "curve_panels",
     "depth_profile_figure",
-    "detector_heatmaps",
-    "detector_timeline",
+    "detector_figure",
+    "detector_heatmap",
     "draw_attention",
     "draw_block_diagram",
     "draw_cross_map",
@@ -167,6 +157,8 @@ __all__ = [
     "head_groups_figure",
     "length_figure",
     "excess_by_position_figure",
+    "forming_figure",
+    "knockout_figure",
     "memory_figure",
     "METHOD_STYLES",
     "angles_figure",
@@ -182,7 +174,6 @@ __all__ = [
     "pair_arrow",
     "pin_to_limits",
     "pinned_points",
-    "plot_history",
     "reversal_training_figure",
     "rotated_pair_figure",
     "set_token_ticks",

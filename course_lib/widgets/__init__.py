@@ -1,11 +1,10 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
-One module per lesson (lesson 06 in two: `lesson06`, its trained heads, and
-`lesson06_ablation`; a lesson that has moved to the published order in a module named after
-its notebook, `lesson02_attention_and_masks`) on a small shared base
+One module per lesson, named after its notebook where the lesson has moved to the published
+order (`lesson02_attention_and_masks`, `lesson12_read_your_model`, ...), on a small shared base
 (`base`: the Explorer class, its readout line, `state()` and `settings()`, the control helpers
 and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons
-04_multihead and 06 share (TickStamp). Lessons import from here:
+04_multihead and 12 share (TickStamp). Lessons import from here:
 `from course_lib.widgets import ScalingExplorer, ConceptCheck`.
 """
 
@@ -17,15 +16,15 @@ from course_lib.widgets.lesson03_scaling import ScalingExplorer
 from course_lib.widgets.lesson04_multihead import HeadsExplorer, heads_examples
 from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
-from course_lib.widgets.lesson06 import (
+from course_lib.widgets.lesson06_sinusoidal_and_rope import PositionExplorer, RopeExplorer
+from course_lib.widgets.lesson10 import SamplingExplorer
+from course_lib.widgets.lesson12_read_your_model import (
     TRAINED_EXAMPLES,
     TYPED_SAMPLES,
+    KnockoutExplorer,
     TrainedHeadsExplorer,
     fresh_sentences,
 )
-from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
-from course_lib.widgets.lesson06_sinusoidal_and_rope import PositionExplorer, RopeExplorer
-from course_lib.widgets.lesson10 import SamplingExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson15 import WindowExplorer
 from course_lib.widgets.lesson16 import RopeScalingExplorer
@@ -41,12 +40,11 @@ EXPLORERS = (
     BlockExplorer,
     ActivationExplorer,
     CrossAttentionExplorer,
-    TrainedHeadsExplorer,
-    AblationExplorer,
-    KnockoutExplorer,
     PositionExplorer,
     RopeExplorer,
     SamplingExplorer,
+    TrainedHeadsExplorer,
+    KnockoutExplorer,
     KVCostExplorer,
     WindowExplorer,
     RopeScalingExplorer,
@@ -57,7 +55,6 @@ __all__ = [
     "EXPLORERS",
     "TRAINED_EXAMPLES",
     "TYPED_SAMPLES",
-    "AblationExplorer",
     "ActivationExplorer",
     "AttentionExplorer",
     "BlockExplorer",

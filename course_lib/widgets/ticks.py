@@ -1,4 +1,4 @@
-"""Tick labels stamped from pictures made once: how the explorers of lessons 03 and 06 label a
+"""Tick labels stamped from pictures made once: how the explorers of lessons 03 and 12 label a
 sentence's tokens in a few milliseconds (TickStamp)."""
 
 import numpy as np
@@ -11,7 +11,7 @@ from matplotlib.transforms import IdentityTransform
 
 
 class TickStamp:
-    """Tick marks and tick labels stamped onto an Agg canvas from pictures made once (lesson 06).
+    """Tick marks and tick labels stamped onto an Agg canvas from pictures made once (lesson 03).
 
     matplotlib lays out and rasterises every tick label each time its axis is drawn, about a
     millisecond a label, so a 32-token sentence spends most of its redraw on 64 words. When

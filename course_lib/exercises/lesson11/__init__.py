@@ -1,6 +1,10 @@
-"""Lesson 11's exercise: the whole training loop.
+"""Lesson 11's exercises: your own model from your parts, and the whole training loop.
 
 CONTRACTS (fixed: the lesson and its checks rely on them):
+- MyTransformer(vocab_size, d_model, num_heads, d_ff, num_layers), an nn.Module whose
+  state_dict has exactly the names and shapes of a TinyTransformer's (the base model's,
+  printed in the lesson); forward(idx (B, T) int64) -> logits (B, T, V): embedding, pre-norm
+  blocks (causal multi-head attention with RoPE on q and k, feed-forward), final norm, head.
 - train_loop(model, train_ids, config, callback=None) -> list of config.steps Python floats,
   the loss of each step's batch before its update; what course_lib.train.train does with
   the same arguments: one AdamW (lr config.lr, weight_decay config.weight_decay) made once;
@@ -12,6 +16,10 @@ CONTRACTS (fixed: the lesson and its checks rely on them):
   multiple of config.eval_every or s is the last step, callback(s + 1, model) if callback is
   given, then train mode again (a callback may leave the model in eval mode).
 
+A class is not a function of tensors, so MyTransformer is checked through an adapter
+(`model_logits`) that builds the class, loads a model's weights and returns its logits; its
+reference is the course's TinyTransformer with the same weights.
+
 A training loop changes its model, so it is checked through an adapter (`loop_run`) that
 turns the learner's loop into a function of its arguments: it runs the loop on a copy of a
 small model that notes the mode of every forward pass made with gradients on, with a
@@ -21,6 +29,15 @@ The reference is course_lib.train.train run the same way; every bug is a loop wr
 way a learner gets it wrong, run the same way.
 """
 
+from course_lib.exercises.lesson11.my_transformer import (
+    ARGUMENTS,
+    MAX_LEN,
+    MY_TRANSFORMER,
+    contract_of,
+    model_logits,
+    run_model,
+    transformer_logits,
+)
 from course_lib.exercises.lesson11.train_loop import (
     TRAIN_LOOP,
     loop_reference,
@@ -29,6 +46,10 @@ from course_lib.exercises.lesson11.train_loop import (
     watched_copy,
 )
 
-EXERCISES = (TRAIN_LOOP,)
+EXERCISES = (MY_TRANSFORMER, TRAIN_LOOP)
 
-__all__ = ["TRAIN_LOOP", "loop_reference", "loop_run", "run_loop", "watched_copy", "EXERCISES"]
+__all__ = [
+    "ARGUMENTS", "MAX_LEN", "MY_TRANSFORMER", "contract_of", "model_logits", "run_model",
+    "transformer_logits", "TRAIN_LOOP", "loop_reference", "loop_run", "run_loop",
+    "watched_copy", "EXERCISES",
+]  # fmt: skip

@@ -1,0 +1,35 @@
+"""Write lesson 12's stand-in, data/checkpoints/lesson11-stand-in.pt: the file lesson 11 saves
+when it runs with the course's solutions (course_lib.capstone).
+
+    python -m tools.lesson11_stand_in
+
+It runs lesson 11 top to bottom in a fresh kernel, on one thread, in a temporary copy of the
+lessons (lesson 11 reads the earlier lessons' solutions there, as a learner's workspace holds
+their own), and copies the my_model_11.pt it saved. About a minute and a half.
+"""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from course_lib import capstone
+from course_lib.paths import LESSONS_DIR
+from tools.run_notebooks import execute
+
+LESSON = "11_build_and_train.ipynb"
+
+
+def build(lessons: Path = LESSONS_DIR, target: Path = capstone.STAND_IN) -> Path:
+    """Run lesson 11 in a copy of `lessons` and copy the run it saved to `target`."""
+    os.environ["OMP_NUM_THREADS"] = "1"  # the kernel inherits it: the run of make test
+    with tempfile.TemporaryDirectory() as folder:
+        for notebook in Path(lessons).glob("*.ipynb"):
+            shutil.copy(notebook, folder)
+        execute(Path(folder) / LESSON)
+        shutil.copy(Path(folder) / capstone.MODEL_FILE, target)
+    return target
+
+
+if __name__ == "__main__":
+    print(f"wrote {build()}")
