@@ -266,3 +266,35 @@ def test_no_exercise_module_is_over_500_lines():
         for p in sorted(folder.rglob("*.py"))
     }
     assert {name: n for name, n in sizes.items() if n > 500} == {}
+
+
+def test_a_forbidden_function_is_seen_however_the_learner_reached_it():
+    """A name imported from the module before the check, a builtin under another name: each
+    is seen; the module and the profiler hook are restored after."""
+    import sys
+
+    from course_lib import attention
+    from course_lib.attention import causal_mask as imported
+
+    fused = torch.nn.functional.scaled_dot_product_attention  # a builtin, under another name
+    watched = replace(
+        TOY,
+        forbidden=(
+            (attention, "causal_mask"),
+            (torch.nn.functional, "scaled_dot_product_attention"),
+        ),
+        forbidden_hint="write it yourself",
+    )
+
+    def by_imported_name(x):
+        return x + x + 0 * imported(1).sum()
+
+    def by_builtin_alias(x):
+        q = torch.ones(1, 1)
+        return x + x + 0 * fused(q, q, q).sum()
+
+    for fn in (by_imported_name, by_builtin_alias):
+        verdict = run(watched, fn)
+        assert verdict.bug == "forbidden" and verdict.steps[0] == "write it yourself", fn
+    assert attention.causal_mask is imported and sys.getprofile() is None
+    assert run(watched, lambda x: x + x).passed

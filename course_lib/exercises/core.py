@@ -26,6 +26,8 @@ code.
 import copy
 import inspect
 import math
+import sys
+import types
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -125,8 +127,9 @@ class Exercise:
     # the result feeds training: where the course's carries a gradient, the learner's must
     # too (an inference exercise, such as a cached forward pass under no_grad, leaves it off)
     needs_grad: bool = False
-    # torch functions the learner is asked to write by hand, as (module, name): a check that
-    # finds one called while the learner's function runs fails with `forbidden_hint`
+    # torch or course functions that do what the learner is asked to write, as (module, name):
+    # a check that finds one called while the learner's function runs (however it was
+    # reached) fails with `forbidden_hint`
     forbidden: tuple[tuple[object, str], ...] = ()
     forbidden_hint: str = ""
 
@@ -307,11 +310,22 @@ def _fail(exercise: Exercise, message: str, steps, bug: str | None = None) -> Ve
 
 @contextmanager
 def _watching(forbidden):
-    """Wrap each (module, name) in forbidden so a call is recorded; yield the list of calls."""
-    called, saved = [], []
+    """Record each call of a function in forbidden, as (module, name), while the learner's
+    function runs; yield the list of calls.
+
+    The module's attribute is wrapped (a call through `module.name` is seen), and the function
+    itself is watched through the profiler hook: a call through a name the learner imported
+    (`from course_lib.attention import causal_mask`), or through another function that calls
+    it, is seen too."""
+    called, saved, watched = [], [], {}
     for module, attr in forbidden:
         original = getattr(module, attr)
         label = f"{getattr(module, '__name__', module)}.{attr}"
+        code = getattr(original, "__code__", None)  # a Python function: its code runs
+        if code is not None:
+            watched[code] = label
+        elif isinstance(original, types.BuiltinFunctionType):  # a C function: it is called
+            watched[original] = label
 
         def spy(*args, _original=original, _label=label, **kwargs):
             called.append(_label)
@@ -319,9 +333,25 @@ def _watching(forbidden):
 
         saved.append((module, attr, original))
         setattr(module, attr, spy)
+
+    def profile(frame, event, arg):
+        if event == "call":
+            label = watched.get(frame.f_code)
+        elif event == "c_call":
+            label = watched.get(arg) if isinstance(arg, types.BuiltinFunctionType) else None
+        else:
+            return
+        if label is not None:
+            called.append(label)
+
+    hook = watched and sys.getprofile() is None  # never displace a profiler already running
+    if hook:
+        sys.setprofile(profile)
     try:
         yield called
     finally:
+        if hook:
+            sys.setprofile(None)
         for module, attr, original in reversed(saved):
             setattr(module, attr, original)
 
