@@ -3,6 +3,7 @@ padding_mask): the notebook's solutions pass, other right versions pass, and wro
 the way learners write it gets the intended hint."""
 
 import math
+import sys
 import warnings
 from pathlib import Path
 
@@ -10,7 +11,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.nn.functional import scaled_dot_product_attention as fused_attention
 
+import course_lib.attention
+from course_lib.attention import attend, causal_mask, scaled_dot_product_attention
 from course_lib.checks import (
     check_attention,
     check_causal_mask,
@@ -219,6 +223,55 @@ def test_learner_mistakes_get_their_own_hint(fn, bug, words):
     assert result.steps == (cause, f"See {ATTENTION.idea}.")
 
 
+# ------------------------------------ attention, by wrapping what the lesson imported or called
+
+
+def wraps_the_courses_attention(q, k, v, mask=None):  # imported by the lesson's first cell
+    return scaled_dot_product_attention(q, k, v, mask)
+
+
+def wraps_it_through_the_module(q, k, v, mask=None):
+    output, weights = course_lib.attention.scaled_dot_product_attention(q, k, v, mask=mask)
+    return output, weights
+
+
+def wraps_attend(q, k, v, mask=None):  # the function the course's attention calls
+    return attend(q, k, v, mask, 1 / math.sqrt(q.shape[-1]))
+
+
+def fused_output_and_own_weights(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), weights
+
+
+def fused_imported_by_name(q, k, v, mask=None):  # the learner's weights, torch's output
+    return fused_attention(q, k, v, attn_mask=mask), learner()(q, k, v, mask)[1]
+
+
+@pytest.mark.parametrize(
+    "fn, called",
+    [
+        (wraps_the_courses_attention, "course_lib.attention.scaled_dot_product_attention"),
+        (wraps_it_through_the_module, "course_lib.attention.scaled_dot_product_attention"),
+        (wraps_attend, "course_lib.attention.attend"),
+        (fused_output_and_own_weights, "torch.nn.functional.scaled_dot_product_attention"),
+        (fused_imported_by_name, "torch.nn.functional.scaled_dot_product_attention"),
+    ],
+)
+def test_wrapping_the_courses_or_torchs_attention_fails_with_the_write_it_yourself_hint(fn, called):
+    result = run(ATTENTION, fn)
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert f"your function calls {called}" in result.message
+    assert result.steps == (ATTENTION.forbidden_hint, f"See {ATTENTION.idea}.")
+    # the watch is gone afterwards: the course's attention and torch's are themselves again
+    assert course_lib.attention.scaled_dot_product_attention is scaled_dot_product_attention
+    assert F.scaled_dot_product_attention.__name__ == "scaled_dot_product_attention"
+    assert sys.getprofile() is None and run(ATTENTION, learner()).passed
+
+
 def test_the_hints_name_the_real_cause():
     causes = {b.name: b.cause for b in ATTENTION.bugs}
     assert "blocks the allowed keys" in causes["inverted_mask"]
@@ -374,6 +427,32 @@ lessons_mask = torch.ones(12, 12, dtype=torch.bool).tril()  # the lesson's `mask
 def test_mask_mistakes_get_their_own_hint(fn, bug):
     result = run(MASK, fn)
     assert not result.passed and result.bug == bug, result.message
+
+
+def returns_the_courses_mask(T):  # causal_mask, as the lesson's first cell imports it
+    return causal_mask(T)
+
+
+def returns_the_courses_mask_by_module(T):
+    return course_lib.attention.causal_mask(T).clone()
+
+
+def the_courses_mask_as_bool(T):
+    return course_lib.attention.causal_mask(T, device="cpu").bool()
+
+
+@pytest.mark.parametrize(
+    "fn", [returns_the_courses_mask, returns_the_courses_mask_by_module, the_courses_mask_as_bool]
+)
+def test_calling_the_courses_causal_mask_fails_with_the_build_it_yourself_hint(fn):
+    result = run(MASK, fn)
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert "your function calls course_lib.attention.causal_mask" in result.message
+    assert result.steps == (MASK.forbidden_hint, f"See {MASK.idea}.")
+    assert "build" in MASK.forbidden_hint and "course_lib.attention.causal_mask(" not in (
+        MASK.forbidden_hint
+    )
+    assert course_lib.attention.causal_mask is causal_mask and sys.getprofile() is None
 
 
 def test_a_numpy_mask_is_told_to_be_a_tensor():

@@ -109,6 +109,27 @@ def test_the_causal_mask_leaves_the_verb_its_own_subject(tokens):
     assert "with weight 0.844" in text and "$-0.84$, says singular" in text
 
 
+def test_the_mask_finds_the_subject_only_because_the_other_subject_came_later(tokens):
+    """The text says the mask's job is to hide later tokens, and that the verb finding its
+    subject is a side effect on this line: the competing subject, Cats, stands after the verb.
+    With Cats moved before the verb, the mask leaves both subjects and the output is 0 again."""
+    ids = corpus.encode(tokens)
+    assert tokens.index("Cats") > VERB and [t for t in tokens if t in language.SUBJECTS] == [
+        "Cat",
+        "Cats",
+    ]
+    moved = ids.clone()
+    moved[[3, 11]] = ids[[11, 3]]  # Cats at position 3, before the verb; 'near' at the end
+    out, weights = scaled_dot_product_attention(*head(moved), causal_mask(12))
+    assert round(weights[VERB, 0].item(), 3) == round(weights[VERB, 3].item(), 3)
+    assert f"{out[VERB].item():.2f}" == "0.00"  # the mask did not pick the verb's subject
+    text = _markdown()
+    assert "That is the one job of the **causal mask**: query $t$ may read keys $0 \\dots t$, " \
+        "never a later token" in text  # fmt: skip
+    assert "On this line that is a side effect: the other subject, `Cats`, came after the " \
+        "verb" in text and "The mask does not look for subjects" in text  # fmt: skip
+
+
 def test_a_later_token_never_changes_an_earlier_output_under_the_mask(tokens):
     ids = corpus.encode(tokens)
     for replacement in ("Dog", "Cat", "dogs", "eats", "("):
@@ -139,8 +160,9 @@ def test_the_batch_is_the_first_sentences_of_lines_2_to_4_padded_to_18():
     assert "have 18, 9 and 15 tokens" in _markdown()
 
 
-def moved_counts(seed: int) -> dict:
-    """The lesson's measurement for a seed: real tokens whose output moves in the batch."""
+def moved_counts(seed: int) -> tuple[dict, float]:
+    """The lesson's measurement for a seed: real tokens whose output in the batch differs from
+    their sentence's run alone, without its pads; and the smallest such move with no mask."""
     _, ids, lengths = attention_demos.padded_batch()
     T = ids.shape[1]
     g = torch.Generator().manual_seed(seed)
@@ -150,33 +172,25 @@ def moved_counts(seed: int) -> dict:
     def outputs(x, mask):
         return attention_reference(*qkv_projection_reference(x, w_qkv, 8), mask)[0]
 
-    masks = {
-        "no mask": lambda n, T: None,
-        "padding mask": padding_mask_reference,
-        "causal mask": lambda n, T: causal_mask(T),
-        "causal and padding": lambda n, T: causal_mask(T) & padding_mask_reference(n, T),
-    }
-    counts, smallest_moved = {}, {}
-    for name, mask_of in masks.items():
-        batched = outputs(x, mask_of(lengths, T))
-        counts[name], gaps = 0, []
+    counts, gaps = {}, {}
+    for name, mask in (("no mask", None), ("padding mask", padding_mask_reference(lengths, T))):
+        batched = outputs(x, mask)
+        counts[name], gaps[name] = 0, []
         for b, n in enumerate(lengths.tolist()):
-            alone = outputs(x[b : b + 1, :n], mask_of(lengths[b : b + 1], n))
-            gap = (batched[b, :n] - alone[0]).abs().amax(dim=-1)
+            gap = (batched[b, :n] - outputs(x[b, :n], None)).abs().amax(dim=-1)  # (n,)
             counts[name] += int((gap > 1e-4).sum())
-            gaps.append(gap)
-        smallest_moved[name] = torch.cat(gaps[1:]).min().item()  # the padded sentences
-    return counts, smallest_moved
+            gaps[name].append(gap)
+    return counts, torch.cat(gaps["no mask"][1:]).min().item()  # the padded sentences
 
 
 @pytest.mark.parametrize("seed", range(5))
 def test_without_a_mask_every_real_token_of_a_padded_sentence_moves(seed, measure):
     counts, smallest = moved_counts(seed)
-    assert counts == {"no mask": 24, "padding mask": 0, "causal mask": 0, "causal and padding": 0}
+    assert counts == {"no mask": 24, "padding mask": 0}
     # the smallest move of a padded sentence's real token with no mask, over seeds 0-7 on the
     # native (AVX-512) path: 0.018 .. 0.056, far above the lesson's 1e-4 line, so the count is
-    # the same on every kernel path; with a mask the gaps were exactly 0
-    assert measure("smallest unmasked move", smallest["no mask"]) > 1e-2
+    # the same on every kernel path; with the padding mask the gaps were exactly 0
+    assert measure("smallest unmasked move", smallest) > 1e-2
 
 
 def test_the_lessons_counts_are_what_its_text_says():
@@ -217,6 +231,37 @@ def test_torchs_fused_attention_scales_by_d_k_and_multihead_attention_masks_the_
         _, their_weights = layer(x, x, x, attn_mask=~allowed)  # True = NOT allowed there
     _, ours = attention_reference(x @ w_q.T, x @ w_k.T, x @ w_v.T, allowed)
     assert_close(ours, their_weights)
+
+
+@pytest.mark.slow  # torch's MultiheadAttention takes about 1 s on its first call
+def test_multihead_attention_takes_the_padding_mask_as_b_by_t_true_at_the_pads():
+    """What the lesson says of nn.MultiheadAttention (torch 2.13): key_padding_mask (B, T),
+    True at the pads, is ~pad_mask[:, 0]; attn_mask takes (T_q, T_k) or a full (T_q, T_k) per
+    sentence and head; the (B, 1, T) padding mask fits neither argument."""
+    lengths, T, D = torch.tensor([5, 3, 4]), 5, 8
+    pad_mask = padding_mask_reference(lengths, T)  # (B, 1, T), True = may attend
+    x = torch.randn(3, T, D, generator=torch.Generator().manual_seed(4))
+    for heads in (1, 2):
+        layer = torch.nn.MultiheadAttention(D, heads, bias=False, batch_first=True)
+        with torch.no_grad():
+            _, theirs = layer(x, x, x, key_padding_mask=~pad_mask[:, 0])  # (B, T) True = pad
+            if heads == 1:
+                w_q, w_k, w_v = layer.in_proj_weight.chunk(3)
+                _, ours = attention_reference(x @ w_q.T, x @ w_k.T, x @ w_v.T, pad_mask)
+                assert_close(ours, theirs)
+            layer(x, x, x, attn_mask=~causal_mask(T))  # (T_q, T_k) for the whole batch
+            per_sentence = ~(pad_mask & causal_mask(T)).repeat_interleave(heads, dim=0)
+            layer(x, x, x, attn_mask=per_sentence)  # (B * heads, T_q, T_k)
+            with pytest.raises(AssertionError, match="key_padding_mask"):
+                layer(x, x, x, key_padding_mask=~pad_mask)
+            with pytest.raises(RuntimeError, match="shape of the 3D attn_mask"):
+                layer(x, x, x, attn_mask=~pad_mask)
+    text = _markdown()
+    for said in ("takes the padding as `key_padding_mask`, of shape `(B, T)` and True at the pads",
+                 "`~pad_mask[:, 0]`", "one `(T_q, T_k)` mask for the whole batch or a full "
+                 "`(T_q, T_k)` one per sentence and head", "neither argument takes the "
+                 "`(B, 1, T)` shape"):  # fmt: skip
+        assert said in text, said
 
 
 def test_the_lesson_uses_no_term_a_later_lesson_introduces():

@@ -29,11 +29,13 @@ def test_builds_with_no_arguments_and_shows_a_png():
 def test_the_picture_names_its_setting_and_follows_every_control():
     explorer = AttentionExplorer()
     said = "untrained embedding, random projections: d = 8, projection seed 0, no mask"
-    assert explorer.setting_title.get_text() == said
+    assert explorer.setting_title.get_text() == f"{said}\nweights of the course's attention"
+    assert explorer.controls["width"].description == "width d = d_k = d_v"
     explorer.controls["width"].value = 64
     explorer.controls["seed"].value = 3
     explorer.controls["causal"].value = True
-    assert explorer.setting_title.get_text().endswith("d = 64, projection seed 3, causal mask")
+    first = explorer.setting_title.get_text().split("\n")[0]
+    assert first.endswith("d = 64, projection seed 3, causal mask")
     assert explorer.setting_title in explorer.dynamic  # redrawn on every change
     assert len(explorer.words) == 12 and explorer.words[START] == "eats"
     assert np.prod([len(v) for v in explorer.settings().values()]) == 216
@@ -114,6 +116,8 @@ def test_attention_explorer_with_the_learners_right_function_agrees_everywhere()
                 f"Your attention agrees with the course's at d = {width}, seed 0, {said}"
                 in (state["readout"])
             )
+            title = mine.setting_title.get_text()  # a still picture says it too
+            assert title.endswith("weights of your attention, which agrees with the course's")
     assert "agrees" not in course.state()["readout"]  # no learner's function, no note
 
 
@@ -123,6 +127,7 @@ def test_attention_explorer_draws_a_wrong_function_and_says_where_it_differs():
     state = explorer.state()
     note = state["readout"].split("\n", 1)[1]
     assert note.startswith("DIFFERS") and "d = 8, seed 0, no mask" in note
+    assert explorer.setting_title.get_text().endswith("which DIFFERS from the course's")
     assert f"query {START} 'eats'" in note and "The picture shows yours" in note
     assert np.allclose(state["weights"].sum(axis=0), 1.0)  # the learner's map is drawn
     assert not np.allclose(state["weights"].sum(axis=1), 1.0)
@@ -161,8 +166,10 @@ def test_attention_explorer_with_a_stub_shows_the_courses_picture_and_says_so():
     explorer = AttentionExplorer(attention=stub)
     state = explorer.state()
     assert "Your attention is not written yet: the picture shows the course's." in state["readout"]
+    assert explorer.setting_title.get_text().endswith("the course's attention (yours: see the "
+                                                      "line above the picture)")  # fmt: skip
     assert np.array_equal(state["weights"], course.state()["weights"])
-    assert picture(explorer) == picture(course)
+    assert state["bars"] == course.state()["bars"]
 
 
 def test_attention_explorer_reports_a_crash_or_a_wrong_shape_and_keeps_the_courses_picture():
@@ -173,6 +180,18 @@ def test_attention_explorer_reports_a_crash_or_a_wrong_shape_and_keeps_the_cours
     assert "DIFFERS: your attention returned (12, 8)" in only_output.state()["readout"]
     for explorer in (crashing, only_output):
         assert np.array_equal(explorer.state()["weights"], course)
+
+
+def test_the_colour_scale_spreads_untrained_weights_and_clips_nothing():
+    explorer = AttentionExplorer()
+    weights = explorer.state()["weights"]
+    assert np.quantile(weights, 0.9) < 0.3 and weights.max() < 0.6  # untrained, no mask
+    norm = explorer.mesh.norm
+    assert (norm.vmin, norm.vmax) == (0.0, 1.0)
+    # on the square-root scale, 0.05 and 0.25 lie 0.22 and 0.5 along the colours, not 0.05 and 0.25
+    assert np.allclose(norm(np.array([0.05, 0.25, 1.0])), [0.05**0.5, 0.5, 1.0])
+    explorer.controls["causal"].value = True
+    assert explorer.state()["weights"].max() == 1.0  # row 0 under the mask: still on the scale
 
 
 def test_attention_explorer_leaves_settings_alone_and_refuses_a_non_function():

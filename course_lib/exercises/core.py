@@ -27,6 +27,7 @@ import copy
 import inspect
 import math
 import sys
+import types
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -89,8 +90,9 @@ class Exercise:
     # the result feeds training: where the course's carries a gradient, the learner's must
     # too (an inference exercise, such as a cached forward pass under no_grad, leaves it off)
     needs_grad: bool = False
-    # torch functions the learner is asked to write by hand, as (module, name): a check that
-    # finds one called while the learner's function runs fails with `forbidden_hint`
+    # torch or course functions that do what the learner is asked to write, as (module, name):
+    # a check that finds one called while the learner's function runs (however it was
+    # reached) fails with `forbidden_hint`
     forbidden: tuple[tuple[object, str], ...] = ()
     forbidden_hint: str = ""
 
@@ -271,11 +273,22 @@ def _fail(exercise: Exercise, message: str, steps, bug: str | None = None) -> Ve
 
 @contextmanager
 def _watching(forbidden):
-    """Wrap each (module, name) in forbidden so a call is recorded; yield the list of calls."""
-    called, saved = [], []
+    """Record each call of a function in forbidden, as (module, name), while the learner's
+    function runs; yield the list of calls.
+
+    The module's attribute is wrapped (a call through `module.name` is seen), and the function
+    itself is watched through the profiler hook: a call through a name the learner imported
+    (`from course_lib.attention import causal_mask`), or through another function that calls
+    it, is seen too."""
+    called, saved, watched = [], [], {}
     for module, attr in forbidden:
         original = getattr(module, attr)
         label = f"{getattr(module, '__name__', module)}.{attr}"
+        code = getattr(original, "__code__", None)  # a Python function: its code runs
+        if code is not None:
+            watched[code] = label
+        elif isinstance(original, types.BuiltinFunctionType):  # a C function: it is called
+            watched[original] = label
 
         def spy(*args, _original=original, _label=label, **kwargs):
             called.append(_label)
@@ -283,9 +296,25 @@ def _watching(forbidden):
 
         saved.append((module, attr, original))
         setattr(module, attr, spy)
+
+    def profile(frame, event, arg):
+        if event == "call":
+            label = watched.get(frame.f_code)
+        elif event == "c_call":
+            label = watched.get(arg) if isinstance(arg, types.BuiltinFunctionType) else None
+        else:
+            return
+        if label is not None:
+            called.append(label)
+
+    hook = watched and sys.getprofile() is None  # never displace a profiler already running
+    if hook:
+        sys.setprofile(profile)
     try:
         yield called
     finally:
+        if hook:
+            sys.setprofile(None)
         for module, attr, original in reversed(saved):
             setattr(module, attr, original)
 
@@ -319,16 +348,6 @@ def _course_calls(functions):
         sys.setprofile(previous)
 
 
-def _own_versions(exercise: Exercise) -> list:
-    """The course's Python functions that compute what the exercise asks for: its reference,
-    and the forbidden ones written in Python."""
-    found = [exercise.reference]
-    for module, attr in exercise.forbidden:
-        value = getattr(module, attr)
-        found.append(getattr(value, "__func__", value))
-    return [f for f in found if hasattr(f, "__code__")]
-
-
 def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
     """Check the learner's fn against exercise on every case; return the Verdict. A right
     answer that runs the course's own version (its reference, or a forbidden function) fails,
@@ -337,7 +356,8 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
     if not callable(fn):
         return _fail(exercise, f"expected a function, got {_describe(fn)}", ())
     cases = exercise.case_list()
-    own_versions = _own_versions(exercise)  # before _watching replaces the forbidden ones
+    # the reference, watched by its code: the forbidden functions are _watching's
+    own_versions = [exercise.reference] if hasattr(exercise.reference, "__code__") else []
     ran_own = None  # the first case on which a right answer ran the course's own version
     for case in cases:
         label = case_label(exercise.reference, case)
@@ -345,9 +365,9 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
         mine_kw = dict(zip(case.kwargs, _copy_args(case.kwargs.values()), strict=True))
         # the reference may be the very torch function the learner must not call
         trusted = fn is exercise.reference and reference_ok
-        with (
-            _course_calls(() if trusted else own_versions) as own,
+        with (  # _watching first: _course_calls chains to the profile hook it may set
             _watching(() if trusted else exercise.forbidden) as called,
+            _course_calls(() if trusted else own_versions) as own,
         ):
             tried = attempt(name, fn, *mine, **mine_kw)
         if called and tried.missing is None:

@@ -6,6 +6,7 @@ lesson's exercise) and says in the readout where it differs from the course's.
 
 import numpy as np
 import torch
+from matplotlib.colors import PowerNorm
 from matplotlib.patches import Rectangle
 
 from course_lib import corpus, viz
@@ -18,11 +19,18 @@ from course_lib.widgets.base import Explorer, checkbox, choice_slider, compare_l
 
 class AttentionExplorer(Explorer):
     """Lesson 02: pick a query token of the lesson's line; see its weights beside the whole
-    map, from an untrained embedding (random rows) and random projections of width d.
+    map, from an untrained embedding (random rows) and random projections of width d
+    (d_k = d_v = d).
 
     With `attention` (a function `attention(q, k, v, mask=None) -> (output, weights)`, the
     lesson's exercise) the picture shows that function's weights, and the readout's note says
-    whether they agree with the course's at the current setting, and by how much they differ.
+    whether they agree with the course's at the current setting, and by how much they differ;
+    the picture's title says whose weights it shows and whether they agree, so a still
+    picture (a static page) carries it too.
+
+    The map's colour scale runs from 0 to 1 as a square root: untrained weights, mostly below
+    0.3, stay apart in colour, and a weight of 1 (the first row under the causal mask) is
+    not clipped.
     """
 
     PICTURE = (
@@ -47,8 +55,11 @@ class AttentionExplorer(Explorer):
             10.5, 4.4, ncols=2, width_ratios=[1, 1.15]
         )
         self.bars = viz.draw_weight_bars(self.ax_bars, [0.0] * T, self.words)
-        viz.draw_attention(self.ax_map, torch.zeros(T, T), self.words, self.words)
+        viz.draw_attention(self.ax_map, torch.zeros(T, T), self.words, self.words, cbar=False)
         self.mesh = self.ax_map.collections[0]
+        self.mesh.set_norm(PowerNorm(0.5, vmin=0.0, vmax=1.0))
+        fig.colorbar(self.mesh, ax=self.ax_map, shrink=0.8, ticks=[0, 0.02, 0.1, 0.25, 0.5, 1],
+                     label="attention weight (square-root scale)")  # fmt: skip
         self.row_box = Rectangle((0, 0), T, 1, fill=False, edgecolor="red", linewidth=2.5)
         self.ax_map.add_patch(self.row_box)
         self.ax_map.set_title("every query (rows) over every key")
@@ -59,7 +70,7 @@ class AttentionExplorer(Explorer):
                 [(f"{i}: {w}", i) for i, w in enumerate(self.words)],
                 min(self.START_QUERY, T - 1),
             ),
-            "width": choice_slider("head width d", self.WIDTHS, 8),
+            "width": choice_slider("width d = d_k = d_v", self.WIDTHS, 8),
             "seed": slider("projection seed", 0, 0, 9),
             "causal": checkbox("causal mask", False),
         }
@@ -97,9 +108,17 @@ class AttentionExplorer(Explorer):
             bar.set_height(height)
         self.row_box.set_y(row)
         self.ax_bars.set_title(f"weights of query {row}: '{word}'")
+        if self.attention is None:
+            whose = "the course's attention"
+        elif weights is course:
+            whose = "the course's attention (yours: see the line above the picture)"
+        elif note.startswith("Your"):
+            whose = "your attention, which agrees with the course's"
+        else:
+            whose = "your attention, which DIFFERS from the course's"
         self.setting_title.set_text(
             f"untrained embedding, random projections: d = {v['width']}, projection seed "
-            f"{v['seed']}, {mask_said}"
+            f"{v['seed']}, {mask_said}\nweights of {whose}"
         )
         top = self.weights[row].topk(min(3, len(self.words)))
         pairs = zip(top.values.tolist(), top.indices.tolist(), strict=True)

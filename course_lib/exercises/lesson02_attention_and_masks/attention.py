@@ -1,17 +1,20 @@
 """Lesson 02's attention exercise: every query at once, batched, with an optional mask.
 
 The lesson works the four steps for one query of one sentence, one dot product per key in a
-Python loop (no matrix product, no batch, no mask in code); the exercise asks for every query
-at once, any leading batch dimensions, the mask, and d_v != d_k. The cases are ordered so
-that an axis counted from the front (dim=1, transpose(1, 2), shape[2]) gives wrong numbers,
-with a hint of its own, before a case where it would only raise.
+Python loop, and works `transpose(-2, -1)` and `masked_fill` with minus infinity on other
+tensors; the exercise asks for every query at once, any leading batch dimensions, the mask,
+and d_v != d_k. Its check refuses a call to the course's attention or torch's fused one. The
+cases are ordered so that an axis counted from the front (dim=1, transpose(1, 2), shape[2])
+gives wrong numbers, with a hint of its own, before a case where it would only raise.
 """
 
 import math
 import warnings
 
 import torch
+import torch.nn.functional as F
 
+from course_lib import attention
 from course_lib.attention import causal_mask
 from course_lib.exercises.core import Bug, Case, Exercise
 
@@ -47,7 +50,7 @@ def _attention_cases() -> list[Case]:
     return [
         Case(_qkv(g, (2, 5, 8), (2, 5, 8), 8), label="a batch of 2 sentences"),
         # T = d = H: a transpose of axes 1 and 2 still lines up, so it gives numbers
-        Case(_qkv(g, (2, 4, 4, 4), (2, 4, 4, 4), 4), label="4-D: a batch of sentences with heads"),
+        Case(_qkv(g, (2, 4, 4, 4), (2, 4, 4, 4), 4), label="4-D: two batch axes"),
         Case(_qkv(g, (2, 3, 6, 8), (2, 3, 6, 8), 8), label="4-D, with T != d"),
         Case(_qkv(g, (6, 8), (6, 8), 8), label="one sentence, no batch dimensions"),
         Case(_qkv(g, (2, 3, 8), (2, 7, 8), 5), label="fewer queries than keys, d_v != d_k"),
@@ -174,15 +177,16 @@ ATTENTION = Exercise(
             _or_reference(lambda q, k, v, mask=None: _attend(q, k, v, mask, keys=_transpose_1_2)),
             "right on 3-D inputs, wrong on 4-D ones",
             "you turn k around by swapping axes 1 and 2. Those are the last two axes of a 3-D "
-            "k only: on a 4-D k they are the heads and the positions, and on a 2-D k axis 2 "
-            "does not exist. The two axes to swap are the last two, whatever stands in front.",
+            "k only: on a 4-D k they are the second batch axis and the positions, and on a "
+            "2-D k axis 2 does not exist. The two axes to swap are the last two, whatever "
+            "stands in front.",
         ),
         Bug(
             "dot_T_on_a_batch",
             lambda q, k, v, mask=None: _attend(q, k, v, mask, keys=_every_axis_reversed),
             "`.T` reversed every axis of a batched k",
-            "k.T turns k around completely: a (B, T_k, d_k) k becomes (d_k, T_k, B), and a "
-            "(B, H, T_k, d_k) one (d_k, T_k, H, B), so the batch axes meet the wrong axes of q. "
+            "k.T turns k around completely: a (B, T_k, d_k) k becomes (d_k, T_k, B), and a 4-D "
+            "one is reversed the same way, so the batch axes meet the wrong axes of q. "
             "On one (T_k, d_k) sentence it happens to be right. Only the last two axes should "
             "swap, whatever stands in front of them.",
         ),
@@ -282,4 +286,13 @@ ATTENTION = Exercise(
         "batch): use operations that broadcast it rather than indexing with it. True means the "
         "query may attend; a blocked score becomes minus infinity before the softmax.",
     ),
+    forbidden=(
+        (attention, "scaled_dot_product_attention"),
+        (attention, "attend"),
+        (F, "scaled_dot_product_attention"),
+    ),
+    forbidden_hint="The course's scaled_dot_product_attention (and attend, which it calls) and "
+    "torch's F.scaled_dot_product_attention compute this very function, so calling one "
+    "proves nothing. Write the four steps of 'One query, step by step' yourself, with matrix "
+    "products over every query at once.",
 )

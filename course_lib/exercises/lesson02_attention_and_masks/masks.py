@@ -1,21 +1,23 @@
 """Lesson 02's mask exercises: the causal mask; the padding mask of a right-padded batch.
 
 The lesson prints the causal mask of its 12-token line (course_lib.attention.causal_mask) as
-the worked example; the exercise asks for any T. The padding mask's worked example is a
-table in the lesson's text for other lengths; the exercise asks for the (B, 1, T) mask that
-broadcasts over the queries, which the lesson's padded batch then runs through attention.
+the pattern to build, and works torch's `tril` on a matrix of numbers; the exercise asks for
+the bool mask of any T, and its check refuses a call to the course's causal_mask. The padding
+mask's worked example is a table in the lesson's text for other lengths, and `[:, None]` is
+worked on a product table; the exercise asks for the (B, 1, T) mask that broadcasts over the
+queries, which the lesson's padded batch then runs through attention.
 """
 
 import torch
 
-from course_lib.attention import causal_mask
+from course_lib import attention
 from course_lib.exercises.core import Bug, Case, Exercise
 
 # ---------------------------------------------------------------- the causal mask
 
 
 def make_causal_mask_reference(T):
-    return causal_mask(T)  # (T, T)
+    return torch.ones(T, T, dtype=torch.bool).tril()  # (T, T): True on and below the diagonal
 
 
 CAUSAL_MASK = Exercise(
@@ -32,21 +34,21 @@ CAUSAL_MASK = Exercise(
     bugs=(
         Bug(
             "lesson_size",
-            lambda T: causal_mask(12),
+            lambda T: make_causal_mask_reference(12),
             "your mask is 12 by 12 whatever T is",
             "it has the size of the lesson's 12-token line: is your function returning the "
             "lesson's mask, or building one from a length other than its argument T?",
         ),
         Bug(
             "transposed",
-            lambda T: causal_mask(T).T.contiguous(),
+            lambda T: make_causal_mask_reference(T).T.contiguous(),
             "your True values sit on and above the diagonal",
             "row t is query t and column s is key s: query t may see keys 0..t, the columns "
             "up to and including t, which puts True on and BELOW the diagonal.",
         ),
         Bug(
             "inverted",
-            lambda T: ~causal_mask(T),
+            lambda T: ~make_causal_mask_reference(T),
             "your mask is True exactly where it should be False",
             "True means the query MAY attend: the past and the token itself, not the future.",
         ),
@@ -58,7 +60,7 @@ CAUSAL_MASK = Exercise(
         ),
         Bug(
             "not_bool",
-            lambda T: causal_mask(T).float(),
+            lambda T: make_causal_mask_reference(T).float(),
             "right pattern, but not a bool tensor",
             "attention expects True and False (dtype torch.bool), not 1 and 0 in a number "
             "dtype: make the tensor bool, or build it from a comparison, which gives bool.",
@@ -67,6 +69,10 @@ CAUSAL_MASK = Exercise(
     hints=(
         "Row t of the mask is query t; column s is key s. Query t may attend to key s when s <= t.",
     ),
+    forbidden=((attention, "causal_mask"),),
+    forbidden_hint="The course's causal_mask is the very mask this exercise asks you to "
+    "build, so calling it proves nothing. Build the (T, T) pattern from torch operations: "
+    "the worked line in the exercise's text keeps the lower triangle of a matrix.",
 )
 
 # ---------------------------------------------------------------- the padding mask
@@ -100,8 +106,8 @@ PADDING_MASK = Exercise(
         Case((_lengths(6), 6), label="one sentence, no padding"),
         Case((_lengths(3, 3, 1, 2), 4), label="as many sentences as keys (B = T = 4)"),
     ],
-    idea="the section 'Padding: sentences of different lengths in one batch' and the table "
-    "above the exercise",
+    idea="the section 'Padding: sentences of different lengths in one batch' and the worked "
+    "lengths (2, 3) in the exercise's text",
     bugs=(
         Bug(
             "torch_convention",
