@@ -26,6 +26,7 @@ code.
 import copy
 import inspect
 import math
+import sys
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -307,23 +308,36 @@ def _fail(exercise: Exercise, message: str, steps, bug: str | None = None) -> Ve
 
 @contextmanager
 def _watching(forbidden):
-    """Wrap each (module, name) in forbidden so a call is recorded; yield the list of calls."""
-    called, saved = [], []
+    """Record each call of a function in forbidden, (module, name) pairs, while the block runs;
+    yield the list of calls.
+
+    A call is recognised by the function itself, not by the name it is reached through: a
+    Python function by its code, a built-in by identity. So `from torch.autograd import grad`
+    before the call, or a course function that calls a forbidden one inside, is caught too.
+    """
+    targets = {}  # id of a Python function's code, or of a built-in -> the name to report
     for module, attr in forbidden:
-        original = getattr(module, attr)
+        function = inspect.unwrap(getattr(module, attr))
         label = f"{getattr(module, '__name__', module)}.{attr}"
+        targets[id(getattr(function, "__code__", function))] = label
+    called = []
 
-        def spy(*args, _original=original, _label=label, **kwargs):
-            called.append(_label)
-            return _original(*args, **kwargs)
+    def profile(frame, event, arg):
+        if event == "call":
+            label = targets.get(id(frame.f_code))
+        elif event == "c_call":
+            label = targets.get(id(arg))
+        else:
+            return
+        if label is not None:
+            called.append(label)
 
-        saved.append((module, attr, original))
-        setattr(module, attr, spy)
+    before = sys.getprofile()
+    sys.setprofile(profile if targets else before)
     try:
         yield called
     finally:
-        for module, attr, original in reversed(saved):
-            setattr(module, attr, original)
+        sys.setprofile(before)
 
 
 def run(exercise: Exercise, fn) -> Verdict:
@@ -340,9 +354,9 @@ def run(exercise: Exercise, fn) -> Verdict:
         with _watching(() if fn is exercise.reference else exercise.forbidden) as called:
             tried = attempt(name, fn, *mine, **mine_kw)
         if called and tried.missing is None:
-            return _fail(exercise, f"your function calls {called[0]}, the function this exercise "
-                         f"asks you to write (case: {label})", (exercise.forbidden_hint,),
-                         "forbidden")  # fmt: skip
+            return _fail(exercise, f"your function calls {called[0]}, which computes what this "
+                         f"exercise asks you to write (case: {label})",
+                         (exercise.forbidden_hint,), "forbidden")  # fmt: skip
         if tried.missing not in (None, name):
             return Verdict(
                 False,
