@@ -7,6 +7,7 @@ chaotic after a few steps (gradients of 1e-9 and less), so its claims are checke
 0-4; every other run printed the same digits on every path.
 """
 
+import inspect
 import json
 import math
 from pathlib import Path
@@ -15,6 +16,7 @@ import nbformat
 import pytest
 import torch
 
+from course_lib import saturation as saturation_module
 from course_lib import variants, viz
 from course_lib.exercises.lesson03_scaling import (
     score_variance_reference,
@@ -330,3 +332,25 @@ def test_the_variance_figure_keeps_the_d_k_line_in_sight_under_the_curve_on_it()
     reference, curve = lines["d_k (the derivation)"], lines["q . k"]
     assert reference.get_linewidth() >= 1.5 * curve.get_linewidth()
     assert reference.get_zorder() < curve.get_zorder()
+
+
+def test_the_set_ups_the_lesson_states_are_the_codes():
+    """The counts and settings the prose gives are the defaults the cells run with."""
+    text = _markdown()
+    assert "the 2,048 rows of each width" in text
+    assert random_scores(4, scale=False).shape == (256, 8, 8)  # 256 sets, 2,048 rows of 8
+    head = inspect.signature(train_single_head).parameters
+    said = {"steps": 60, "D": 16, "T": 8, "B": 32, "lr": 0.5}
+    assert {k: head[k].default for k in said} == said
+    assert "momentum=0.9" in inspect.getsource(saturation_module._train)
+    for words in ("8 tokens of $D = 16$ numbers", "14 numbers of content", "60 steps of SGD",
+                  "(learning rate 0.5, momentum 0.9, batches of 32)"):  # fmt: skip
+        assert words in text, words
+    x, _ = marked_average_batch(2, 8, 16)
+    assert x.shape[-1] - 2 == 14 and torch.all(x[..., 0].sum(-1) == 3)
+    layers = inspect.signature(linear_scores).parameters
+    assert (layers["layers"].default, layers["n"].default) == (200, 500)
+    assert "(200 pairs of fresh layers, 500 pairs of token vectors through each)" in text
+    assert inspect.signature(first_scores_std).parameters["lines"].default == 64
+    assert "on 64 validation lines" in text
+    assert _table()["recipe"]["steps"] == 2000 and "3 seeds each, 2,000 steps" in text
