@@ -38,7 +38,7 @@ from course_lib.exercises import (
     lesson17,
     lesson_label,
 )
-from course_lib.exercises.core import Exercise, Verdict, run
+from course_lib.exercises.core import FAILED, Exercise, Verdict, run
 
 _last: dict = {"verdict": None, "name": None}  # the last failed check, for hint()
 _failed: dict[str, list] = {}  # exercise name -> [verdict, steps shown], for hint(name)
@@ -96,6 +96,10 @@ def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
     judge = partial(run, exercise) if verdict is None else verdict
 
     def check(fn) -> Verdict:
+        if fn is exercise.reference:  # core.run trusts the reference: never a learner's answer
+            return show(Verdict(False, f"{exercise.name}: that is the course's own function, the "
+                                "one the check compares with. Write yours in the exercise's cell.",
+                                (), FAILED, "the course's"))  # fmt: skip
         return show(judge(fn))
 
     check.exercise = exercise  # the entry it runs (tests find every exercise's checker by it)

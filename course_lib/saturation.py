@@ -1,16 +1,20 @@
 """Lesson 03's experiment: unscaled scores saturate the softmax and starve its gradient,
-measured on random problems, on freshly made nn.Linear projections, and in a short training
-run of one head (lesson 03).
+measured on random problems, on freshly made nn.Linear projections, in a short training run
+of one head, and read from the variant table's trained models (lesson 03).
 
 The attention itself is course_lib.attention.
 """
 
+import json
 import math
 
 import torch
 
+from course_lib import corpus, variants
 from course_lib._validation import float_tensor, positive_int
 from course_lib.attention import scale_factor
+from course_lib.bigram import yours_if_it_passes
+from course_lib.model import TinyTransformer
 from course_lib.runtime import one_thread
 
 
@@ -70,19 +74,33 @@ def softmax_entropy(weights) -> torch.Tensor:
     return -torch.special.xlogy(weights, weights).sum(dim=-1)  # (...)
 
 
-def softmax_jacobian(scores) -> torch.Tensor:
-    """(..., T, T): d softmax(scores)_i / d scores_j = w_i (delta_ij - w_j) for every row of
-    scores (..., T) (lesson 03)."""
-    float_tensor("scores", scores)
-    w = torch.softmax(scores, dim=-1)  # (..., T)
-    return torch.diag_embed(w) - w[..., :, None] * w[..., None, :]  # (..., T, T)
-
-
-def typical_jacobian_norm(scores, jacobian=softmax_jacobian) -> float:
+def typical_jacobian_norm(scores, jacobian) -> float:
     """The median over every row of scores (..., T) of the size (Frobenius norm) of its
-    softmax Jacobian, computed by `jacobian` (yours or the course's) (lesson 03)."""
+    softmax Jacobian, computed by `jacobian` (the learner's or the course's) (lesson 03)."""
     J = jacobian(scores)  # (..., T, T, T): one (T, T) matrix per row
     return J.flatten(-2).norm(dim=-1).median().item()
+
+
+def jacobian_sizes(softmax_jacobian, d_ks, *, n: int = 256, T: int = 8) -> tuple[dict, str]:
+    """({"scaled": [...], "unscaled": [...]}, whose): typical_jacobian_norm of random_scores
+    at each d_k (seed d_k), computed with the learner's softmax_jacobian where it passes its
+    check and with the course's otherwise; whose says which, in words (lesson 03)."""
+    jacobian, whose = yours_if_it_passes("softmax_jacobian", softmax_jacobian)
+    sizes = {
+        name: [typical_jacobian_norm(random_scores(d, scale=name == "scaled", n=n, T=T, seed=d),
+                                     jacobian) for d in d_ks]
+        for name in ("scaled", "unscaled")
+    }  # fmt: skip
+    return sizes, whose
+
+
+def score_variances(score_variance, widths) -> tuple[dict, str]:
+    """({width: (derived, measured)}, whose): Var(q . k) at d_model = d_k = width, derived by
+    the learner's score_variance where it passes its check (the course's otherwise) and
+    measured with linear_scores; whose says which, in words (lesson 03)."""
+    derive, whose = yours_if_it_passes("score_variance", score_variance)
+    found = {w: (float(derive(w, w)), linear_scores(w, w).var().item()) for w in widths}
+    return found, whose
 
 
 def marked_average_batch(B: int, T: int, D: int, marked: int = 3, generator=None):
@@ -140,8 +158,11 @@ def train_single_head(
     Returns lists "loss", "entropy" (mean attention entropy, nats), "max_weight" (mean
     largest weight per query), "flagged" (mean weight a query puts on the flagged keys) and
     "grad_scores" (median per-query gradient norm w.r.t. the scores, the signal that reaches
-    W_q and W_k through the softmax). It runs in float64: the unscaled run's gradients are
-    so small that float32 rounding, which differs from CPU to CPU, would steer it.
+    W_q and W_k through the softmax). It runs in float64, which keeps every scaled run and
+    the narrow unscaled one the same to the printed digits on every CPU; the wide unscaled run
+    stays chaotic even so (its rows are one-hot: a change of 1e-15 in one starting weight
+    moves its loss at step 59 by about 0.04), so lesson 03 prints only bounds for its later
+    steps.
     """
     positive_int("steps", steps)
     with one_thread():
@@ -169,3 +190,85 @@ def _train(scale, d, steps, D, T, B, lr, seed) -> dict:
         history["grad_scores"].append(scores.grad.norm(dim=-1).median().item())
         optimizer.step()
     return history
+
+
+# ---------------------------------------------------------------- the trained models
+
+
+def first_scores_std(variant: str, seed: int, lines: int = 64) -> float:
+    """The standard deviation of the raw scores q . k of the first head of `variant`'s model,
+    untrained, made as its training run in the variant table starts (seed `seed`), on the
+    first `lines` lines of the validation split (lesson 03).
+
+    Made under its own seed, leaving the global random state as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # the table's runs build their model right after set_seed(seed)
+        model = TinyTransformer.from_config(variants.VARIANTS[variant]).eval()
+    attn = model.blocks[0].attn
+    seen = {}
+    hook = attn.register_forward_hook(lambda module, args, out: seen.update(x=args[0]))
+    try:
+        with torch.no_grad():
+            model(corpus.load_split("valid")[:lines])
+            q, k, _ = attn.qkv_heads(seen["x"])  # each (B, H, T, d)
+            scores = q @ k.transpose(-2, -1)  # (B, H, T, T), before any division
+    finally:
+        hook.remove()
+    return scores.std().item()
+
+
+# the variant table's rows about the scale -> the models they compare, as the lesson names them
+SCALE_ROWS = {
+    "the 1/sqrt(d) scale at head width 128, one layer": "one head of width 128",
+    "the 1/sqrt(d) scale at head width 64": "two heads of width 64, one after the other",
+}
+SKILLS = ("all", "subject", "induction", "object", "song", "bracket", "mark", "other")
+
+
+def scale_rows() -> list[dict]:
+    """The variant table's two rows about the scale, read from data/variants.json (lesson 03).
+
+    Each is {"title", "parameters", "holds", "scaled" and "unscaled": {skill: excess over the
+    floor on the validation split for seeds 0, 1, 2}, "claims": [{"skill", "gap", "bar",
+    "holds"}], the skill the row names first, then "all"}.
+    """
+    table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    rows = []
+    for name, title in SCALE_ROWS.items():
+        (row,) = [r for r in table["rows"] if r["name"] == name]
+        ((scaled, unscaled),) = row["pairs"]
+
+        def seeds(variant):
+            runs = sorted((r for r in table["runs"] if r["variant"] == variant),
+                          key=lambda r: r["seed"])  # fmt: skip
+            return {s: [r["valid"][s] for r in runs] for s in SKILLS}
+
+        rows.append({
+            "title": title,
+            "parameters": table["parameters"][scaled],
+            "holds": row["holds"],
+            "scaled": seeds(scaled),
+            "unscaled": seeds(unscaled),
+            "claims": [{k: c[k] for k in ("skill", "gap", "bar", "holds")} for c in row["claims"]],
+        })  # fmt: skip
+    return rows
+
+
+def scale_row_text(row: dict) -> str:
+    """One row of scale_rows as the lesson prints it: per skill the mean and each seed's excess,
+    then each claim's gap, bar and verdict (lesson 03)."""
+    lines = [
+        f"{row['title']}, {row['parameters']:,} parameters: excess over the floor (nats)",
+        f"{'skill':10} {'scaled: mean (seeds 0, 1, 2)':33} unscaled: mean (seeds 0, 1, 2)",
+    ]
+    for skill in SKILLS:
+        said = [f"{sum(v) / len(v):6.3f} ({' '.join(f'{x:6.3f}' for x in v)})"
+                for v in (row["scaled"][skill], row["unscaled"][skill])]  # fmt: skip
+        lines.append(f"{skill:10} {said[0]:33} {said[1]}")
+    for claim in row["claims"]:
+        verdict = "holds" if claim["holds"] else "falls short"
+        lines.append(
+            f"  {claim['skill']}: gap {claim['gap']:.2f}, bar {claim['bar']:.2f}: {verdict}"
+        )
+    return "\n".join(lines)

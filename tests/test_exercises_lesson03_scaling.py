@@ -23,12 +23,17 @@ from course_lib.exercises.lesson03_scaling import (
     score_variance_reference,
     softmax_jacobian_reference,
 )
-from course_lib.saturation import linear_scores, softmax_jacobian
+from course_lib.saturation import linear_scores
 from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 from helpers import failed_with_hint as _check
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03_scaling.ipynb"
-NAMES = ("score_variance", "softmax_jacobian")
+NAMES = ("softmax_jacobian", "score_variance")
+
+
+def softmax_jacobian(scores):  # the derivation, written here independently of the lesson
+    w = torch.softmax(scores, -1)
+    return torch.diag_embed(w) - w.unsqueeze(-1) * w.unsqueeze(-2)
 
 
 def _lesson():
@@ -50,7 +55,7 @@ def test_the_lessons_solution_passes(name):
     assert run(exercise, mine[name]).passed
 
 
-CHECKS = [check_score_variance, check_softmax_jacobian]
+CHECKS = [check_softmax_jacobian, check_score_variance]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
@@ -73,12 +78,14 @@ def test_each_last_hint_points_to_a_section_the_lesson_has():
     for heading in (
         "The variance of a score grows with $d_k$",
         "A saturated softmax passes almost no gradient",
-        "Exercise 1: the variance a fresh `nn.Linear` gives",
-        "Exercise 2: the softmax's Jacobian",
+        "Exercise 1: the softmax's Jacobian",
+        "Exercise 2: the variance a fresh `nn.Linear` gives",
     ):
         assert f"# {heading}" in text, heading
     assert "'The variance of a score grows with d_k'" in SCORE_VARIANCE.idea
     assert "'A saturated softmax passes almost no gradient'" in SOFTMAX_JACOBIAN.idea
+    assert "torch.diag_embed" in SOFTMAX_JACOBIAN.idea and "torch.diag_embed(x)" in text
+    assert "N(0, sigma^2)" in SCORE_VARIANCE.idea and "uniform on $(0, 1)$" in text
 
 
 def test_no_cell_above_an_exercise_hands_the_learner_the_answer():
@@ -99,6 +106,28 @@ def test_no_cell_above_an_exercise_hands_the_learner_the_answer():
     assert not any(re.search(r"(?<!check_)\bsoftmax_jacobian\b", s) for s in imported)
     assert all("softmax_jacobian(" not in s or "def " in s for s in code[:at])
     assert "check_softmax_jacobian, hint" in code[0]
+
+
+def test_no_cell_hands_the_learner_the_courses_function():
+    """The cells that run "yours or the course's" get numbers back, never a function: no cell
+    calls yours_if_it_passes (which returns the course's reference) or reaches for bigram or
+    the exercise modules."""
+    code = "\n".join(c.source for c in _lesson().cells if c.cell_type == "code")
+    for word in ("yours_if_it_passes", "bigram", "course_lib.exercises", "_reference", "by_name"):
+        assert word not in code, word
+
+
+def test_no_text_after_a_check_states_the_exercises_answer():
+    """The learner's copy holds every markdown cell and the concept check's answer: none of
+    them writes the Jacobian's general entry or the variance's formula, so a learner who reads
+    ahead does not find the solution (the worked examples are other cases: two keys, N(0,
+    sigma^2) weights, a uniform number on (0, 1))."""
+    cells = _lesson().cells
+    text = " ".join(c.source for c in cells if c.cell_type == "markdown" or "ConceptCheck(" in
+                    c.source)  # fmt: skip
+    for answer in ("delta", "w_i (", "w_i(", "w_j)", "1/3 +", "\\frac13 +", "\\frac{1}{3 d",
+                   "1/(3 d", "near 1/3", "near $1/3$", "a^2 / 3", "a^2/3"):  # fmt: skip
+        assert answer not in text, answer
 
 
 # ---------------------------------------------------------------- score_variance
@@ -216,7 +245,18 @@ def test_a_measured_variance_or_a_tensor_is_told_what_is_asked():
 def test_the_worked_example_and_the_measured_settings_are_what_the_lesson_says():
     text = _markdown()
     # N(0, 1/d_model) weights, no bias: Var(q_i) = 1 and Var(q . k) = d_k, the sampling above
-    assert "With $\\sigma^2 = 1/d_\\text{model}$ that is 1, and" in text
+    assert "1 for $\\sigma^2 = 1/d_\\text{model}$, giving Var$(q \\cdot k) = d_k$" in text
+    # a uniform number on (0, 1): E[u^2] = 1/3, variance 1/3 - 1/4 = 1/12, as measured
+    u = torch.rand(1_000_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert abs(u.pow(2).mean().item() - 1 / 3) < 1e-3 and abs(u.var().item() - 1 / 12) < 1e-3
+    assert "Var$(u) = \\frac13 - \\frac14 = \\frac1{12}$" in text
+    # the contract's description of nn.Linear's draw, checked against torch's own layer
+    layer = torch.nn.Linear(400, 3000)
+    bound = 1 / math.sqrt(400)
+    for values in (layer.weight, layer.bias):
+        assert values.abs().max().item() <= bound and values.abs().max().item() > 0.99 * bound
+        assert abs(values.var().item() / (bound**2 / 3) - 1) < 0.05
+    assert "uniformly from $(-a, a)$, $a = 1/\\sqrt{d_\\text{model}}$" in text
     assert math.isclose(score_variance_reference(64, 64), 7.335, abs_tol=1e-3)
     assert math.isclose(score_variance_reference(128, 128), 14.445, abs_tol=1e-3)
 
@@ -227,9 +267,16 @@ def test_the_worked_example_and_the_measured_settings_are_what_the_lesson_says()
 def test_the_jacobian_reference_is_autograd_and_agrees_with_the_formula():
     for case in SOFTMAX_JACOBIAN.case_list():
         (scores,) = case.args
-        torch.testing.assert_close(
-            softmax_jacobian_reference(scores), softmax_jacobian(scores), atol=1e-6, rtol=1e-5
-        )
+        got = softmax_jacobian_reference(scores)
+        assert got.dtype == scores.dtype and got.shape == (*scores.shape, scores.shape[-1])
+        torch.testing.assert_close(got, softmax_jacobian(scores), atol=1e-6, rtol=1e-5)
+        rows = scores.reshape(-1, scores.shape[-1])
+        one_by_one = [torch.autograd.functional.jacobian(lambda r: r.softmax(-1), r) for r in rows]
+        torch.testing.assert_close(got.reshape(len(rows), *one_by_one[0].shape),
+                                   torch.stack(one_by_one))  # fmt: skip
+    with torch.no_grad():  # a caller under no_grad still gets autograd's numbers
+        torch.testing.assert_close(softmax_jacobian_reference(torch.zeros(2)),
+                                   torch.tensor([[0.25, -0.25], [-0.25, 0.25]]))  # fmt: skip
 
 
 def loop_jacobian(scores):  # right, entry by entry, for any leading dimensions
@@ -335,6 +382,64 @@ def test_calling_autograd_is_refused():
     found = _check(SOFTMAX_JACOBIAN, autograd)
     assert found.bug == "forbidden" and "torch.autograd.functional.jacobian" in found.message
     assert found.steps[0] == SOFTMAX_JACOBIAN.forbidden_hint
+
+
+# torch.func's first use scripts a helper, and torch warns that scripting is deprecated
+@pytest.mark.slow  # torch.func warms up for a second
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_every_autograd_route_and_the_courses_jacobian_are_refused():
+    """Autograd reached by another name, through .backward(), torch.func or forward mode, and
+    the course's own Jacobian called inside the learner's function: each is refused, by what
+    is called, not by the name it is called through."""
+    from torch.autograd import grad as imported_grad
+    from torch.autograd.forward_ad import dual_level, make_dual, unpack_dual
+    from torch.func import jacrev, vmap
+
+    def grad_by_another_name(scores):
+        s = scores.detach().requires_grad_()
+        w = s.softmax(-1)
+        rows = [imported_grad(w[..., i].sum(), s, retain_graph=True)[0]
+                for i in range(s.shape[-1])]  # fmt: skip
+        return torch.stack(rows, -2)
+
+    def with_backward(scores):
+        rows = []
+        for i in range(scores.shape[-1]):
+            s = scores.detach().clone().requires_grad_()
+            s.softmax(-1)[..., i].sum().backward()
+            rows.append(s.grad)
+        return torch.stack(rows, -2)
+
+    def with_jacrev(scores):
+        flat = scores.reshape(-1, scores.shape[-1])
+        return vmap(jacrev(lambda r: r.softmax(-1)))(flat).reshape(*scores.shape, -1)
+
+    def forward_mode(scores):
+        columns = []
+        with dual_level():
+            for j in range(scores.shape[-1]):
+                tangent = torch.zeros_like(scores)
+                tangent[..., j] = 1.0
+                columns.append(unpack_dual(make_dual(scores, tangent).softmax(-1)).tangent)
+        return torch.stack(columns, -1)
+
+    def the_courses(scores):
+        return softmax_jacobian_reference(scores)
+
+    for fn in (grad_by_another_name, with_backward, with_jacrev, forward_mode, the_courses):
+        found = _check(SOFTMAX_JACOBIAN, fn)
+        assert found.bug == "forbidden", (fn.__name__, found.message)
+    for name, fn in (("torch.autograd.grad", grad_by_another_name),
+                     ("torch.autograd.backward", with_backward),
+                     ("torch.func.jacrev", with_jacrev),
+                     ("make_dual", forward_mode)):  # fmt: skip
+        assert name in run(SOFTMAX_JACOBIAN, fn).message
+
+
+def test_the_courses_own_function_handed_to_the_check_is_refused(capsys):
+    for exercise, check in zip(EXERCISES, CHECKS, strict=True):
+        out = verdict(check, exercise.reference, capsys)
+        assert out.startswith("TRY AGAIN") and "the course's own function" in out
 
 
 def test_a_float64_input_must_give_float64():

@@ -11,15 +11,25 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from course_lib import saturation
+from course_lib.exercises.lesson03_scaling import (
+    score_variance_reference,
+    softmax_jacobian_reference,
+)
 from course_lib.saturation import (
+    first_scores_std,
+    jacobian_sizes,
     linear_scores,
     marked_average_batch,
     random_qkv,
     random_scores,
+    scale_row_text,
+    scale_rows,
+    score_variances,
     softmax_entropy,
-    softmax_jacobian,
     typical_jacobian_norm,
 )
+from helpers import stub
 
 
 def test_entropy_matches_torch_and_its_extremes():
@@ -29,30 +39,76 @@ def test_entropy_matches_torch_and_its_extremes():
     assert_close(softmax_entropy(torch.eye(5)), torch.zeros(5))  # one-hot: no NaN from 0 log 0
 
 
-def test_softmax_jacobian_matches_autograd_row_by_row():
-    scores = torch.randn(2, 3, 5, dtype=torch.float64) * 3
-    scores[0, 0, 3:] = -math.inf  # masked keys: weight 0, a row and column of zeros
-    J = softmax_jacobian(scores)  # (2, 3, 5, 5)
-    for index in [(0, 0), (0, 2), (1, 1)]:
-        row = scores[index]
-        expected = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), row)
-        assert_close(J[index], expected)
-    assert_close(J, J.transpose(-2, -1))  # symmetric
-    assert_close(J.sum(-1), torch.zeros(2, 3, 5, dtype=torch.float64))  # weights sum to 1 always
-    assert_close(softmax_jacobian(torch.tensor([1.0, 0.0]))[0], torch.tensor([0.1966, -0.1966]),
-                 atol=1e-4, rtol=0)  # fmt: skip
+def test_the_course_keeps_no_hand_written_softmax_jacobian():
+    """The lesson's exercise is the only place the formula is written: the course's Jacobian is
+    autograd's (the exercise's reference), which the check refuses when a learner calls it."""
+    assert not hasattr(saturation, "softmax_jacobian")
 
 
-def test_typical_jacobian_norm_is_the_median_row_size_and_takes_another_jacobian():
+def formula(scores):  # the derivation, written here independently of the lesson
+    w = torch.softmax(scores, -1)
+    return torch.diag_embed(w) - w.unsqueeze(-1) * w.unsqueeze(-2)
+
+
+def test_typical_jacobian_norm_is_the_median_row_size_of_the_jacobian_it_is_given():
     scores = torch.tensor([[[0.0, 0.0], [50.0, 0.0], [1.0, 0.0]]])  # (1, 3, 2): flat, one-hot
     flat = math.sqrt(4 * 0.25**2)  # every entry +-1/4 for two equal weights
     w = 1 / (1 + math.exp(-1))
     middle = math.sqrt(4 * (w * (1 - w)) ** 2)
-    assert math.isclose(typical_jacobian_norm(scores), middle, rel_tol=1e-5)
-    assert math.isclose(typical_jacobian_norm(scores[:, :1]), flat, rel_tol=1e-6)
-    assert typical_jacobian_norm(scores, lambda s: 2 * softmax_jacobian(s)) == pytest.approx(
-        2 * middle
-    )
+    course = softmax_jacobian_reference
+    assert math.isclose(typical_jacobian_norm(scores, course), middle, rel_tol=1e-5)
+    assert math.isclose(typical_jacobian_norm(scores[:, :1], course), flat, rel_tol=1e-6)
+    assert typical_jacobian_norm(scores, lambda s: 2 * formula(s)) == pytest.approx(2 * middle)
+
+
+def test_jacobian_sizes_use_the_learners_function_where_it_passes_and_the_courses_otherwise():
+    d_ks = [1, 64]
+    mine, whose = jacobian_sizes(formula, d_ks)
+    assert whose == "yours"
+    course, why = jacobian_sizes(stub, d_ks)
+    assert why == "the course's (yours is not written yet)"
+    assert all(course[k] == pytest.approx(mine[k], rel=1e-5) for k in mine)
+    wrong, why = jacobian_sizes(lambda s: -formula(s), d_ks)
+    assert why == "the course's (yours does not pass its check)" and wrong == course
+    for name in ("scaled", "unscaled"):
+        for d, size in zip(d_ks, course[name], strict=True):
+            scores = random_scores(d, scale=name == "scaled", seed=d)
+            assert size == typical_jacobian_norm(scores, softmax_jacobian_reference)
+
+
+def test_score_variances_derive_with_the_learners_function_and_measure_with_linear_layers():
+    def mine(d_model, d_k, bias=True):
+        return d_k * ((d_model + bias) / (3 * d_model)) ** 2
+
+    found, whose = score_variances(mine, (8,))
+    assert whose == "yours" and found[8][0] == pytest.approx(score_variance_reference(8, 8))
+    assert found[8][1] == linear_scores(8, 8).var().item()
+    course, why = score_variances(stub, (8,))
+    assert why.startswith("the course's") and course == found
+
+
+def test_first_scores_std_is_the_untrained_models_first_head_and_leaves_the_rng_alone():
+    torch.manual_seed(5)
+    before = torch.random.get_rng_state()
+    std = first_scores_std("heads-1-no-scale", 0, lines=4)
+    assert torch.equal(torch.random.get_rng_state(), before)
+    assert first_scores_std("heads-1-no-scale", 0, lines=4) == std
+    assert first_scores_std("heads-1-no-scale", 1, lines=4) != std
+    assert 1.5 < std < 4  # near the derivation's 2.71, far from unit-variance entries' 8
+
+
+def test_scale_rows_read_the_variant_tables_two_rows_seed_by_seed():
+    rows = scale_rows()
+    assert [r["title"] for r in rows] == list(saturation.SCALE_ROWS.values())
+    assert [r["holds"] for r in rows] == [True, False]
+    assert [c["skill"] for c in rows[0]["claims"]] == ["object", "all"]
+    for row in rows:
+        for kind in ("scaled", "unscaled"):
+            assert list(row[kind]) == list(saturation.SKILLS)
+            assert all(len(v) == 3 for v in row[kind].values())
+    text = scale_row_text(rows[1])
+    assert "seeds 0, 1, 2" in text and "113,408 parameters" in text
+    assert "  mark: gap 2.00, bar 9.62: falls short" in text
 
 
 def test_random_scores_are_the_scaled_dot_products_of_random_qkv():

@@ -21,53 +21,92 @@ def test_curve_panels_reference_lines_are_grey_and_told_apart_by_dash_pattern():
         viz.curve_panels([1, 2, 3], [panel(refs | {"level d": [4.0] * 3})], xlabel="x")
 
 
-def history(loss, entropy, grad):
-    return {"loss": loss, "entropy": entropy, "grad_scores": grad}
+def history(loss, entropy, flagged, grad):
+    return {"loss": loss, "entropy": entropy, "flagged": flagged, "grad_scores": grad}
 
 
 RUNS = {
-    (16, True): history([0.3, 0.1, 0.005], [1.8, 1.5, 1.2], [1e-3, 8e-4, 5e-4]),
-    (16, False): history([0.8, 0.3, 0.01], [0.8, 1.2, 1.4], [1e-3, 9e-4, 6e-4]),
-    (256, True): history([0.3, 0.1, 0.005], [1.8, 1.6, 1.4], [1e-3, 8e-4, 5e-4]),
-    (256, False): history([1.1, 1.0, 0.9], [0.2, 0.05, 0.03], [1e-5, 0.0, 1e-20]),
+    (16, True): history([0.3, 0.1, 0.005], [1.8, 1.5, 1.2], [0.37, 0.8, 0.99], [1e-3, 8e-4, 5e-4]),
+    (16, False): history([0.8, 0.3, 0.01], [0.8, 1.2, 1.4], [0.37, 0.9, 0.92], [1e-3, 9e-4, 6e-4]),
+    (256, True): history([0.3, 0.1, 0.005], [1.8, 1.6, 1.4], [0.38, 0.7, 0.93], [1e-3, 8e-4, 5e-4]),
+    (256, False): history([1.1, 1.0, 0.9], [0.2, 0.05, 0.03], [0.37, 0.5, 0.8], [1e-5, 0.0, 1e-20]),
 }
 
 
-def test_the_training_figure_shows_every_run_on_a_linear_loss_axis_with_its_setting():
+def test_the_training_figure_shows_every_run_its_end_losses_and_the_weight_on_flagged_keys():
     fig = viz.training_figure(RUNS, one_key_loss=2 / 3)
-    loss, entropy, grad = fig.axes
-    assert loss.get_yscale() == "linear" and loss.get_ylim()[0] == 0
-    assert loss.get_ylim()[1] >= 1.1  # the unscaled wide head's loss stays in sight
-    assert grad.get_yscale() == "log"
+    loss, entropy, flagged, grad = fig.axes
+    # a log axis: end losses of 0.005 and 0.01 stand apart, and 1.1 stays in sight
+    assert loss.get_yscale() == "log"
+    low, high = loss.get_ylim()
+    assert low < 0.005 and high > 1.1
+    assert flagged.get_ylim() == (0, 1.05) and "flagged" in flagged.get_title()
+    assert any("3/8" in t.get_text() for t in flagged.texts)
+    assert grad.get_yscale() == "log" and "median" in grad.get_ylabel()
     assert all(line.get_ydata().min() > 0 for line in grad.lines)  # an exact 0 drawn, not lost
     (legend,) = fig.legends  # one legend for the four runs, outside the panels
     assert [t.get_text() for t in legend.texts] == [
-        "scaled, d = 16", "unscaled, d = 16", "scaled, d = 256", "unscaled, d = 256"
+        "scaled, d = 16 (dashed)", "unscaled, d = 16 (dashed)",
+        "scaled, d = 256 (solid)", "unscaled, d = 256 (solid)",
     ]  # fmt: skip
+    # handles long enough to show a dash pattern, and the pattern the label names
+    assert legend.handlelength >= 4
+    styles = [h.get_linestyle() for h in legend.legend_handles]
+    assert styles == ["--", "--", "-", "-"]
     assert "widths 16 and 256" in fig.get_suptitle()
     assert any("2/3" in t.get_text() for t in loss.texts)
     with pytest.raises(ValueError, match="runs: expected scale True and False"):
         viz.training_figure({(16, True): RUNS[16, True]}, one_key_loss=2 / 3)
 
 
-def test_the_excess_figure_keeps_every_seed_inside_its_axis():
-    rows = [
-        {
-            "title": "one layer, head width 128: holds",
-            "scaled": {"all": [0.09, 0.08, 0.08], "mark": [0.28, 0.31, 0.26]},
-            "unscaled": {"all": [0.64, 0.65, 0.67], "mark": [3.3, 4.4, 4.7]},
-        },
-        {
-            "title": "two layers, head width 64: falls short",
-            "scaled": {"all": [0.01, 0.06, 0.01], "mark": [0.05, 0.17, -0.05]},
-            "unscaled": {"all": [0.4, 0.22, 0.22], "mark": [3.8, 1.9, 0.59]},
-        },
-    ]
-    fig = viz.excess_rows_figure(rows, ("all", "mark"))
-    for ax, row in zip(fig.axes, rows, strict=True):
+def row(title, holds, scaled, unscaled, claims):
+    return {"title": title, "holds": holds, "scaled": scaled, "unscaled": unscaled,
+            "claims": claims, "parameters": 1}  # fmt: skip
+
+
+ROWS = [
+    row("one head of width 128", True,
+        {"all": [0.09, 0.08, 0.08], "subject": [-0.01, -0.01, 0.035], "mark": [0.28, 0.31, 0.26]},
+        {"all": [0.64, 0.65, 0.67], "subject": [0.033, 0.03, 0.071], "mark": [3.3, 4.4, 4.7]},
+        [{"skill": "mark", "gap": 3.8, "bar": 1.4, "holds": True},
+         {"skill": "all", "gap": 0.57, "bar": 0.1, "holds": True}]),
+    row("two heads of width 64", False,
+        {"all": [0.01, 0.06, 0.01], "subject": [0.002, 0.01, 0.003], "mark": [0.05, 0.17, -0.05]},
+        {"all": [0.4, 0.22, 0.22], "subject": [0.03, 0.01, 0.04], "mark": [3.8, 1.9, 0.59]},
+        [{"skill": "mark", "gap": 2.0, "bar": 9.6, "holds": False}]),
+]  # fmt: skip
+
+
+def test_the_excess_figure_gives_each_skill_its_own_axis_and_draws_each_claims_bar():
+    fig = viz.excess_rows_figure(ROWS)
+    axes = fig.axes
+    assert len(axes) == 6
+    panels = [(each, skill) for each in ROWS for skill in each["scaled"]]
+    for ax, (r, skill) in zip(axes, panels, strict=True):
         low, high = ax.get_ylim()
-        values = [v for kind in ("scaled", "unscaled") for vs in row[kind].values() for v in vs]
-        assert low < min(values) and high > max(values)
-        assert ax.get_title() == row["title"]
-        assert [t.get_text() for t in ax.get_xticklabels()] == ["all", "mark"]
-    assert "3 seeds" in fig.get_suptitle()
+        values = r["scaled"][skill] + r["unscaled"][skill]
+        assert low < min(values) and high > max(values)  # every seed inside its own axis
+        claim = {c["skill"]: c for c in r["claims"]}.get(skill)
+        title = ax.get_title()
+        if claim is None:
+            assert title == skill
+            continue
+        assert title == f"{skill}: {'holds' if claim['holds'] else 'short'}"
+        scaled_mean = sum(r["scaled"][skill]) / 3
+        tops = [
+            max(line.get_ydata())
+            for line in ax.lines
+            if line.get_color() == "0.2" and len(line.get_ydata())
+        ]
+        assert max(tops) == pytest.approx(scaled_mean + claim["bar"])  # the bar, from the mean
+        assert high > scaled_mean + claim["bar"]
+    # the subject panel's axis is its own: its 0.07 is not a sliver under 4.7
+    subject = axes[1]
+    assert subject.get_ylim()[1] < 0.1
+    # seeds side by side, never drawn on one another
+    dots = [line for line in axes[0].lines if line.get_marker() == "o" and len(line.get_xdata())]
+    assert all(len(set(line.get_xdata())) == 3 for line in dots)
+    assert [s.get_suptitle() for s in fig.subfigs] == [
+        "one head of width 128: the row holds", "two heads of width 64: the row falls short"
+    ]  # fmt: skip
+    assert "seeds 0, 1, 2" in fig.get_suptitle() and "1/sqrt(d_k)" in fig.get_suptitle()

@@ -9,7 +9,8 @@ import pytest
 import torch
 from PIL import Image
 
-from course_lib.saturation import random_scores
+from course_lib.exercises.lesson03_scaling import softmax_jacobian_reference
+from course_lib.saturation import random_scores, typical_jacobian_norm
 from course_lib.widgets import ScalingExplorer
 from helpers import picture, stub
 
@@ -105,9 +106,21 @@ def test_histogram_bins_follow_the_spread(d_k, scale):
     assert explorer.ax_hist.get_xlim() == (edges[0], edges[-1])
     assert (hist > 0.01).sum() >= 12 and hist.max() < 0.25
     # an independent count: numpy's histogram of the same scores, clipped into the end bins
-    scores = random_scores(d_k, scale=scale, n=explorer.n, T=explorer.T, seed=0).numpy().ravel()
+    scores = random_scores(d_k, scale=scale, n=explorer.n, T=explorer.T, seed=d_k).numpy().ravel()
     counts, _ = np.histogram(np.clip(scores, edges[0], edges[-1]), bins=edges)
     assert np.allclose(hist, counts / counts.sum(), atol=1e-6)
+
+
+def test_its_curves_are_the_lessons_jacobian_table():
+    """At the table's widths the explorer uses the table's random sets (256 of them, seed d_k),
+    so the right panel shows cell 14's numbers, 1.4e-06 unscaled at d_k = 1024 among them."""
+    curves = ScalingExplorer().state()["curves"]
+    for d_k in (1, 4, 16, 64, 256, 1024):
+        for name in ("scaled", "unscaled"):
+            scores = random_scores(d_k, scale=name == "scaled", seed=d_k)
+            expected = typical_jacobian_norm(scores, softmax_jacobian_reference)
+            assert curves[name][curves["d_k"].index(d_k)] == pytest.approx(expected, rel=1e-6)
+    assert f"{curves['unscaled'][-1]:.2g}" == "1.4e-06"
 
 
 def test_the_learners_right_jacobian_agrees_and_draws_the_same_marker():

@@ -27,7 +27,6 @@ import copy
 import inspect
 import math
 import sys
-import types
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -272,51 +271,42 @@ def _fail(exercise: Exercise, message: str, steps, bug: str | None = None) -> Ve
 
 
 @contextmanager
-def _watching(forbidden):
-    """Record each call of a function in forbidden, as (module, name), while the learner's
-    function runs; yield the list of calls.
+def _watching(functions: dict):
+    """Record each call of the functions given as {label: function} while the block runs;
+    yield the list of their labels, in the order called.
 
-    The module's attribute is wrapped (a call through `module.name` is seen), and the function
-    itself is watched through the profiler hook: a call through a name the learner imported
-    (`from course_lib.attention import causal_mask`), or through another function that calls
-    it, is seen too."""
-    called, saved, watched = [], [], {}
-    for module, attr in forbidden:
-        original = getattr(module, attr)
-        label = f"{getattr(module, '__name__', module)}.{attr}"
-        code = getattr(original, "__code__", None)  # a Python function: its code runs
-        if code is not None:
-            watched[code] = label
-        elif isinstance(original, types.BuiltinFunctionType):  # a C function: it is called
-            watched[original] = label
-
-        def spy(*args, _original=original, _label=label, **kwargs):
-            called.append(_label)
-            return _original(*args, **kwargs)
-
-        saved.append((module, attr, original))
-        setattr(module, attr, spy)
+    A call is recognised by the function itself, not by the name it is reached through: a
+    Python function by its code, a built-in by identity. So `from torch.autograd import grad`
+    before the call, a course function that calls a watched one inside, or the course's own
+    version handed back by earlier_work, is caught too.
+    """
+    targets = {id(getattr(f, "__code__", f)): label for label, f in functions.items()}
+    called = []
 
     def profile(frame, event, arg):
         if event == "call":
-            label = watched.get(frame.f_code)
+            label = targets.get(id(frame.f_code))
         elif event == "c_call":
-            label = watched.get(arg) if isinstance(arg, types.BuiltinFunctionType) else None
+            label = targets.get(id(arg))
         else:
             return
         if label is not None:
             called.append(label)
 
-    hook = watched and sys.getprofile() is None  # never displace a profiler already running
-    if hook:
-        sys.setprofile(profile)
+    before = sys.getprofile()
+    sys.setprofile(profile if targets else before)
     try:
         yield called
     finally:
-        if hook:
-            sys.setprofile(None)
-        for module, attr, original in reversed(saved):
-            setattr(module, attr, original)
+        sys.setprofile(before)
+
+
+def _forbidden(exercise: Exercise) -> dict:
+    """{"module.name": function} of the exercise's forbidden functions."""
+    return {
+        f"{getattr(module, '__name__', module)}.{attr}": inspect.unwrap(getattr(module, attr))
+        for module, attr in exercise.forbidden
+    }
 
 
 COURSE_OWN = (
@@ -327,27 +317,6 @@ COURSE_OWN = (
 )
 
 
-@contextmanager
-def _course_calls(functions):
-    """Record which of `functions` (Python functions) run, by whatever route they are reached,
-    while the block runs; yield the list of their names."""
-    codes = {f.__code__: getattr(f, "__qualname__", f.__name__) for f in functions}
-    seen: list[str] = []
-    previous = sys.getprofile()
-
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code in codes and not seen:
-            seen.append(codes[frame.f_code])
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profile if codes else previous)
-    try:
-        yield seen
-    finally:
-        sys.setprofile(previous)
-
-
 def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
     """Check the learner's fn against exercise on every case; return the Verdict. A right
     answer that runs the course's own version (its reference, or a forbidden function) fails,
@@ -356,24 +325,25 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
     if not callable(fn):
         return _fail(exercise, f"expected a function, got {_describe(fn)}", ())
     cases = exercise.case_list()
-    # the reference, watched by its code: the forbidden functions are _watching's
-    own_versions = [exercise.reference] if hasattr(exercise.reference, "__code__") else []
+    forbidden = _forbidden(exercise)
+    # the course's own version, however the learner reached it (earlier_work hands it back
+    # for an exercise not written yet); a wrong answer built on it still gets its own hint
+    reference = exercise.reference
+    own = {reference.__qualname__: reference} if hasattr(reference, "__code__") else {}
     ran_own = None  # the first case on which a right answer ran the course's own version
+    trusted = fn is reference and reference_ok
     for case in cases:
         label = case_label(exercise.reference, case)
         mine = _copy_args(case.args)
         mine_kw = dict(zip(case.kwargs, _copy_args(case.kwargs.values()), strict=True))
-        # the reference may be the very torch function the learner must not call
-        trusted = fn is exercise.reference and reference_ok
-        with (  # _watching first: _course_calls chains to the profile hook it may set
-            _watching(() if trusted else exercise.forbidden) as called,
-            _course_calls(() if trusted else own_versions) as own,
-        ):
+        with _watching({} if trusted else {**forbidden, **own}) as calls:
             tried = attempt(name, fn, *mine, **mine_kw)
+        called = [c for c in calls if c in forbidden]
+        ran = [c for c in calls if c in own]
         if called and tried.missing is None:
-            return _fail(exercise, f"your function calls {called[0]}, the function this exercise "
-                         f"asks you to write (case: {label})", (exercise.forbidden_hint,),
-                         "forbidden")  # fmt: skip
+            return _fail(exercise, f"your function calls {called[0]}, which computes what this "
+                         f"exercise asks you to write (case: {label})",
+                         (exercise.forbidden_hint,), "forbidden")  # fmt: skip
         if tried.missing not in (None, name):
             return Verdict(
                 False,
@@ -428,8 +398,8 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
         if exercise.accept is not None:
             got = exercise.accept(got, expected, case.args, case.kwargs)
         if close(got, expected, exercise.atol, exercise.rtol):
-            if own and ran_own is None:  # right because it is the course's, unless a later
-                ran_own = own[0], label  # case shows a mistake made around it
+            if ran and ran_own is None:  # right because it is the course's, unless a later
+                ran_own = ran[0], label  # case shows a mistake made around it
             if exercise.needs_grad and _lost_gradient(got, expected):
                 return _fail(exercise, f"{NO_GRADIENT[0]} (case: {label})", (NO_GRADIENT[1],),
                              "no gradient")  # fmt: skip

@@ -1,18 +1,20 @@
-"""Lesson 03_scaling's exercises: the variance of a score under nn.Linear's default
-initialisation, derived; the softmax's Jacobian, written from the weights.
+"""Lesson 03_scaling's exercises: the softmax's Jacobian, written from the weights (Exercise
+1); the variance of a score under nn.Linear's default initialisation, derived (Exercise 2).
 
-- score_variance(d_model, d_k, bias=True) -> float: Var(q . k) for q = W_Q(x), k = W_K(x'),
-  W_Q and W_K two fresh nn.Linear(d_model, d_k, bias=bias), x and x' with independent
-  N(0, 1)-like entries (mean 0, variance 1); over the draws of the inputs and of both layers.
-  Exact: d_k (1/3 + bias / (3 d_model))^2.
 - softmax_jacobian(scores) -> (..., T, T): scores (..., T), any number of leading dimensions
   (none included); J[..., i, j] = d softmax(scores)_i / d scores_j, in scores' dtype. The
-  reference is autograd's own Jacobian, row by row.
+  reference is autograd's own Jacobian (torch.autograd.grad), row by row; the check refuses
+  autograd in every form the learner could call it.
+- score_variance(d_model, d_k, bias=True) -> float: Var(q . k) for q = W_Q(x), k = W_K(x'),
+  W_Q and W_K two fresh nn.Linear(d_model, d_k, bias=bias), x and x' with independent
+  entries of mean 0 and variance 1; over the draws of the inputs and of both layers. The
+  reference is the exact formula; tests/test_exercises_lesson03_scaling.py measures it.
 """
 
 import math
 
 import torch
+from torch.autograd import forward_ad
 
 from course_lib.exercises.core import Bug, Case, Exercise
 
@@ -50,7 +52,8 @@ SCORE_VARIANCE = Exercise(
     reference=score_variance_reference,
     cases=_variance_cases,
     idea="the cell 'The variance of a score grows with d_k', which derives Var(q . k) from "
-    "the variance of each entry, and Exercise 1's worked example",
+    "the variance of each entry, and the two facts Exercise 2 works on other cases (weights "
+    "drawn from N(0, sigma^2), and a number drawn uniformly from (0, 1))",
     bugs=(
         Bug(
             "bound_squared",
@@ -142,13 +145,15 @@ SCORE_VARIANCE = Exercise(
 
 
 def softmax_jacobian_reference(scores: torch.Tensor) -> torch.Tensor:
-    T = scores.shape[-1]
-    rows = scores.detach().reshape(-1, T)  # (N, T)
-    jacobians = [
-        torch.autograd.functional.jacobian(lambda row: torch.softmax(row, dim=-1), row)
-        for row in rows
-    ]  # N of (T, T)
-    return torch.stack(jacobians).reshape(*scores.shape, T)  # (..., T, T)
+    """Autograd's own Jacobian of the softmax: row i of every (T, T) matrix is the gradient of
+    weight i with respect to that row's scores, T backward passes for all rows at once (rows
+    do not mix, so the gradient of a sum over rows is each row's own) (lesson 03)."""
+    with torch.enable_grad():
+        s = scores.detach().requires_grad_()
+        w = torch.softmax(s, dim=-1)  # (..., T)
+        rows = [torch.autograd.grad(w[..., i].sum(), s, retain_graph=True)[0]
+                for i in range(s.shape[-1])]  # fmt: skip
+    return torch.stack(rows, dim=-2)  # (..., T, T): [..., i, j] = d w_i / d s_j
 
 
 def _weights(scores):
@@ -199,8 +204,8 @@ SOFTMAX_JACOBIAN = Exercise(
     lesson="03_scaling",
     reference=softmax_jacobian_reference,
     cases=_jacobian_cases,
-    idea="the cell 'A saturated softmax passes almost no gradient' and Exercise 2's worked "
-    "example with two keys",
+    idea="the cell 'A saturated softmax passes almost no gradient', its worked example with two "
+    "keys, and Exercise 1's note on torch.diag_embed",
     bugs=(
         Bug(
             "outer_only",
@@ -275,13 +280,21 @@ SOFTMAX_JACOBIAN = Exercise(
         "j = i and once for j != i, and write both cases in terms of the weights alone. Then "
         "build the (T, T) matrix for every row at once, along the last axis.",
     ),
+    # autograd in every form a learner could call it; torch.autograd.backward is what
+    # Tensor.backward calls, and every reverse-mode route ends in grad or backward
     forbidden=(
         (torch.autograd.functional, "jacobian"),
         (torch.func, "jacrev"),
         (torch.func, "jacfwd"),
+        (torch.func, "vjp"),
+        (torch.func, "jvp"),
+        (torch.autograd, "grad"),
+        (torch.autograd, "backward"),
+        (forward_ad, "make_dual"),
     ),
     forbidden_hint="This exercise asks you to derive the Jacobian and build it from the "
-    "weights; autograd computes it for you, and is what the checker compares with.",
+    "weights; autograd (torch.autograd.grad, .backward(), torch.func, forward mode) computes "
+    "it for you, and is what the checker compares with.",
 )
 
-EXERCISES = (SCORE_VARIANCE, SOFTMAX_JACOBIAN)
+EXERCISES = (SOFTMAX_JACOBIAN, SCORE_VARIANCE)  # in the lesson's order

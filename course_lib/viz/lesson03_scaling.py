@@ -6,7 +6,7 @@ import math
 import numpy as np
 from matplotlib.figure import Figure
 
-from course_lib.viz.style import COLOURS, MARKERS, _markers, _numbers, colour, new_figure
+from course_lib.viz.style import COLOURS, DPI, MARKERS, _markers, _numbers, colour, new_figure
 
 REFERENCE_STYLES = ("--", ":", "-.")  # dashed, dotted, dash-dotted
 
@@ -62,11 +62,12 @@ def curve_panels(x, panels, *, xlabel, logx=True, width=None, height=3.4) -> Fig
 
 
 WIDTH_STYLES = ("--", "-")  # the narrow head dashed, the wide one solid
+WIDTH_WORDS = {"--": "dashed", "-": "solid"}
 
 
 def training_figure(runs: dict, one_key_loss: float) -> Figure:
-    """Loss, attention entropy and the gradient reaching the scores against the step, for the
-    short training run of one head (lesson 03).
+    """Loss, attention entropy, weight on the flagged keys and the median gradient reaching
+    the scores against the step, for the short training run of one head (lesson 03).
 
     runs: {(d, scale): train_single_head's history}, two widths d, each with scale True and
     False. one_key_loss: the loss of a head that looks at a single flagged key (a dotted line).
@@ -76,11 +77,13 @@ def training_figure(runs: dict, one_key_loss: float) -> Figure:
                                                for s in (True, False)):  # fmt: skip
         raise ValueError(f"runs: expected scale True and False for at most two widths, got "
                          f"{sorted(runs)}")  # fmt: skip
-    fig, axes = new_figure(12.0, 4.3, ncols=3)
+    fig, axes = new_figure(10.0, 7.2, ncols=2, nrows=2)
+    axes = axes.ravel()
     panels = (
-        ("loss", "mean squared error", "loss"),
+        ("loss", "mean squared error (log scale)", "loss"),
         ("entropy", "mean entropy (nats)", "attention entropy"),
-        ("grad_scores", "typical gradient norm (log scale)", "gradient reaching the scores"),
+        ("flagged", "mean weight on the 3 flagged keys", "weight on the flagged keys"),
+        ("grad_scores", "median over rows (log scale)", "gradient reaching the scores, per row"),
     )
     for ax, (key, ylabel, title) in zip(axes, panels, strict=True):
         for d, style in zip(widths, WIDTH_STYLES, strict=False):
@@ -91,64 +94,95 @@ def training_figure(runs: dict, one_key_loss: float) -> Figure:
                     ys = [max(y, 1e-30) for y in ys]  # an exact 0 drawn at the axis' floor
                 ax.plot(range(len(ys)), ys, style, color=COLOURS[name], lw=2,
                         marker=MARKERS[name], ms=5, markevery=10,
-                        label=f"{name}, d = {d}")  # fmt: skip
+                        label=f"{name}, d = {d} ({WIDTH_WORDS[style]})")  # fmt: skip
         ax.set(title=title, ylabel=ylabel, xlabel="training step")
         ax.grid(True, alpha=0.3)
     steps = len(runs[(widths[0], True)]["loss"])
     references = (  # each label where the curves leave room for it
-        (axes[0], one_key_loss, "one flagged key: 2/3", "bottom"),
+        (axes[0], one_key_loss, "one flagged key: 2/3", "top"),
         (axes[1], math.log(3), "3 keys evenly: log 3", "top"),
         (axes[1], math.log(8), "8 keys evenly: log 8", "bottom"),
+        (axes[2], 3 / 8, "flag ignored: 3/8", "top"),
     )
     for ax, level, label, side in references:
         ax.axhline(level, color="grey", ls=":", lw=2, zorder=1.5)
         ax.annotate(label, (steps - 1, level), xytext=(-3, 3 if side == "bottom" else -3),
                     textcoords="offset points", ha="right", va=side, fontsize=9,
                     color="0.3")  # fmt: skip
-    axes[0].set_ylim(0, 1.3)
+    axes[0].set_yscale("log")
     axes[1].set_ylim(0, 2.35)
-    axes[2].set_yscale("log")
+    axes[2].set_ylim(0, 1.05)
+    axes[3].set_yscale("log")
     for ax in axes:
         ax.set_xlim(0, steps - 1)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=10)
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=10,
+               handlelength=4.5)  # fmt: skip
     fig.suptitle(f"One head, {steps} steps of SGD on the flagged-average task: widths "
                  f"{' and '.join(str(d) for d in widths)}, with and without the scale",
                  fontsize=11)  # fmt: skip
     return fig
 
 
-def excess_rows_figure(rows: list[dict], skills) -> Figure:
-    """Excess over the floor per skill, with and without the scale, one panel per row of the
-    variant table (lesson 03).
+def _claim_bar(ax, x, base, bar):
+    """The bar a claim must clear, drawn from the better variant's mean: the claim holds when
+    the other variant's mean is above its top."""
+    style = {"color": "0.2", "lw": 1.6}
+    ax.plot([x, x], [base, base + bar], **style)
+    ax.plot([x - 0.12, x + 0.12], [base + bar] * 2, **style)
 
-    rows: [{"title": str, "scaled": {skill: [one value per seed]}, "unscaled": ...}]. A bar is
-    the mean over seeds, each seed a black dot on it.
+
+def excess_rows_figure(rows: list[dict]) -> Figure:
+    """Excess over the floor with and without the scale, one row of panels per row of the
+    variant table and one panel per skill, each with its own y axis (lesson 03).
+
+    rows: saturation.scale_rows()'s dicts. A bar is the mean over seeds, each seed a dot on
+    it; where the row makes a claim, a black bracket rises from the scaled mean by the claim's
+    bar (three times the larger seed range): the claim holds when the unscaled mean is above
+    it.
     """
-    skills = list(skills)
-    fig, axes = new_figure(6.2 * len(rows), 3.8, ncols=len(rows))
-    axes = np.atleast_1d(axes)
-    values = [v for row in rows for k in ("scaled", "unscaled") for s in skills for v in row[k][s]]
-    top, bottom = max(values), min(values)
-    x = np.arange(len(skills))
-    for ax, row in zip(axes, rows, strict=True):
-        for offset, name in ((-0.2, "scaled"), (0.2, "unscaled")):
-            seeds = [row[name][s] for s in skills]
-            means = [sum(v) / len(v) for v in seeds]
-            hatch = "" if name == "scaled" else "//"
-            ax.bar(x + offset, means, width=0.4, color=COLOURS[name], hatch=hatch,
-                   label=f"{name} (mean of seeds)")  # fmt: skip
-            for i, values in enumerate(seeds):
-                ax.plot([x[i] + offset] * len(values), values, "o", ms=3.5, color="black",
-                        mfc="white", mew=1.0)  # fmt: skip
-        ax.plot([], [], "o", ms=3.5, color="black", mfc="white", ls="none", label="each seed")
-        ax.axhline(0, color="0.3", lw=0.8)
-        ax.set_xticks(x, skills, fontsize=9, rotation=30)
-        ax.set_ylim(min(-0.25, 1.1 * bottom), top * 1.08)
-        ax.set_ylabel("excess over the floor (nats)")
-        ax.set_title(row["title"], fontsize=10)
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=9, loc="upper left")
-    fig.suptitle("Excess over the floor on the validation split, per skill, 3 seeds each, with "
-                 "and without the 1/sqrt(d) scale", fontsize=11)  # fmt: skip
+    skills = list(rows[0]["scaled"])
+    fig = Figure(figsize=(1.4 * len(skills) + 0.6, 2.9 * len(rows) + 0.5), dpi=DPI,
+                 layout="constrained")  # fmt: skip
+    spread = (-0.12, 0.0, 0.12)  # the seeds side by side on their bar, never on each other
+    for row, sub in zip(rows, np.atleast_1d(fig.subfigures(len(rows), 1)), strict=True):
+        claims = {c["skill"]: c for c in row["claims"]}
+        axes = sub.subplots(1, len(skills))
+        for ax, skill in zip(axes, skills, strict=True):
+            for x, name in ((0, "scaled"), (1, "unscaled")):
+                seeds = row[name][skill]
+                ax.bar(x, sum(seeds) / len(seeds), width=0.7, color=COLOURS[name],
+                       hatch="" if x == 0 else "//", label=f"{name} (mean of seeds)")  # fmt: skip
+                ax.plot([x + dx for dx in spread[: len(seeds)]], seeds, "o", ms=3.5,
+                        color="black", mfc="white", mew=1.0)  # fmt: skip
+            if skill in claims:
+                scaled = row["scaled"][skill]
+                claim = claims[skill]
+                _claim_bar(ax, 1.55, sum(scaled) / len(scaled), claim["bar"])
+            ax.axhline(0, color="0.3", lw=0.8)
+            ax.set_xlim(-0.55, 1.9)
+            ax.set_xticks([])
+            ax.margins(y=0.12)
+            verdict = skill in claims and ("holds" if claims[skill]["holds"] else "short")
+            ax.set_title(f"{skill}: {verdict}" if verdict else skill, fontsize=10)
+            ax.tick_params(axis="y", labelsize=9)
+            ax.grid(True, axis="y", alpha=0.3)
+        axes[0].set_ylabel("excess (nats)", fontsize=10)
+        verdict = "the row holds" if row["holds"] else "the row falls short"
+        sub.suptitle(f"{row['title']}: {verdict}", fontsize=11)
+    first = fig.axes[0]
+    first.plot([], [], "o", ms=3.5, color="black", mfc="white", ls="none", label="each seed")
+    first.plot(
+        [],
+        [],
+        "-",
+        color="0.2",
+        lw=1.6,
+        label="a claim's bar, from the scaled mean (title: holds or short)",
+    )
+    handles, labels = first.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=10)
+    fig.suptitle("Excess over the floor on the validation split, per skill (each panel its own "
+                 "axis), seeds 0, 1, 2, with and without the 1/sqrt(d_k) scale",
+                 fontsize=11)  # fmt: skip
     return fig

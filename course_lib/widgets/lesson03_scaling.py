@@ -4,12 +4,8 @@ import numpy as np
 import torch
 
 from course_lib import viz
-from course_lib.saturation import (
-    random_scores,
-    softmax_entropy,
-    softmax_jacobian,
-    typical_jacobian_norm,
-)
+from course_lib.exercises.lesson03_scaling import softmax_jacobian_reference
+from course_lib.saturation import random_scores, softmax_entropy, typical_jacobian_norm
 from course_lib.widgets.base import Explorer, checkbox, choice_slider, compare_learner
 
 
@@ -30,12 +26,21 @@ class ScalingExplorer(Explorer):
     D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
     BINS = 32  # histogram bars across +-4 standard deviations of the scores the softmax sees
 
-    def __init__(self, softmax_jacobian=None, T: int = 8, n: int = 16, seed: int = 0):
-        self.T, self.n, self.seed = T, n, seed
+    def __init__(self, softmax_jacobian=None, T: int = 8, n: int = 256):
+        self.T, self.n = T, n
         self.yours = softmax_jacobian
-        # both curves are the course's Jacobian; the circle is yours where it runs
+        # every setting's scores made once: a slider step then only reads them
+        self._scores = {
+            (d, scale): random_scores(d, scale=scale, n=n, T=T, seed=d)
+            for d in self.D_KS
+            for scale in (True, False)
+        }
+        # both curves are the course's Jacobian (autograd's); the circle is yours where it runs
         self.curves = {
-            scale: [typical_jacobian_norm(self.scores(d, scale)) for d in self.D_KS]
+            scale: [
+                typical_jacobian_norm(self.scores(d, scale), softmax_jacobian_reference)
+                for d in self.D_KS
+            ]
             for scale in (True, False)
         }
         fig, (self.ax_map, self.ax_hist, self.ax_grad) = viz.new_figure(11.0, 4.2, ncols=3)
@@ -80,15 +85,16 @@ class ScalingExplorer(Explorer):
         )
 
     def scores(self, d_k: int, scale: bool) -> torch.Tensor:
-        """(n, T, T) scores of the explorer's n random problems at this setting."""
-        return random_scores(d_k, scale=scale, n=self.n, T=self.T, seed=self.seed)
+        """(n, T, T) scores of the explorer's n random problems at this setting: with n = 256,
+        the lesson's Jacobian table's (seed d_k)."""
+        return self._scores[d_k, scale]
 
     def update(self) -> None:
         d_k, scale = self.controls["d_k"].value, self.controls["scale"].value
         scores = self.scores(d_k, scale)
         weights = torch.softmax(scores, dim=-1)  # (n, T, T)
         setting = _setting(d_k, scale)
-        course = softmax_jacobian(scores)  # (n, T, T, T)
+        course = softmax_jacobian_reference(scores)  # (n, T, T, T)
         jacobian, note = compare_learner(self.yours, (scores,), course, "softmax_jacobian",
                                          setting)  # fmt: skip
         self.jacobian_norm = typical_jacobian_norm(scores, lambda _: jacobian)
