@@ -26,9 +26,10 @@ from course_lib.exercises import (
     lesson02,
     lesson03,
     lesson04,
-    lesson05,
     lesson05_encoder_decoder,
     lesson06,
+    lesson08_transformer_block,
+    lesson09_feed_forward,
     lesson10,
     lesson11,
     lesson13,
@@ -131,11 +132,6 @@ check_rotate_pair = checker(lesson04.ROTATE_PAIR)
 check_rope_score = checker(lesson04.ROPE_SCORE)
 check_rope_heads = checker(lesson04.ROPE_HEADS)
 
-# ---------------------------------------------------------------- lesson 05
-check_feed_forward = checker(lesson05.FEED_FORWARD)
-check_prenorm_block = checker(lesson05.PRENORM_BLOCK)
-check_layer_norm = checker(lesson05.LAYER_NORM)
-
 # ---------------------------------------------------------------- lesson 05_encoder_decoder
 check_cross_attention = checker(lesson05_encoder_decoder.CROSS_ATTENTION)
 check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
@@ -144,6 +140,13 @@ check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
 check_my_transformer = checker(lesson06.MY_TRANSFORMER, lesson06.run_model)
 check_next_token_loss = checker(lesson06.NEXT_TOKEN_LOSS)
 check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
+
+# ---------------------------------------------------------------- lesson 08_transformer_block
+check_prenorm_block = checker(lesson08_transformer_block.PRENORM_BLOCK)
+check_layer_norm = checker(lesson08_transformer_block.LAYER_NORM)
+
+# ---------------------------------------------------------------- lesson 09_feed_forward
+check_feed_forward = checker(lesson09_feed_forward.FEED_FORWARD)
 
 # ---------------------------------------------------------------- lesson 10
 check_generate = checker(lesson10.GENERATE, lesson10.run_generate)

@@ -99,8 +99,10 @@ VIZ_FIGURES = {
     "detector_heatmap": lambda: viz.detector_heatmap(scores(), title="t"),
     "block_diagram": lambda: viz.block_diagram(prenorm=False),
     "depth_profile_figure": lambda: viz.depth_profile_figure(NORMS),
-    "ffn_width_figure": lambda: viz.ffn_width_figure(
-        {0: ([1, 2], [2.0, 1.6]), 16: ([1, 2], [1.9, 1.3])}, {0: [1.6, 1.7], 16: [1.3, 1.31]}, 64
+    "seed_dots_figure": lambda: viz.seed_dots_figure(
+        {"with": {1: [0.03, 0.04], 2: [0.01, 0.02]}, "without": {1: [0.4, 0.5], 2: [0.5, 0.7]}},
+        xlabel="layers",
+        title="t",
     ),
     "plot_history": lambda: viz.plot_history(HISTORY, smooth=5),
     "encoding_heatmap": lambda: viz.encoding_heatmap(positional.sinusoidal_encoding(16, 8)),
@@ -361,7 +363,7 @@ def test_cosines_are_coloured_by_their_sign():
     assert image.get_cmap().name == "RdBu_r" and image.norm.vmin == -image.norm.vmax == -1
 
 
-def test_lesson05_draws_each_norm_alike_in_the_figure_and_the_explorer():
+def test_lesson08_draws_each_norm_alike_in_the_figure_and_the_explorer():
     from course_lib.widgets import BlockExplorer
 
     fig = viz.depth_profile_figure(NORMS)

@@ -27,8 +27,9 @@ LESSONS = {
     "03_multihead": "lesson03",
     "04_positional_encoding": "lesson04",
     "05_encoder_decoder": "lesson05_encoder_decoder",
-    "05_transformer_block": "lesson05",
     "06_capstone_train_tiny_transformer": "lesson06",
+    "08_transformer_block": "lesson08_transformer_block",
+    "09_feed_forward": "lesson09_feed_forward",
     "10_sampling_and_cost": "lesson10",
     "11_build_and_train": "lesson11",
     "13_kv_cache_and_gqa": "lesson13",
@@ -42,7 +43,10 @@ LESSONS = {
 # as a new file (a learner's workspace copy is never overwritten, and nbgitpuller keeps the
 # learner's version), so a workspace may still hold the earlier file with the learner's work
 # in it: course_lib.mywork reads it there wherever the new lesson's exercise is still a stub.
-FORMER: dict[str, tuple[str, ...]] = {}
+FORMER: dict[str, tuple[str, ...]] = {
+    "08_transformer_block": ("05_transformer_block",),
+    "09_feed_forward": ("05_transformer_block",),
+}
 
 __all__ = [
     "Bug", "Case", "Exercise", "Verdict", "run", "all_exercises", "by_name", "lesson_file",

@@ -8,9 +8,8 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01` ... `lesson06`, `lesson10`, `lesson11`, `lesson13`, `lesson14`, `lesson15`,
-  `lesson16`,
-  `lesson17`: each lesson's figures and the constants
+- `lesson01` ... `lesson06`, `lesson08_transformer_block`, `lesson10`, `lesson11`,
+  `lesson13` ... `lesson17`: each lesson's figures and the constants
   they draw with, in lesson order (lesson 03's set_token_ticks is lesson 06's too); lessons
   01_language_and_loss and 05_encoder_decoder, which share their numbers with lessons 01 and
   05, have `lesson01_language_and_loss` and `lesson05_encoder_decoder`.
@@ -45,17 +44,6 @@ from course_lib.viz.lesson04 import (
     setup_pair_axes,
     similarity_figure,
 )
-from course_lib.viz.lesson05 import (
-    GRAD_LIMITS,
-    SCALE_LIMITS,
-    block_diagram,
-    depth_profile_figure,
-    draw_block_diagram,
-    ffn_width_figure,
-    pin_to_limits,
-    pinned_points,
-    setup_depth_axes,
-)
 from course_lib.viz.lesson05_encoder_decoder import (
     cross_map_figure,
     draw_cross_map,
@@ -69,6 +57,17 @@ from course_lib.viz.lesson06 import (
     detector_heatmaps,
     detector_timeline,
     plot_history,
+)
+from course_lib.viz.lesson08_transformer_block import (
+    GRAD_LIMITS,
+    SCALE_LIMITS,
+    block_diagram,
+    depth_profile_figure,
+    draw_block_diagram,
+    pin_to_limits,
+    pinned_points,
+    seed_dots_figure,
+    setup_depth_axes,
 )
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
 from course_lib.viz.lesson11 import copy_forming_figure, skill_curves_figure
@@ -106,8 +105,9 @@ from course_lib.viz.style import (
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01", "lesson01_language_and_loss", "lesson02", "lesson03", "lesson04",
-                  "lesson05", "lesson05_encoder_decoder", "lesson06", "lesson10", "lesson11",
-                  "lesson13", "lesson14", "lesson15", "lesson16", "lesson17")  # fmt: skip
+                  "lesson05_encoder_decoder", "lesson06", "lesson08_transformer_block", "lesson10",
+                  "lesson11", "lesson13", "lesson14", "lesson15", "lesson16",
+                  "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",
@@ -153,7 +153,6 @@ __all__ = [
     "embedding_map_figure",
     "encoder_decoder_diagram",
     "encoding_heatmap",
-    "ffn_width_figure",
     "head_grid",
     "head_groups_figure",
     "heads_sweep_figure",
@@ -177,6 +176,7 @@ __all__ = [
     "reversal_training_figure",
     "rotated_pair_figure",
     "scale_sweep_figure",
+    "seed_dots_figure",
     "set_token_ticks",
     "setup_depth_axes",
     "setup_pair_axes",

@@ -16,7 +16,6 @@ from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
 from course_lib.widgets.lesson02 import ScalingExplorer
 from course_lib.widgets.lesson03 import HeadsExplorer, best_detector, heads_examples
 from course_lib.widgets.lesson04 import PositionExplorer, RopeExplorer
-from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
 from course_lib.widgets.lesson06 import (
     TRAINED_EXAMPLES,
@@ -25,6 +24,8 @@ from course_lib.widgets.lesson06 import (
     fresh_sentences,
 )
 from course_lib.widgets.lesson06_ablation import AblationExplorer, KnockoutExplorer
+from course_lib.widgets.lesson08_transformer_block import BlockExplorer
+from course_lib.widgets.lesson09_feed_forward import ActivationExplorer
 from course_lib.widgets.lesson10 import SamplingExplorer
 from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson15 import WindowExplorer
@@ -40,12 +41,12 @@ EXPLORERS = (
     HeadsExplorer,
     PositionExplorer,
     RopeExplorer,
-    BlockExplorer,
-    ActivationExplorer,
     CrossAttentionExplorer,
     TrainedHeadsExplorer,
     AblationExplorer,
     KnockoutExplorer,
+    BlockExplorer,
+    ActivationExplorer,
     SamplingExplorer,
     KVCostExplorer,
     WindowExplorer,
