@@ -157,12 +157,14 @@ def _layer_norm_cases() -> list[Case]:
         return x, weight, bias
 
     return [
-        Case(parts(2, 5, 8), label="a 3-D x (B, T, D), eps left at its default"),
+        # first, so that where eps goes shows at once: with eps far below the variance, eps
+        # added to torch's .std() (which divides by D - 1) looks like the D - 1 alone
         Case(
             parts(4, 8, spread=1e-3),
             {"eps": 1e-5},
             label="features spread by 1e-3: their variance (about 2e-6) is below eps",
         ),
+        Case(parts(2, 5, 8), label="a 3-D x (B, T, D), eps left at its default"),
         Case((*parts(3, 6), 1.0), label="a large eps, 1.0: where it enters the formula shows"),
         Case(parts(12), {"eps": 1e-3}, label="a 1-D x: one token's vector"),
         Case((*parts(2, 3, 4, 6), 0.1), label="a 4-D x: more leading dims than (B, T)"),

@@ -46,7 +46,7 @@ class ActivationExplorer(Explorer):
     )
 
     LIMIT = 4.0  # inputs from -LIMIT to LIMIT
-    STEP = 0.02  # the curves' grid: every slider position (steps of 0.25) lies on it
+    STEP = 0.01  # the curves' grid: every slider position (steps of 0.25) lies on it
     STYLES = {"GELU": "-", "ReLU": "--"}  # told apart by dash as well as colour
 
     def __init__(self, feed_forward=None):
