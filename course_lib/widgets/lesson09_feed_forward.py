@@ -55,8 +55,9 @@ class ActivationExplorer(Explorer):
                 "feed_forward: expected a function like feed_forward(x, lin1, lin2), got "
                 f"{type(feed_forward).__name__}"
             )
-        count = round(2 * self.LIMIT / self.STEP) + 1
-        self.xs = torch.linspace(-self.LIMIT, self.LIMIT, count, dtype=torch.float64)
+        per_unit, half = round(1 / self.STEP), round(self.LIMIT / self.STEP)
+        # whole numbers divided, so that 0 and every slider position are exact grid points
+        self.xs = torch.arange(-half, half + 1, dtype=torch.float64) / per_unit
         self.curves = {name: torch.stack(activation(name, self.xs)) for name in self.STYLES}
         self.note, self.drawn_from = "", "torch"
         if feed_forward is not None:
