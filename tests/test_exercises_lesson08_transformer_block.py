@@ -214,6 +214,28 @@ def test_prenorm_block_that_calls_attn_with_a_mask_of_its_own_fails_on_plain_fun
     failed_with_hint(PRENORM_BLOCK, prenorm_block, words=["raised TypeError", "plain function"])
 
 
+def test_prenorm_block_reference_is_torchs_pre_norm_encoder_layer():
+    """An independent formulation: torch's nn.TransformerEncoderLayer with norm_first=True
+    runs the same wiring by code of its own, and the checker's case built from its parts
+    expects its output; so does the course's TransformerBlock on its own parts."""
+    from course_lib.block import TransformerBlock
+    from course_lib.exercises.lesson08_transformer_block import torch_layer_parts
+
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(3, 9, 16, generator=g) * 2 + 1  # (B, T, D)
+    layer, *parts = torch_layer_parts(16, 4, seed=21)
+    with torch.no_grad():
+        torch.testing.assert_close(PRENORM_BLOCK.reference(x, *parts), layer(x))
+    case = next(c for c in PRENORM_BLOCK.case_list() if "TransformerEncoderLayer" in c.label)
+    layer, *_ = torch_layer_parts(16, 4, seed=14)
+    with torch.no_grad():
+        torch.testing.assert_close(PRENORM_BLOCK.reference(*case.args), layer(case.args[0]))
+    block = TransformerBlock(16, 4, 64).eval()
+    with torch.no_grad():
+        parts = (block.attn, block.ff, block.norm1, block.norm2)
+        torch.testing.assert_close(PRENORM_BLOCK.reference(x, *parts), block(x))
+
+
 def test_prenorm_block_cases_cover_the_contract():
     cases = PRENORM_BLOCK.case_list()
     dtypes = {case.args[0].dtype for case in cases}

@@ -39,6 +39,23 @@ def _block_parts(D: int, H: int, seed: int, dtype=torch.float32):
     return block.attn, block.ff, block.norm1, block.norm2
 
 
+def torch_layer_parts(D: int, H: int, seed: int):
+    """(layer, attn, ff, norm1, norm2): torch's own pre-norm block, an nn.TransformerEncoderLayer
+    with norm_first=True (GELU, no dropout), and its four parts as one-argument callables, its
+    norms' gains and biases random. The layer itself computes what prenorm_block must, by code
+    of its own: tests/test_exercises_lesson08_transformer_block.py compares the two."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        layer = nn.TransformerEncoderLayer(D, H, 4 * D, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True).eval()  # fmt: skip
+        for norm in (layer.norm1, layer.norm2):
+            nn.init.uniform_(norm.weight, 0.5, 1.5)
+            nn.init.uniform_(norm.bias, -0.5, 0.5)
+    attn = lambda h: layer.self_attn(h, h, h, need_weights=False)[0]  # noqa: E731
+    ff = lambda h: layer.linear2(F.gelu(layer.linear1(h)))  # noqa: E731
+    return layer, attn, ff, layer.norm1, layer.norm2
+
+
 def _prenorm_block_cases() -> list[Case]:
     g = torch.Generator().manual_seed(1)
 
@@ -54,6 +71,10 @@ def _prenorm_block_cases() -> list[Case]:
             label="attn a plain function (attention under a causal mask), not a module",
         ),
         Case((x(3, 1, 32), *_block_parts(32, 4, seed=12)), label="a single token per sequence"),
+        Case(
+            (x(2, 6, 16), *torch_layer_parts(16, 4, seed=14)[1:]),
+            label="the parts of torch's nn.TransformerEncoderLayer(norm_first=True)",
+        ),
         Case(
             (x(2, 4, 16, dtype=torch.float64), *_block_parts(16, 2, 13, torch.float64)),
             label="float64 x and parts: the result stays float64",
