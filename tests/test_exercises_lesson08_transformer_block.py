@@ -429,3 +429,18 @@ def test_layer_norm_that_centres_x_in_place_is_caught():
         return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight + bias
 
     failed_with_hint(LAYER_NORM, layer_norm, "in place", words=["`x` in place"])
+
+
+def test_the_layer_norm_worked_by_hand_is_what_torch_computes():
+    x = torch.tensor([2.0, 4.0, 4.0, 6.0], dtype=torch.float64)
+    weight = torch.tensor([1.0, 1.0, 2.0, 0.5], dtype=torch.float64)
+    bias = torch.tensor([0.0, 1.0, 0.0, 0.5], dtype=torch.float64)
+    assert F.layer_norm(x, (4,), eps=2.0).tolist() == [-1.0, 0.0, 0.0, 1.0]
+    assert F.layer_norm(x, (4,), weight, bias, eps=2.0).tolist() == [-1.0, 1.0, 0.0, 1.0]
+    cells = _lesson().cells
+    text = " ".join(
+        next(c.source for c in cells if "Worked by hand on one token" in c.source).split()
+    )
+    assert "the variance $(4 + 0 + 0 + 4) / 4 = 2$" in text
+    assert "the normalised token is $(-1, 0, 0, 1)$" in text
+    assert "the output is $(-1, 1, 0, 1)$" in text

@@ -258,3 +258,10 @@ def test_feed_forward_that_changes_x_in_place_is_caught():
         return x
 
     failed_with_hint(FEED_FORWARD, feed_forward, "in place", words=["`x` in place"])
+
+
+def test_the_tanh_approximation_is_off_by_up_to_5e_4_as_the_lesson_says():
+    z = torch.linspace(-10, 10, 200_001, dtype=torch.float64)
+    gap = (F.gelu(z) - F.gelu(z, approximate="tanh")).abs().max().item()
+    assert 4e-4 < gap < 5e-4  # 4.7e-4
+    assert "is off by up to 5e-4" in " ".join(_markdown().split())
