@@ -1,5 +1,5 @@
 """Ablation: knock parts of a trained TinyTransformer out and measure what each skill loses
-(lessons 03, 05 and 12), or run it without the 1/sqrt(d) scale it was trained with.
+(lessons 09 and 12), or run it without the 1/sqrt(d) scale it was trained with.
 
 A detector (course_lib.heads) says where a head looks; knocking the head out says what the
 model needs it for. The loss is split by skill, using the positions course_lib.data marks:
@@ -83,13 +83,6 @@ def _check_heads(model, knocked_out) -> list[tuple[int, int]]:
     return pairs
 
 
-def _check_layer(model, layer) -> int:
-    count = len(model.blocks)
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < count:
-        raise ValueError(f"layer: expected an int in 0..{count - 1} for this model, got {layer!r}")
-    return layer
-
-
 # ---------------------------------------------------------------- knocking out
 
 
@@ -146,18 +139,6 @@ def knockout(model, knocked_out=(), mode: str = "zero"):
     finally:
         for handle in handles:
             handle.remove()
-
-
-@contextmanager
-def without_feedforward(model, layer: int):
-    """Inside the with-block, block `layer`'s feed-forward sub-layer adds nothing: its output
-    is zeroed, so the residual stream passes it by unchanged (lesson 05)."""
-    block = model.blocks[_check_layer(model, layer)]
-    handle = block.ff.register_forward_hook(lambda _m, _args, out: torch.zeros_like(out))
-    try:
-        yield model
-    finally:
-        handle.remove()
 
 
 # ---------------------------------------------------------------- loss per skill

@@ -1,4 +1,4 @@
-"""The transformer block: attention and feed-forward sub-layers, norms, residuals (lesson 05)."""
+"""The transformer block: attention and feed-forward sub-layers, norms, residuals (lesson 08)."""
 
 import torch
 from torch import nn
@@ -30,7 +30,7 @@ class TokenBatchNorm(nn.Module):
 
 def make_norm(norm: str, d_model: int) -> nn.Module:
     """LayerNorm, TokenBatchNorm, Identity or RMSNorm for norm = "layer", "batch", "none" or
-    "rms" (lessons 05 and 14)."""
+    "rms" (lessons 08 and 14)."""
     one_of("norm", norm, NORMS)
     if norm == "layer":
         return nn.LayerNorm(d_model)
@@ -49,10 +49,10 @@ class NoFeedForward(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    """Pre-norm by default: x + attn(norm1(x)), then x + ff(norm2(x)) (lesson 05).
+    """Pre-norm by default: x + attn(norm1(x)), then x + ff(norm2(x)) (lesson 08).
 
     prenorm=False gives the original post-norm block, norm1(x + attn(x)) then
-    norm2(x + ff(x)); residual=False drops the "x +" so lesson 05 can show what it buys.
+    norm2(x + ff(x)); residual=False drops the "x +" so lesson 08 can show what it buys.
     ff="swiglu" makes the feed-forward layer SwiGLU with hidden width d_ff, and bias=False
     drops the attention's biases: with norm="rms", the block of Llama-style models (lesson 14).
     num_kv_heads below num_heads makes the attention grouped-query (lesson 13).
@@ -98,7 +98,7 @@ class TransformerBlock(nn.Module):
                 check_inputs=check_inputs,
             )  # fmt: skip
         self.norm1 = make_norm(norm, d_model)
-        # d_ff = 0: a block without its feed-forward layer, for the variant table (lesson 05)
+        # d_ff = 0: a block without its feed-forward layer, for the variant table (lesson 09)
         if not d_ff:
             self.ff = NoFeedForward()
         elif ff == "swiglu":

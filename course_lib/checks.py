@@ -24,10 +24,11 @@ from course_lib.exercises import (
     lesson02_attention_and_masks,
     lesson03_scaling,
     lesson04_multihead,
-    lesson05,
     lesson05_encoder_decoder,
     lesson06_sinusoidal_and_rope,
     lesson07_rope_in_real_models,
+    lesson08_transformer_block,
+    lesson09_feed_forward,
     lesson10,
     lesson11,
     lesson12_read_your_model,
@@ -133,11 +134,6 @@ check_multihead = checker(lesson04_multihead.MULTIHEAD)
 check_score_variance = checker(lesson03_scaling.SCORE_VARIANCE)
 check_softmax_jacobian = checker(lesson03_scaling.SOFTMAX_JACOBIAN)
 
-# ---------------------------------------------------------------- lesson 05
-check_feed_forward = checker(lesson05.FEED_FORWARD)
-check_prenorm_block = checker(lesson05.PRENORM_BLOCK)
-check_layer_norm = checker(lesson05.LAYER_NORM)
-
 # ---------------------------------------------------------------- lesson 05_encoder_decoder
 check_cross_attention = checker(lesson05_encoder_decoder.CROSS_ATTENTION)
 check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
@@ -150,6 +146,13 @@ check_rope_heads = checker(lesson06_sinusoidal_and_rope.ROPE_HEADS)
 
 # ---------------------------------------------------------------- lesson 07_rope_in_real_models
 check_to_rotate_half = checker(lesson07_rope_in_real_models.TO_ROTATE_HALF)
+
+# ---------------------------------------------------------------- lesson 08_transformer_block
+check_prenorm_block = checker(lesson08_transformer_block.PRENORM_BLOCK)
+check_layer_norm = checker(lesson08_transformer_block.LAYER_NORM)
+
+# ---------------------------------------------------------------- lesson 09_feed_forward
+check_feed_forward = checker(lesson09_feed_forward.FEED_FORWARD)
 
 # ---------------------------------------------------------------- lesson 10
 check_generate = checker(lesson10.GENERATE, lesson10.run_generate)

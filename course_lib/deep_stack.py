@@ -1,5 +1,5 @@
-"""Lesson 05's experiment: deep stacks of blocks with and without residuals and norms, and the
-gradient and activation scale that reach each layer (lesson 05).
+"""Lesson 08's experiment: deep stacks of blocks with and without residuals and norms, and the
+gradient and activation scale that reach each layer (lesson 08).
 
 The block itself is course_lib.block.
 """
@@ -24,7 +24,7 @@ def build_stack(
     dtype: torch.dtype = torch.float32,
     **block_kwargs,
 ) -> nn.ModuleList:
-    """depth TransformerBlocks drawn from their own seed, leaving the global RNG alone (lesson 05).
+    """depth TransformerBlocks drawn from their own seed, leaving the global RNG alone (lesson 08).
 
     The norms draw no random numbers, so one seed gives the same attention and feed-forward
     weights for every norm, prenorm and residual setting: comparisons change one thing only.
@@ -38,14 +38,14 @@ def build_stack(
 
 @dataclass(frozen=True)
 class StackProfile:
-    """What one forward and backward pass through a stack looks like, layer by layer (lesson 05)."""
+    """What one forward and backward pass through a stack looks like, layer by layer (lesson 08)."""
 
     grad_norms: torch.Tensor  # (L,) norm of d loss / d (input of block l): the signal reaching it
     act_scales: torch.Tensor  # (L,) root-mean-square of block l's output
 
 
 def run_stack(blocks, x: torch.Tensor, mask=None) -> list[torch.Tensor]:
-    """[x, h_1, ..., h_L]: x and every block's output, with autograd's record kept (lesson 05)."""
+    """[x, h_1, ..., h_L]: x and every block's output, with autograd's record kept (lesson 08)."""
     if len(blocks) == 0:
         raise ValueError("blocks: expected at least one block, got an empty stack")
     float_tensor("x", x, min_dim=3)
@@ -57,7 +57,7 @@ def run_stack(blocks, x: torch.Tensor, mask=None) -> list[torch.Tensor]:
 
 def gradient_reaching(hidden: list[torch.Tensor], probe: torch.Tensor, depth=None) -> torch.Tensor:
     """(depth,) float64 norms of d loss / d h_(l-1), the gradient arriving at block l's input
-    (lesson 05).
+    (lesson 08).
 
     loss = sum(h_depth * probe): a fixed probe makes the gradient leaving the top equal to
     probe whatever the output's size, so every stack starts its backward pass alike. The
@@ -78,14 +78,14 @@ def gradient_reaching(hidden: list[torch.Tensor], probe: torch.Tensor, depth=Non
 
 
 def activation_scales(hidden: list[torch.Tensor]) -> torch.Tensor:
-    """(L,) root-mean-square of each block's output h_1 .. h_L (lesson 05)."""
+    """(L,) root-mean-square of each block's output h_1 .. h_L (lesson 08)."""
     return torch.stack([h.detach().pow(2).mean().sqrt() for h in hidden[1:]])  # (L,)
 
 
 def stack_profile(blocks, x: torch.Tensor, probe: torch.Tensor, mask=None) -> StackProfile:
-    """One forward and one backward pass up and down the stack, measured per layer (lesson 05).
+    """One forward and one backward pass up and down the stack, measured per layer (lesson 08).
 
-    Runs on one thread: lesson 05's stacks are tiny, and waking a second thread for each
+    Runs on one thread: lesson 08's stacks are tiny, and waking a second thread for each
     of their thousands of small operations costs more than it saves.
     """
     with one_thread():

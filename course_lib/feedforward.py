@@ -1,10 +1,11 @@
-"""The feed-forward sub-layer: Linear, GELU, Linear, one token at a time (lesson 05).
+"""The feed-forward layer: Linear, GELU, Linear, one token at a time (lesson 09).
 
-GELU and ReLU are written out here by hand because lesson 05 compares them, curve and slope;
+GELU and ReLU are written out here by hand because lesson 09 compares them, curve and slope;
 the blocks themselves use torch's `nn.GELU`, and the tests check that the two agree.
 """
 
 import math
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -13,7 +14,7 @@ from course_lib._validation import float_tensor, one_of
 from course_lib.runtime import evaluating
 
 ACTIVATIONS = ("GELU", "ReLU")
-FEED_FORWARDS = ("gelu", "swiglu")  # Linear, GELU, Linear (lesson 05) or SwiGLU (lesson 14)
+FEED_FORWARDS = ("gelu", "swiglu")  # Linear, GELU, Linear (lesson 09) or SwiGLU (lesson 14)
 
 
 def _tensor(name: str, x) -> torch.Tensor:
@@ -25,13 +26,13 @@ def _tensor(name: str, x) -> torch.Tensor:
 
 def gelu(x: torch.Tensor) -> torch.Tensor:
     """GELU(x) = x * Phi(x), Phi the standard normal's CDF: x, let through as often as a
-    standard normal falls below it (lesson 05)."""
+    standard normal falls below it (lesson 09)."""
     x = _tensor("x", x)
     return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
 
 def gelu_slope(x: torch.Tensor) -> torch.Tensor:
-    """d GELU / dx = Phi(x) + x * phi(x), phi the standard normal's density (lesson 05)."""
+    """d GELU / dx = Phi(x) + x * phi(x), phi the standard normal's density (lesson 09)."""
     x = _tensor("x", x)
     cdf = 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
     density = torch.exp(-0.5 * x**2) / math.sqrt(2.0 * math.pi)
@@ -39,17 +40,17 @@ def gelu_slope(x: torch.Tensor) -> torch.Tensor:
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:
-    """ReLU(x) = max(x, 0) (lesson 05)."""
+    """ReLU(x) = max(x, 0) (lesson 09)."""
     return _tensor("x", x).clamp(min=0.0)
 
 
 def relu_slope(x: torch.Tensor) -> torch.Tensor:
-    """d ReLU / dx: 1 where x > 0, else 0 (at 0 itself torch also uses 0) (lesson 05)."""
+    """d ReLU / dx: 1 where x > 0, else 0 (at 0 itself torch also uses 0) (lesson 09)."""
     return (_tensor("x", x) > 0).to(x.dtype)
 
 
 def activation(name: str, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(value, slope) of "GELU" or "ReLU" at x (lesson 05)."""
+    """(value, slope) of "GELU" or "ReLU" at x (lesson 09)."""
     one_of("name", name, ACTIVATIONS)
     if name == "GELU":
         return gelu(x), gelu_slope(x)
@@ -68,7 +69,7 @@ def _check_inputs(x: torch.Tensor, changed: torch.Tensor) -> None:
 @torch.no_grad()
 def sublayer_changes(block, x: torch.Tensor, changed: torch.Tensor, mask=None) -> dict:
     """How much each sub-layer's output moves, position by position, when its input goes from
-    x to `changed` (both (B, T, D)) (lesson 05).
+    x to `changed` (both (B, T, D)) (lesson 09).
 
     Returns {"attention": (B, T), "feed-forward": (B, T)}: the largest absolute change of
     attn(norm1(.)) and of ff(norm2(.)) at each position. The feed-forward sub-layer reads one
@@ -88,10 +89,26 @@ def sublayer_changes(block, x: torch.Tensor, changed: torch.Tensor, mask=None) -
 @torch.no_grad()
 def token_by_token(ff, x: torch.Tensor) -> torch.Tensor:
     """ff run on each token of x (B, T, D) separately, as a batch of one-token sequences, and
-    put back in place (lesson 05): equal to ff(x) because ff never looks across tokens."""
+    put back in place (lesson 09): equal to ff(x) because ff never looks across tokens."""
     float_tensor("x", x, min_dim=3)
     B, T, D = x.shape
     return ff(x.reshape(B * T, 1, D)).reshape(B, T, -1)  # (B*T, 1, D) -> (B, T, D)
+
+
+@contextmanager
+def without_feedforward(model, layer: int):
+    """Inside the with-block, block `layer`'s feed-forward layer adds nothing: its output is
+    zeroed, so the residual stream passes it by unchanged (lesson 09). The model's weights are
+    never touched; the hook is removed on leaving the block."""
+    count = len(model.blocks)
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < count:
+        raise ValueError(f"layer: expected an int in 0..{count - 1} for this model, got {layer!r}")
+    block = model.blocks[layer]
+    handle = block.ff.register_forward_hook(lambda _m, _args, out: torch.zeros_like(out))
+    try:
+        yield model
+    finally:
+        handle.remove()
 
 
 def feedforward_parameters(d_model: int, d_ff: int) -> int:
@@ -102,7 +119,7 @@ def feedforward_parameters(d_model: int, d_ff: int) -> int:
 @torch.no_grad()
 def hidden_inputs(model, ids: torch.Tensor) -> list[torch.Tensor]:
     """Per block, the inputs of its GELU, W_1 norm2(h) + b_1, over ids (N, T): one (N, T, d_ff)
-    tensor per block, from one forward pass of the model in eval mode (lesson 05)."""
+    tensor per block, from one forward pass of the model in eval mode (lesson 09)."""
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
         got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise ValueError(f"ids: expected a (N, T) tensor of int64 token ids, got {got}")
@@ -121,8 +138,8 @@ def hidden_inputs(model, ids: torch.Tensor) -> list[torch.Tensor]:
 
 
 class NoFeedForward(nn.Module):
-    """Stands in for a block's feed-forward sub-layer and adds nothing: attention-only blocks
-    for lesson 05's width sweep (d_ff = 0)."""
+    """Stands in for a block's feed-forward layer and adds nothing: attention-only blocks for
+    the earlier language's width sweep (d_ff = 0, course_lib.ffn_width)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(x)

@@ -37,7 +37,7 @@ class ModelConfig:
     norm: str = "layer"  # "layer", "batch" or "none", as in TransformerBlock
     prenorm: bool = True  # pre-norm blocks (the modern default) or post-norm
     scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 06)
-    residual: bool = True  # False drops every block's "x +", for the variant table (lesson 05)
+    residual: bool = True  # False drops every block's "x +", for the variant table (lesson 08)
     tied: bool = False  # the head reuses the embedding's matrix (lesson 01_language_and_loss)
     ff: str = "gelu"  # "gelu" (Linear, GELU, Linear) or "swiglu", hidden width d_ff (lesson 14)
     bias: bool = True  # False: attention projections without biases, as in Llama (lesson 14)

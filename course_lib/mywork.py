@@ -95,9 +95,14 @@ def collect(names, folder: Path) -> Work:
     # every exercise up to the last lesson asked for, in course order: later ones call earlier
     # ones. A lesson that replaced earlier ones reads their files first (a workspace keeps them,
     # with the learner's work), then its own, whose stubs leave a function found there alone.
+    # A former file that two lessons replaced (a lesson split in two) is read once, for the
+    # first: read again for the second, it would undo what the learner wrote in the first.
+    done: set = set()
     for lesson in order[: last + 1]:
         current = lesson_file(folder, lesson)
-        for path in [*former_files(folder, lesson), *([current] if current else [])]:
+        former = [p for p in former_files(folder, lesson) if p not in done]
+        done.update(former)
+        for path in [*former, *([current] if current else [])]:
             imports, cells = _exercise_cells(path)
             for source in imports:
                 try:

@@ -75,7 +75,7 @@ def _notebook_functions(names: tuple[str, ...]) -> tuple:
 
 
 def stack_inputs(seed, B=2, T=8, D=16, dtype=torch.float32):
-    """Input x and probe (B, T, D) for lesson 05's stacks, from seed 100 + seed."""
+    """Input x and probe (B, T, D) for lesson 08's stacks, from seed 100 + seed."""
     g = torch.Generator().manual_seed(100 + seed)
     return torch.randn(B, T, D, generator=g, dtype=dtype), torch.randn(
         B, T, D, generator=g, dtype=dtype

@@ -110,16 +110,6 @@ def test_mean_pattern_matches_the_hand_computation(ids, knocked):
     assert_same(got, losses_by_hand(model, ids, meaned=set(knocked)))
 
 
-def test_without_feedforward_matches_the_hand_computation(ids):
-    model = load_pretrained("rope-h4")
-    with ablation.without_feedforward(model, 1):
-        with torch.no_grad():
-            got = model(ids)
-    torch.testing.assert_close(got, by_hand(model, ids, no_ff={1}), rtol=1e-5, atol=1e-5)
-    with torch.no_grad():
-        torch.testing.assert_close(model(ids), by_hand(model, ids), rtol=1e-5, atol=1e-5)
-
-
 def test_the_model_is_unchanged_afterwards(ids):
     model = load_pretrained("rope-h4")
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -130,8 +120,6 @@ def test_the_model_is_unchanged_afterwards(ids):
     ablation.ablation_table(model, ids[:8], skills=("overall",))
     with pytest.raises(RuntimeError), ablation.knockout(model, [(0, 3)]):
         raise RuntimeError("the hooks must go even when the block fails")
-    with pytest.raises(RuntimeError), ablation.without_feedforward(model, 0):
-        raise RuntimeError
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     hooks = [m._forward_hooks or m._forward_pre_hooks for m in model.modules()]
     assert not any(hooks) and not model.training
@@ -183,9 +171,6 @@ def test_bad_input_names_the_parameter(ids):
         ablation.skill_losses(model, data.encode("Dogs run . Cat sleeps .")[None])
     with pytest.raises(ValueError, match=r"mode: expected one of"):
         ablation.ablation_table(model, ids, mode="Zero")
-    with pytest.raises(ValueError, match=r"layer: expected an int in 0\.\.1 .*got 2"):
-        with ablation.without_feedforward(model, 2):
-            pass
 
 
 # ---------------------------------------------------------------- lesson 12: the toy language

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from course_lib import heads, position_demos, positional, viz
+from course_lib import heads, position_demos, positional, saturation, viz
 from course_lib.train import History
 from course_lib.widgets import EXPLORERS
 
@@ -92,7 +92,7 @@ VIZ_FIGURES = {
     ),
     "training_figure": lambda: viz.training_figure(
         {
-            (d, scale): {k: [1.0, 0.5, 0.2] for k in ("loss", "entropy", "grad_scores")}
+            (d, scale): {k: [1.0, 0.5, 0.2] for k in ("loss", "entropy", "grad_scores", "flagged")}
             for d in (16, 256)
             for scale in (True, False)
         },
@@ -102,19 +102,22 @@ VIZ_FIGURES = {
         [
             {
                 "title": "one layer",
-                "scaled": {"all": [0.1, 0.1, 0.1], "object": [0.0, 0.0, 0.0]},
-                "unscaled": {"all": [0.6, 0.7, 0.6], "object": [1.4, 1.8, 1.7]},
+                "holds": True,
+                "scaled": {s: [0.1, 0.1, 0.1] for s in saturation.SKILLS},
+                "unscaled": {s: [0.6, 0.7, 0.6] for s in saturation.SKILLS},
+                "claims": [{"skill": "all", "gap": 0.5, "bar": 0.3, "holds": True}],
             }
         ],
-        ("all", "object"),
     ),
     "noun_weights_figure": lambda: viz.noun_weights_figure(
         {"1 head": torch.tensor([[0.1, 0.2, 0.3]]), "2 heads": torch.rand(2, 3)}, title="t"
     ),
     "block_diagram": lambda: viz.block_diagram(prenorm=False),
     "depth_profile_figure": lambda: viz.depth_profile_figure(NORMS),
-    "ffn_width_figure": lambda: viz.ffn_width_figure(
-        {0: ([1, 2], [2.0, 1.6]), 16: ([1, 2], [1.9, 1.3])}, {0: [1.6, 1.7], 16: [1.3, 1.31]}, 64
+    "seed_dots_figure": lambda: viz.seed_dots_figure(
+        {"with": {1: [0.03, 0.04], 2: [0.01, 0.02]}, "without": {1: [0.4, 0.5], 2: [0.5, 0.7]}},
+        xlabel="layers",
+        title="t",
     ),
     "encoding_heatmap": lambda: viz.encoding_heatmap(positional.sinusoidal_encoding(16, 8)),
     "similarity_figure": lambda: viz.similarity_figure(
@@ -366,7 +369,7 @@ def test_cosines_are_coloured_by_their_sign():
     assert image.get_cmap().name == "RdBu_r" and image.norm.vmin == -image.norm.vmax == -1
 
 
-def test_lesson05_draws_each_norm_alike_in_the_figure_and_the_explorer():
+def test_lesson08_draws_each_norm_alike_in_the_figure_and_the_explorer():
     from course_lib.widgets import BlockExplorer
 
     fig = viz.depth_profile_figure(NORMS)

@@ -1,5 +1,6 @@
-"""course_lib.deep_stack: lesson 05's stack builder and per-layer measurements, against a plain
-backward pass. Lesson 05's claims about deep stacks are in tests/test_lesson05.py."""
+"""course_lib.deep_stack: lesson 08's stack builder and per-layer measurements, against a plain
+backward pass. Lesson 08's claims about deep stacks are in
+tests/test_lesson08_transformer_block.py."""
 
 import pytest
 import torch

@@ -1,5 +1,6 @@
-"""course_lib.feedforward (lesson 05): GELU and ReLU by hand, the feed-forward sub-layer works on
-each token alone, and bad input is named. References are torch's own functions and autograd."""
+"""course_lib.feedforward (lesson 09): GELU and ReLU by hand, the feed-forward layer works on
+each token alone, without_feedforward takes one out, and bad input is named. References are
+torch's own functions and autograd, and a trained model's forward pass written out by hand."""
 
 import pytest
 import torch
@@ -16,8 +17,9 @@ from course_lib.feedforward import (
     relu_slope,
     sublayer_changes,
     token_by_token,
+    without_feedforward,
 )
-from course_lib.model import load_pretrained
+from course_lib.variants import load_trained
 
 XS = torch.linspace(-6.0, 6.0, 241, dtype=torch.float64)
 
@@ -79,7 +81,7 @@ def test_the_blocks_feed_forward_is_linear_gelu_linear():
     block = TransformerBlock(16, 2, 64)
     x = torch.randn(3, 5, 16)
     torch.testing.assert_close(block.ff(x), independent_ff(block.ff, x))
-    trained = load_pretrained("rope-h4").blocks[1].ff
+    trained = load_trained("base", 0).blocks[1].ff
     x = torch.randn(2, 7, 64)
     torch.testing.assert_close(trained(x), independent_ff(trained, x))
     count = sum(p.numel() for p in block.ff.parameters())
@@ -100,7 +102,7 @@ def test_token_by_token_equals_the_whole_sequence_at_once():
 def test_changing_one_token_moves_attention_everywhere_after_it_and_feed_forward_only_there(
     changed_at,
 ):
-    block = load_pretrained("rope-h4").blocks[0]
+    block = load_trained("base", 0).blocks[0]
     g = torch.Generator().manual_seed(changed_at)
     x = torch.randn(2, 8, 64, generator=g)
     changed = x.clone()
@@ -128,3 +130,35 @@ def test_sublayer_changes_names_bad_input():
         sublayer_changes(block, torch.ones(1, 4, 16, dtype=torch.long), x)
     with pytest.raises(ValueError, match="x: expected at least 3 dimensions"):
         token_by_token(block.ff, torch.randn(4, 16))
+
+
+# ---------------------------------------------------------------- taking one out
+
+
+def forward_by_hand(model, ids, removed=None):
+    """Logits of a trained base model, block by block, the feed-forward layer of block
+    `removed` left out (its RoPE is inside attention; no positions are added to the stream)."""
+    x = model.embed(ids)  # (B, T, D)
+    mask = causal_mask(ids.shape[1])
+    for layer, block in enumerate(model.blocks):
+        x = x + block.attn(block.norm1(x), mask)
+        if layer != removed:
+            x = x + independent_ff(block.ff, block.norm2(x))
+    return model.head(model.norm(x))  # (B, T, V)
+
+
+@pytest.mark.parametrize("removed", [0, 1])
+def test_without_feedforward_is_the_model_with_that_layer_left_out(removed):
+    model = load_trained("base", 0)
+    ids = torch.randint(
+        model.config.vocab_size, (2, 12), generator=torch.Generator().manual_seed(3)
+    )
+    with torch.no_grad():
+        with without_feedforward(model, removed):
+            got = model(ids)
+        torch.testing.assert_close(got, forward_by_hand(model, ids, removed))
+        torch.testing.assert_close(model(ids), forward_by_hand(model, ids))  # given back whole
+    assert not any(m._forward_hooks for m in model.modules())
+    with pytest.raises(ValueError, match=r"layer: expected an int in 0\.\.1 for this model, got 2"):
+        with without_feedforward(model, 2):
+            pass

@@ -1,5 +1,5 @@
-"""course_lib.ffn_width (lesson 05): the models the width sweep trains and how its results are
-read. The shipped results themselves are checked in test_lesson05.py."""
+"""course_lib.ffn_width (the earlier language's width sweep, which lesson 05 showed; no lesson
+reads it now): the models the sweep trains and how its results are read."""
 
 import pytest
 import torch

@@ -95,7 +95,8 @@ def test_a_folder_without_the_earlier_lessons_gets_the_courses_functions(tmp_pat
 def test_lesson_keys_are_the_notebooks_names_and_copies_of_them():
     from course_lib.exercises import LESSONS, lesson_key
 
-    assert lesson_key("05_transformer_block") == "05_transformer_block"
+    assert lesson_key("08_transformer_block") == "08_transformer_block"
+    assert lesson_key("05_transformer_block") is None  # a former lesson (FORMER), not a key
     assert lesson_key("05_encoder_decoder") == "05_encoder_decoder"
     assert lesson_key("05_encoder_decoder-Copy1") == "05_encoder_decoder"
     assert lesson_key("05_encoder_decoder (1)") == "05_encoder_decoder"
@@ -107,10 +108,10 @@ def test_lesson_keys_are_the_notebooks_names_and_copies_of_them():
 def test_lesson_file_finds_each_lesson_by_its_key(tmp_path):
     from course_lib.exercises import lesson_file
 
-    for name in ("05_encoder_decoder.ipynb", "05_transformer_block.ipynb",
-                 "05_transformer_block-Copy1.ipynb", "06_capstone.ipynb"):  # fmt: skip
+    for name in ("05_encoder_decoder.ipynb", "08_transformer_block.ipynb",
+                 "08_transformer_block-Copy1.ipynb", "06_capstone.ipynb"):  # fmt: skip
         lesson(tmp_path, name, ("x = 1", False))
-    assert lesson_file(tmp_path, "05_transformer_block").name == "05_transformer_block.ipynb"
+    assert lesson_file(tmp_path, "08_transformer_block").name == "08_transformer_block.ipynb"
     assert lesson_file(tmp_path, "05_encoder_decoder").name == "05_encoder_decoder.ipynb"
     assert lesson_file(tmp_path, "06_sinusoidal_and_rope") is None
     with pytest.raises(ValueError, match="key: expected one of"):
@@ -118,8 +119,8 @@ def test_lesson_file_finds_each_lesson_by_its_key(tmp_path):
 
 
 def test_earlier_work_reads_each_lesson_from_its_own_notebook(tmp_path):
-    # 05_encoder_decoder sorted before 05_transformer_block: a glob of 05_* once picked it for
-    # the block's exercises and found none of them
+    # 05_encoder_decoder sorted before 05_transformer_block (today 08 and 09): a glob of 05_*
+    # once picked it for the block's exercises and found none of them
     lesson(
         tmp_path, home("cross_attention"),
         ("def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):\n"
@@ -206,3 +207,28 @@ def test_every_former_name_is_no_lesson_of_todays(tmp_path):
         assert key in LESSONS
         for stem in former:
             assert stem not in LESSONS and lesson_key(stem) is None, stem
+
+
+def test_a_former_file_that_two_lessons_replaced_is_read_once(tmp_path):
+    # 05_transformer_block became 08_transformer_block and 09_feed_forward; read again for 09,
+    # the old file would undo the learner's newer prenorm_block written in 08
+    lesson(
+        tmp_path, "05_transformer_block.ipynb",
+        ("def feed_forward(x, lin1, lin2):\n    return 'mine, in 05'\n"
+         "def prenorm_block(x, attn, ff, norm1, norm2):\n    return 'mine, in 05'", True),
+    )  # fmt: skip
+    lesson(
+        tmp_path, "08_transformer_block.ipynb",
+        ("def prenorm_block(x, attn, ff, norm1, norm2):\n    return 'mine, in 08'", True),
+    )  # fmt: skip
+    lesson(
+        tmp_path, "09_feed_forward.ipynb",
+        ("def feed_forward(x, lin1, lin2):\n    raise NotImplementedError('feed_forward')", True),
+    )  # fmt: skip
+    work = collect(["prenorm_block", "feed_forward"], tmp_path)
+    assert work.functions["prenorm_block"](*[None] * 5) == "mine, in 08"
+    assert work.functions["feed_forward"](None, None, None) == "mine, in 05"
+    assert work.origin == {
+        "prenorm_block": "lesson 08: yours",
+        "feed_forward": "lesson 09: yours in 05_transformer_block.ipynb",
+    }

@@ -9,7 +9,6 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_lib.checks import check_softmax
-from course_lib.exercises.lesson00 import softmax_reference
 from helpers import stub
 from tools import nbgrader_metadata
 
@@ -68,12 +67,17 @@ def test_an_exercise_without_a_checker_cell_is_an_error(script):
         script.apply(lesson(new_code_cell(EXERCISE), new_code_cell("print(double(2))")))
 
 
+def _learners_softmax(x):
+    e = (x - x.max(dim=-1, keepdim=True).values).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
 def test_a_checker_cell_prints_the_same_line_and_raises_only_when_the_check_fails(capsys):
     namespace = {"check_softmax": check_softmax}
-    namespace["softmax"] = softmax_reference
+    namespace["softmax"] = _learners_softmax
     exec("assert check_softmax(softmax).passed", namespace)
     passed = capsys.readouterr().out
-    check_softmax(softmax_reference)
+    check_softmax(_learners_softmax)
     assert passed == capsys.readouterr().out and passed.startswith("PASS")
     namespace["softmax"] = stub
     with pytest.raises(AssertionError):

@@ -56,7 +56,7 @@ TERMS = {
     "knock-out": 12,
     "knock out": 12,
 }
-_LESSON = re.compile(r"\blessons? (\d\d)\b")
+_LESSON = re.compile(r"\blessons? (\d\d)\b", re.IGNORECASE)
 
 
 def number(path: Path) -> int:

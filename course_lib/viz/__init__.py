@@ -38,17 +38,6 @@ from course_lib.viz.lesson04_multihead import (
     noun_weights_figure,
     set_token_ticks,
 )
-from course_lib.viz.lesson05 import (
-    GRAD_LIMITS,
-    SCALE_LIMITS,
-    block_diagram,
-    depth_profile_figure,
-    draw_block_diagram,
-    ffn_width_figure,
-    pin_to_limits,
-    pinned_points,
-    setup_depth_axes,
-)
 from course_lib.viz.lesson05_encoder_decoder import (
     cross_map_figure,
     draw_cross_map,
@@ -65,6 +54,17 @@ from course_lib.viz.lesson06_sinusoidal_and_rope import (
     similarity_figure,
 )
 from course_lib.viz.lesson07_rope_in_real_models import drift_figure, length_figure
+from course_lib.viz.lesson08_transformer_block import (
+    GRAD_LIMITS,
+    SCALE_LIMITS,
+    block_diagram,
+    depth_profile_figure,
+    draw_block_diagram,
+    pin_to_limits,
+    pinned_points,
+    seed_dots_figure,
+    setup_depth_axes,
+)
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
 from course_lib.viz.lesson11 import copy_forming_figure, skill_curves_figure
 from course_lib.viz.lesson12_read_your_model import (
@@ -106,9 +106,9 @@ from course_lib.viz.style import (
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02_attention_and_masks",
-                  "lesson03_scaling", "lesson04_multihead", "lesson05",
-                  "lesson05_encoder_decoder", "lesson06_sinusoidal_and_rope",
-                  "lesson07_rope_in_real_models", "lesson10", "lesson11",
+                  "lesson03_scaling", "lesson04_multihead", "lesson05_encoder_decoder",
+                  "lesson06_sinusoidal_and_rope", "lesson07_rope_in_real_models",
+                  "lesson08_transformer_block", "lesson10", "lesson11",
                   "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16",
                   "lesson17")  # fmt: skip
 
@@ -153,7 +153,6 @@ __all__ = [
     "encoder_decoder_diagram",
     "encoding_heatmap",
     "excess_rows_figure",
-    "ffn_width_figure",
     "head_groups_figure",
     "length_figure",
     "excess_by_position_figure",
@@ -176,6 +175,7 @@ __all__ = [
     "pinned_points",
     "reversal_training_figure",
     "rotated_pair_figure",
+    "seed_dots_figure",
     "set_token_ticks",
     "setup_depth_axes",
     "setup_pair_axes",

@@ -7,8 +7,16 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from course_lib.viz.lesson04_multihead import set_token_ticks
-from course_lib.viz.lesson05 import _arrow, _box
-from course_lib.viz.style import BLUE, LINE_MARKERS, LINE_STYLES, PALETTE, _as_array, new_figure
+from course_lib.viz.style import (
+    BLUE,
+    LINE_MARKERS,
+    LINE_STYLES,
+    PALETTE,
+    _arrow,
+    _as_array,
+    _box,
+    new_figure,
+)
 
 CHANCE_STYLE = {"color": "0.45", "linestyle": "--", "linewidth": 1.2}
 BOX = (2.6, 0.8)  # the diagram's boxes: width, height

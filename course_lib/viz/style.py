@@ -1,12 +1,14 @@
 """The course's look, shared by every lesson's figures and explorers: resolution, colour
 policy (PALETTE, COLOURS, MARKERS, line styles), meaning() and colour(), new_figure(), the
-argument helpers the figure modules share, and draw_attention (lessons 02 and 03).
+argument helpers the figure modules share, draw_attention (lessons 02 and 03), and the boxes
+and arrows of the block diagrams (lessons 05_encoder_decoder and 08).
 """
 
 import numpy as np
 import seaborn as sns
 import torch
 from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch
 
 DPI = 80  # small PNGs keep explorers fast; still sharp at notebook width
 
@@ -39,10 +41,10 @@ COLOURS = {
     "learned positions": PURPLE,
     "q": BLUE,  # lesson 06: a query and a key
     "k": ORANGE,
-    "layer norm": BLUE,  # lesson 05: the norm in a block
+    "layer norm": BLUE,  # lesson 08: the norm in a block
     "batch norm": ORANGE,
     "no norm": PURPLE,
-    "GELU": BLUE,  # lesson 05: the feed-forward layer's activation
+    "GELU": BLUE,  # lesson 09: the feed-forward layer's activation
     "ReLU": VERMILLION,
     "training": BLUE,  # lesson 06: loss curves
     "validation": ORANGE,
@@ -50,7 +52,7 @@ COLOURS = {
     "recomputed": VERMILLION,
 }
 # never meaning by colour alone: meanings drawn as lines in more than one picture also keep
-# one marker (lesson 05's explorer draws pre-norm filled, post-norm hollow)
+# one marker (lesson 08's explorer draws pre-norm filled, post-norm hollow)
 MARKERS = {
     "scaled": "o",
     "q . k / sqrt(d_k)": "o",
@@ -145,3 +147,25 @@ def _markers(labels) -> dict:
     free = [m for m in LINE_MARKERS if m not in chosen.values()]
     rest = [label for label in labels if label not in chosen]
     return {label: chosen.get(label) or free[rest.index(label) % len(free)] for label in labels}
+
+
+# boxes and arrows of the block diagrams (lessons 05_encoder_decoder and 08)
+
+
+def _box(ax, x, y, text, color, width=1.25, height=0.9):
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - width / 2, y - height / 2),
+            width,
+            height,
+            boxstyle="round,pad=0.04",
+            facecolor=color,
+            edgecolor="black",
+            linewidth=1.2,
+        )
+    )
+    ax.text(x, y, text, ha="center", va="center", fontsize=10)
+
+
+def _arrow(ax, start, end, **kw):
+    ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "lw": 1.4, **kw})

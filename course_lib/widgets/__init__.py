@@ -14,9 +14,10 @@ from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
 from course_lib.widgets.lesson02_attention_and_masks import AttentionExplorer
 from course_lib.widgets.lesson03_scaling import ScalingExplorer
 from course_lib.widgets.lesson04_multihead import HeadsExplorer, heads_examples
-from course_lib.widgets.lesson05 import ActivationExplorer, BlockExplorer
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
 from course_lib.widgets.lesson06_sinusoidal_and_rope import PositionExplorer, RopeExplorer
+from course_lib.widgets.lesson08_transformer_block import BlockExplorer
+from course_lib.widgets.lesson09_feed_forward import ActivationExplorer
 from course_lib.widgets.lesson10 import SamplingExplorer
 from course_lib.widgets.lesson12_read_your_model import (
     TRAINED_EXAMPLES,
@@ -37,11 +38,11 @@ EXPLORERS = (
     AttentionExplorer,
     ScalingExplorer,
     HeadsExplorer,
-    BlockExplorer,
-    ActivationExplorer,
     CrossAttentionExplorer,
     PositionExplorer,
     RopeExplorer,
+    BlockExplorer,
+    ActivationExplorer,
     SamplingExplorer,
     TrainedHeadsExplorer,
     KnockoutExplorer,

@@ -1,5 +1,5 @@
-"""Lesson 05's explorers: stack 1 to 48 blocks and watch the gradient reaching each layer
-(through your own block function if you pass one); GELU against ReLU, value and slope."""
+"""Lesson 08's explorer: stack 1 to 48 blocks and watch the gradient reaching each layer
+(through your own block function if you pass one)."""
 
 import numpy as np
 import torch
@@ -13,7 +13,6 @@ from course_lib.deep_stack import (
     run_stack,
 )
 from course_lib.exercises.stub import Attempt, attempt
-from course_lib.feedforward import activation
 from course_lib.runtime import one_thread
 from course_lib.widgets.base import (
     Explorer,
@@ -26,7 +25,7 @@ from course_lib.widgets.base import (
 
 
 class BlockExplorer(Explorer):
-    """Lesson 05: stack 1 to 48 blocks; watch the gradient reaching each layer, live.
+    """Lesson 08: stack 1 to 48 blocks; watch the gradient reaching each layer, live.
 
     Each change runs a real backward pass through the stack. The forward passes are run
     here, once, through twelve stacks of 48 blocks (3 norms x pre/post x residual on/off,
@@ -42,8 +41,8 @@ class BlockExplorer(Explorer):
     """
 
     PICTURE = (
-        "Two log-scale plots against layer: the gradient reaching each layer, and the size "
-        "(RMS) of each layer's output"
+        "Two log-scale plots against block: the gradient reaching each block, and the size "
+        "(RMS) of each block's output"
     )
 
     MAX_DEPTH = 48
@@ -85,7 +84,7 @@ class BlockExplorer(Explorer):
             self.block_name = name if name.isidentifier() else "block function"
             # norm -> [x, h_1, ..., h_48] through your block function, or the error it raised
             self.yours = {} if block is None else {n: self._run_yours(n) for _, n in self.NORMS}
-        fig, (self.ax_grad, self.ax_scale) = viz.new_figure(11.0, 3.8, ncols=2)
+        fig, (self.ax_grad, self.ax_scale) = viz.new_figure(11.0, 4.2, ncols=2)
         viz.setup_depth_axes(self.ax_grad, self.ax_scale, self.MAX_DEPTH)
         self.artists = {}
         for name, ax in (("grad", self.ax_grad), ("scale", self.ax_scale)):
@@ -94,13 +93,14 @@ class BlockExplorer(Explorer):
             (below,) = ax.plot([], [], "v", ms=8)
             (above,) = ax.plot([], [], "^", ms=8)
             self.artists[name] = (line, below, above)
-        self.ax_grad.text(
-            0.02,
-            0.93,
-            "triangles: beyond the axis, pinned to its edge",
-            transform=self.ax_grad.transAxes,
-            fontsize=9,
-        )
+        # the legend names the setting drawn (its text and its line's look change with it), so
+        # a stored picture says what it shows
+        line = self.artists["grad"][0]
+        pinned = self.ax_grad.plot([], [], "v", ms=8, color="0.4")[0]
+        self.legend = fig.legend(
+            [line, pinned], ["the setting drawn", "beyond the axis, pinned to its edge"],
+            loc="outside lower center", ncols=2, fontsize=10,
+        )  # fmt: skip
         controls = {
             "depth": slider("depth (blocks)", 24, 1, self.MAX_DEPTH),
             "residual": checkbox("residual (x + ...)", True),
@@ -110,7 +110,7 @@ class BlockExplorer(Explorer):
             ),
         }
         dynamic = [artist for group in self.artists.values() for artist in group]
-        super().__init__(controls, fig, dynamic=dynamic)
+        super().__init__(controls, fig, dynamic=[*dynamic, self.legend])
 
     def _run_yours(self, norm: str):
         """[x, h_1, ..., h_48]: the pre-norm, residual stack of this norm, every block computed
@@ -190,10 +190,20 @@ class BlockExplorer(Explorer):
                 pinned.set_data(*viz.pinned_points(layers, ys, mask))
                 pinned.set_color(color)
         names = {norm: label for label, norm in self.NORMS}
-        self.show_readout(
+        setting = (
             f"{v['depth']} block(s), {'pre' if v['prenorm'] else 'post'}-norm, "
-            f"{names[v['norm']]}, residual {'on' if v['residual'] else 'off'}",
-            f": gradient at layer 1 = {grads[0]:.3g}, at layer {v['depth']} = {grads[-1]:.3g} "
+            f"{names[v['norm']]}, residual {'on' if v['residual'] else 'off'}"
+        )
+        whose = f"your {self.block_name}" if self.drawn_from == "yours" else "the course's blocks"
+        key, _ = self.legend.legend_handles
+        key.set_color(color)
+        key.set_linestyle(line.get_linestyle())
+        key.set_marker(line.get_marker())
+        key.set_markerfacecolor(line.get_markerfacecolor())
+        self.legend.get_texts()[0].set_text(f"{setting}: {whose}")
+        self.show_readout(
+            setting,
+            f": gradient at block 1 = {grads[0]:.3g}, at block {v['depth']} = {grads[-1]:.3g} "
             f"(ratio {grads[0] / grads[-1]:.3g}); output RMS {self.profile.act_scales[-1]:.3g}",
             note=note,
         )
@@ -226,82 +236,3 @@ class BlockExplorer(Explorer):
 
     def settings(self) -> dict[str, list]:
         return super().settings(depth=[1, 2, 4, 8, 16, 24, 32, 48])
-
-
-class ActivationExplorer(Explorer):
-    """Lesson 05: GELU against ReLU, the feed-forward layer's bend: value and slope at an input.
-
-    Left, both curves with the point at the chosen input and the tangent line through it;
-    right, both slopes (derivatives), which are what backpropagation multiplies by.
-    """
-
-    PICTURE = (
-        "Two plots against the input x: GELU and ReLU with their tangent lines at the chosen x, "
-        "and their slopes"
-    )
-
-    LIMIT = 4.0  # inputs from -LIMIT to LIMIT
-    STYLES = {"GELU": "-", "ReLU": "--"}  # told apart by dash as well as colour
-
-    def __init__(self):
-        xs = torch.linspace(-self.LIMIT, self.LIMIT, 401)
-        fig, (self.ax_value, self.ax_slope) = viz.new_figure(10.0, 3.6, ncols=2)
-        self.points, self.tangents, self.slope_points = {}, {}, {}
-        for name, dash in self.STYLES.items():
-            value, slope = activation(name, xs)
-            style = {"color": viz.COLOURS[name], "linestyle": dash, "lw": 2}
-            self.ax_value.plot(xs, value, label=name, **style)
-            self.ax_slope.plot(xs, slope, label=f"{name} (slope)", **style)
-            marker = {"color": viz.COLOURS[name], "marker": viz.MARKERS[name], "ms": 8}
-            (self.points[name],) = self.ax_value.plot([], [], linestyle="none", **marker)
-            (self.tangents[name],) = self.ax_value.plot(
-                [], [], color=viz.COLOURS[name], lw=1.5, linestyle=":"
-            )
-            (self.slope_points[name],) = self.ax_slope.plot([], [], linestyle="none", **marker)
-        self.where = self.ax_slope.axvline(0.0, color="grey", lw=1)
-        self.ax_value.set_ylim(-0.5, self.LIMIT)
-        self.ax_slope.set_ylim(-0.2, 1.2)
-        for ax, title, ylabel in (
-            (self.ax_value, "the activation (dotted: its tangent at x)", "output"),
-            (self.ax_slope, "its slope: what the gradient is multiplied by", "slope d out / dx"),
-        ):
-            ax.set_xlim(-self.LIMIT, self.LIMIT)
-            ax.set_xlabel("input x")
-            ax.set_ylabel(ylabel)
-            ax.set_title(title)
-            ax.axhline(0.0, color="grey", lw=0.5)
-            ax.grid(True, alpha=0.3)
-            ax.legend(loc="upper left", fontsize=10)
-        controls = {"x": slider("input x", -0.5, -self.LIMIT, self.LIMIT, 0.25)}
-        dynamic = [*self.points.values(), *self.tangents.values(), *self.slope_points.values()]
-        super().__init__(controls, fig, dynamic=[*dynamic, self.where])
-
-    def update(self) -> None:
-        x0 = float(self.controls["x"].value)
-        self.numbers = {}
-        for name in self.STYLES:
-            value, slope = (float(t) for t in activation(name, torch.tensor([x0])))
-            self.numbers[name] = (value, slope)
-            self.points[name].set_data([x0], [value])
-            self.slope_points[name].set_data([x0], [slope])
-            span = torch.tensor([x0 - 1.5, x0 + 1.5])
-            self.tangents[name].set_data(span, value + slope * (span - x0))
-        self.where.set_xdata([x0, x0])
-        (gelu, gelu_slope), (relu, relu_slope) = self.numbers["GELU"], self.numbers["ReLU"]
-        self.show_readout(
-            f"x = {x0:g}",
-            f": GELU {gelu:.3g} (slope {gelu_slope:.3g}), ReLU {relu:.3g} (slope {relu_slope:g})",
-        )
-
-    def state(self) -> dict:
-        """Adds, per activation, (value, slope) at x as computed ("numbers") and as drawn
-        (the marked points' heights, "drawn")."""
-        drawn = {
-            name: (float(self.points[name].get_ydata()[0]),
-                   float(self.slope_points[name].get_ydata()[0]))
-            for name in self.STYLES
-        }  # fmt: skip
-        return super().state() | {"numbers": dict(self.numbers), "drawn": drawn}
-
-    def settings(self) -> dict[str, list]:
-        return super().settings(x=[i / 2 for i in range(-8, 9)])

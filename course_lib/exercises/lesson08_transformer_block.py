@@ -1,8 +1,6 @@
-"""Lesson 05's exercises: the feed-forward sub-layer, the pre-norm block, layer norm.
+"""Lesson 08's exercises: the pre-norm block and layer norm.
 
-CONTRACTS (fixed: lesson 06 and course_lib.mywork rely on them):
-- feed_forward(x, lin1, lin2) -> x's shape: lin2(GELU(lin1(x))), GELU the exact (erf) one,
-  each position on its own.
+CONTRACTS (fixed: lessons 11 and 14 and course_lib.mywork rely on them):
 - prenorm_block(x, attn, ff, norm1, norm2) -> (B, T, D): h = x + attn(norm1(x)), then
   h + ff(norm2(h)); attn, ff, norm1, norm2 are callables (B, T, D) -> (B, T, D).
 - layer_norm(x, weight, bias, eps=1e-5) -> x's shape: torch.nn.LayerNorm over the last axis.
@@ -17,10 +15,6 @@ from course_lib.block import TransformerBlock
 from course_lib.exercises.core import Bug, Case, Exercise
 
 
-def feed_forward_reference(x, lin1, lin2):
-    return lin2(F.gelu(lin1(x)))  # (..., D) -> (..., d_ff) -> (..., D)
-
-
 def prenorm_block_reference(x, attn, ff, norm1, norm2):
     h = x + attn(norm1(x))  # (B, T, D)
     return h + ff(norm2(h))  # (B, T, D)
@@ -28,145 +22,6 @@ def prenorm_block_reference(x, attn, ff, norm1, norm2):
 
 def layer_norm_reference(x, weight, bias, eps=1e-5):
     return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
-
-
-# ---------------------------------------------------------------- feed_forward
-
-
-def _linear(n_in: int, n_out: int, g: torch.Generator, dtype=torch.float32) -> nn.Linear:
-    """An nn.Linear with weights drawn from g (the global RNG is left alone), bias not zero."""
-    layer = nn.Linear(n_in, n_out, dtype=dtype)
-    with torch.no_grad():
-        layer.weight.copy_(torch.randn(n_out, n_in, generator=g, dtype=dtype) / n_in**0.5)
-        layer.bias.copy_(torch.randn(n_out, generator=g, dtype=dtype) * 0.5)
-    return layer
-
-
-def _feed_forward_cases() -> list[Case]:
-    g = torch.Generator().manual_seed(0)
-
-    def case(shape, d_ff, label, dtype=torch.float32):
-        D = shape[-1]
-        # inputs spread so the hidden layer's inputs reach +-3, where GELU's exact and tanh
-        # forms differ most (by up to 5e-4)
-        x = torch.randn(*shape, generator=g, dtype=dtype) * 2
-        return Case((x, _linear(D, d_ff, g, dtype), _linear(d_ff, D, g, dtype)), label=label)
-
-    return [
-        # first, so that taking the layers in the other order shows as wrong numbers, not
-        # as a shape error
-        case(
-            (2, 5, 8), 8, "lin1 and lin2 both square (D = d_ff = 8): no shape error tells the order"
-        ),
-        case((2, 6, 16), 64, "a 3-D x (B, T, D), d_ff = 4D"),
-        case((5, 16), 32, "a 2-D x (T, D)"),
-        case((16,), 48, "a 1-D x: one token's vector"),
-        case((2, 3, 4, 8), 32, "a 4-D x: more leading dims than (B, T)"),
-        case((3, 4, 8), 32, "float64 x and layers: the result stays float64", torch.float64),
-    ]
-
-
-def _if_shapes_fit(wrong):
-    """A mistake that only runs when lin1 and lin2 are square; on other cases it returns the
-    right answer, so it is never matched there (a checker must not fail on its own bug)."""
-
-    def guarded(x, lin1, lin2):
-        if lin1.in_features != lin1.out_features:
-            return feed_forward_reference(x, lin1, lin2)
-        return wrong(x, lin1, lin2)
-
-    return guarded
-
-
-FEED_FORWARD = Exercise(
-    name="feed_forward",
-    lesson="05_transformer_block",
-    reference=feed_forward_reference,
-    cases=_feed_forward_cases,
-    idea="the feed-forward sub-layer's contract and the example worked by hand below it "
-    "(section 'Assembling one block'), and 'GELU or ReLU: the bend in the middle' for GELU "
-    "itself",
-    bugs=(
-        Bug(
-            "swapped",
-            _if_shapes_fit(lambda x, lin1, lin2: lin1(F.gelu(lin2(x)))),
-            "your numbers differ when both layers are square",
-            "the two layers run in the wrong order: lin1 widens each vector from D to d_ff, "
-            "the GELU bends it, and lin2 brings it back to D. With square layers nothing "
-            "complains; with d_ff != D the other order is a shape error.",
-        ),
-        Bug(
-            "relu",
-            lambda x, lin1, lin2: lin2(F.relu(lin1(x))),
-            "your numbers differ most where lin1's outputs are negative",
-            "the bend is ReLU, which is exactly 0 for every negative input; the course's "
-            "block bends with GELU, x times the standard normal's cumulative probability.",
-        ),
-        Bug(
-            "gelu_tanh",
-            lambda x, lin1, lin2: lin2(F.gelu(lin1(x), approximate="tanh")),
-            "your numbers are off by a few parts in 10,000: more than rounding, less than a "
-            "different function",
-            "that is GELU's tanh approximation, which differs from the exact form by up to "
-            "5e-4 per hidden unit. The course's block (nn.GELU() with its default) uses the "
-            "exact form, x times Phi(x) written with the error function, and lesson 06 "
-            "matches the trained model only with that one.",
-        ),
-        Bug(
-            "sigmoid_gelu",
-            lambda x, lin1, lin2: lin2(lin1(x) * torch.sigmoid(1.702 * lin1(x))),
-            "your numbers are off by a few hundredths",
-            "that is the sigmoid approximation of GELU, x * sigmoid(1.702 x), off from the "
-            "exact form by up to 0.02. The block uses the exact GELU, written with the error "
-            "function.",
-        ),
-        Bug(
-            "extra_activation",
-            lambda x, lin1, lin2: F.gelu(lin2(F.gelu(lin1(x)))),
-            "your outputs are never below -0.17, so something bends them after the last layer",
-            "you apply GELU after lin2 as well. The sub-layer bends once, between the two "
-            "layers; its output must be free to take any value, since it is added to the "
-            "residual stream.",
-        ),
-        Bug(
-            "no_activation",
-            lambda x, lin1, lin2: lin2(lin1(x)),
-            "your sub-layer is linear: it has no bend between the two layers",
-            "the GELU between lin1 and lin2 is missing. Without it the two layers collapse "
-            "into a single linear map.",
-        ),
-        Bug(
-            "residual_inside",
-            lambda x, lin1, lin2: x + lin2(F.gelu(lin1(x))),
-            "your output is x plus the right answer",
-            "you add the input x to the result. The residual addition belongs to the block "
-            "(prenorm_block adds it), not to the sub-layer: feed_forward returns only the "
-            "update.",
-        ),
-        Bug(
-            "no_bias",
-            lambda x, lin1, lin2: F.gelu(x @ lin1.weight.T) @ lin2.weight.T,
-            "your numbers differ as if the layers had no bias",
-            "you multiply by the layers' weights but leave out their biases. Calling a layer "
-            "(lin1(x)) applies both, on the last axis, whatever the axes before it.",
-        ),
-        Bug(
-            "weight_not_transposed",
-            _if_shapes_fit(lambda x, l1, l2: F.gelu(x @ l1.weight + l1.bias) @ l2.weight + l2.bias),
-            "your numbers differ when both layers are square",
-            "an nn.Linear stores its weight as (out_features, in_features), so x @ weight "
-            "multiplies by the transpose of the layer's matrix. Calling the layer itself "
-            "does it the right way round.",
-        ),
-    ),
-    hints=(
-        "lin1 takes each token's vector from D to d_ff features, lin2 brings it back to D: an "
-        "error that two shapes 'cannot be multiplied' means a layer was given a vector of "
-        "the other width.",
-        "nn.Linear works on the last axis of any tensor, so nothing needs reshaping: the "
-        "sub-layer is three calls, the layer, the exact GELU, the layer.",
-    ),
-)
 
 
 # ---------------------------------------------------------------- prenorm_block
@@ -184,6 +39,23 @@ def _block_parts(D: int, H: int, seed: int, dtype=torch.float32):
     return block.attn, block.ff, block.norm1, block.norm2
 
 
+def torch_layer_parts(D: int, H: int, seed: int):
+    """(layer, attn, ff, norm1, norm2): torch's own pre-norm block, an nn.TransformerEncoderLayer
+    with norm_first=True (GELU, no dropout), and its four parts as one-argument callables, its
+    norms' gains and biases random. The layer itself computes what prenorm_block must, by code
+    of its own: tests/test_exercises_lesson08_transformer_block.py compares the two."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        layer = nn.TransformerEncoderLayer(D, H, 4 * D, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True).eval()  # fmt: skip
+        for norm in (layer.norm1, layer.norm2):
+            nn.init.uniform_(norm.weight, 0.5, 1.5)
+            nn.init.uniform_(norm.bias, -0.5, 0.5)
+    attn = lambda h: layer.self_attn(h, h, h, need_weights=False)[0]  # noqa: E731
+    ff = lambda h: layer.linear2(F.gelu(layer.linear1(h)))  # noqa: E731
+    return layer, attn, ff, layer.norm1, layer.norm2
+
+
 def _prenorm_block_cases() -> list[Case]:
     g = torch.Generator().manual_seed(1)
 
@@ -199,6 +71,10 @@ def _prenorm_block_cases() -> list[Case]:
             label="attn a plain function (attention under a causal mask), not a module",
         ),
         Case((x(3, 1, 32), *_block_parts(32, 4, seed=12)), label="a single token per sequence"),
+        Case(
+            (x(2, 6, 16), *torch_layer_parts(16, 4, seed=14)[1:]),
+            label="the parts of torch's nn.TransformerEncoderLayer(norm_first=True)",
+        ),
         Case(
             (x(2, 4, 16, dtype=torch.float64), *_block_parts(16, 2, 13, torch.float64)),
             label="float64 x and parts: the result stays float64",
@@ -220,11 +96,11 @@ def _residual_from_normed(x, attn, ff, norm1, norm2):
 
 PRENORM_BLOCK = Exercise(
     name="prenorm_block",
-    lesson="05_transformer_block",
+    lesson="08_transformer_block",
     reference=prenorm_block_reference,
     cases=_prenorm_block_cases,
-    idea="the pre-norm diagram in 'How the block is wired' (what each sub-layer reads, where "
-    "each + takes its two inputs from) and the post-norm block written out below it",
+    idea="the pre-norm diagram in 'One block, two sub-layers' (what each sub-layer reads, "
+    "where each + takes its two inputs from)",
     bugs=(
         Bug(
             "postnorm",
@@ -302,12 +178,14 @@ def _layer_norm_cases() -> list[Case]:
         return x, weight, bias
 
     return [
-        Case(parts(2, 5, 8), label="a 3-D x (B, T, D), eps left at its default"),
+        # first, so that where eps goes shows at once: with eps far below the variance, eps
+        # added to torch's .std() (which divides by D - 1) looks like the D - 1 alone
         Case(
             parts(4, 8, spread=1e-3),
             {"eps": 1e-5},
             label="features spread by 1e-3: their variance (about 2e-6) is below eps",
         ),
+        Case(parts(2, 5, 8), label="a 3-D x (B, T, D), eps left at its default"),
         Case((*parts(3, 6), 1.0), label="a large eps, 1.0: where it enters the formula shows"),
         Case(parts(12), {"eps": 1e-3}, label="a 1-D x: one token's vector"),
         Case((*parts(2, 3, 4, 6), 0.1), label="a 4-D x: more leading dims than (B, T)"),
@@ -323,9 +201,12 @@ def _layer_norm_wrong(*, dims=(-1,), unbiased=False, eps_at="inside", centre=Tru
     """A layer norm with one thing changed (each Bug below names what)."""
 
     def wrong(x, weight, bias, eps=1e-5):
-        axes = tuple(range(x.dim() - 1)) if dims == "features" else dims
-        if not axes:  # a 1-D x has no tokens to pool over: the mistake cannot show
-            axes = (-1,)
+        if dims == "features":  # every axis but the last: one mean per feature
+            axes = tuple(range(x.dim() - 1)) or (-1,)  # a 1-D x has no tokens to pool over
+        elif dims == "all":  # every axis: one mean for the whole tensor
+            axes = tuple(range(x.dim()))
+        else:
+            axes = dims
         mean = x.mean(dim=axes, keepdim=True)
         var = x.var(dim=axes, keepdim=True, unbiased=unbiased)
         top = x - mean if centre else x
@@ -341,6 +222,8 @@ def _layer_norm_wrong(*, dims=(-1,), unbiased=False, eps_at="inside", centre=Tru
             return y
         if affine == "shift_first":
             return (y + bias) * weight
+        if affine == "swapped":
+            return y * bias + weight
         return y * weight + bias
 
     return wrong
@@ -348,25 +231,33 @@ def _layer_norm_wrong(*, dims=(-1,), unbiased=False, eps_at="inside", centre=Tru
 
 LAYER_NORM = Exercise(
     name="layer_norm",
-    lesson="05_transformer_block",
+    lesson="08_transformer_block",
     reference=layer_norm_reference,
     cases=_layer_norm_cases,
-    idea="'Layer norm, not batch norm' (which numbers each norm averages over) and the RMS "
-    "norm written out above the exercise",
+    idea="'Layer norm, not batch norm' (which numbers each norm averages over) and the token "
+    "worked by hand in 'Exercise 2: layer norm'",
     bugs=(
         Bug(
             "unbiased",
             _layer_norm_wrong(unbiased=True),
             "your outputs are a little too small, by the same factor in every token",
-            "the variance divides by D - 1, torch's default for .var(); layer norm's variance "
-            "is the plain mean of the squared deviations, dividing by D.",
+            "the variance divides by D - 1, torch's default for .var() and .std(); layer "
+            "norm's variance is the plain mean of the squared deviations, dividing by D.",
         ),
         Bug(
             "eps_outside",
             _layer_norm_wrong(eps_at="outside"),
             "your numbers are close where eps is small against the spread, and off where it is not",
             "eps is added to the standard deviation. It belongs inside the square root, added "
-            "to the variance.",
+            "to the variance: sqrt(variance + eps).",
+        ),
+        Bug(
+            "eps_outside_unbiased",
+            _layer_norm_wrong(eps_at="outside", unbiased=True),
+            "your numbers are off everywhere a little, and far off where the variance is tiny",
+            "two things: eps is added to the standard deviation, where it belongs inside the "
+            "square root (sqrt(variance + eps)), and the standard deviation divides by D - 1 "
+            "(torch's default for .std()), where layer norm divides by D.",
         ),
         Bug(
             "eps_fixed",
@@ -390,10 +281,33 @@ LAYER_NORM = Exercise(
             "each token's mean and variance over its own D features.",
         ),
         Bug(
+            "all_axes",
+            _layer_norm_wrong(dims="all"),
+            "your tokens share one mean and one variance: the statistics cover the whole tensor",
+            "you took the mean and the variance over every axis at once (.mean() or .var() "
+            "with no dim): one pair of numbers for all tokens, so each token depends on the "
+            "others. Layer norm takes them per token, over the last axis only.",
+        ),
+        Bug(
+            "all_axes_unbiased",
+            _layer_norm_wrong(dims="all", unbiased=True),
+            "your tokens share one mean and one variance: the statistics cover the whole tensor",
+            "you took the mean and the variance over every axis at once (.mean() and .var() or "
+            ".std() with no dim, which also divide by N - 1): one pair of numbers for all "
+            "tokens. Layer norm takes them per token, over the last axis only, dividing by D.",
+        ),
+        Bug(
             "no_affine",
             _layer_norm_wrong(affine="none"),
             "your normalisation is right, but weight and bias are never applied",
             "after normalising, scale by the learned weight and then add the learned bias.",
+        ),
+        Bug(
+            "weight_bias_swapped",
+            _layer_norm_wrong(affine="swapped"),
+            "your normalisation is scaled by the bias and shifted by the weight",
+            "weight and bias are swapped: the normalised token is multiplied by `weight` (the "
+            "gain, starting at 1) and then `bias` is added (the shift, starting at 0).",
         ),
         Bug(
             "shift_first",
@@ -408,6 +322,12 @@ LAYER_NORM = Exercise(
             "you divide by the standard deviation without subtracting each token's mean first.",
         ),
     ),
+    # F.layer_norm is the reference: calling it (or nn.LayerNorm, which calls it) passes every
+    # case without writing the formula
+    forbidden=((F, "layer_norm"), (torch, "layer_norm")),
+    forbidden_hint="The check compares with torch's layer_norm, so calling it (or nn.LayerNorm) "
+    "proves nothing. Write it with tensor operations: each token's mean and variance over the "
+    "last axis, eps added to the variance under the root, then weight and bias.",
     hints=(
         "Each token's statistics come from its own D features: the last axis, whatever the "
         "number of axes before it, kept (keepdim) so they line up with x.",
@@ -415,4 +335,4 @@ LAYER_NORM = Exercise(
     ),
 )
 
-EXERCISES = (FEED_FORWARD, PRENORM_BLOCK, LAYER_NORM)
+EXERCISES = (PRENORM_BLOCK, LAYER_NORM)

@@ -1,10 +1,13 @@
-"""Lesson 05's claims, each measured: residuals and gradient flow, layer norm vs batch norm.
+"""Lesson 08's claims, each measured: the block's wiring, residuals and gradient flow, the
+trained models with and without residuals and norms (read from data/variants.json), layer norm
+against batch norm.
 
 Bars were measured on seeds 0-4 (more where a test says so) under the native, generic and AVX2
 kernel paths (tools/claim_margins.py); each comment gives the worst case seen.
 """
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -280,151 +283,91 @@ def test_pin_to_limits_and_depth_figure():
         viz.depth_profile_figure({})
 
 
-# ---------------------------------------------------------------- the feed-forward layer
+# ---------------------------------------------------------------- the worked example
 
 
-@pytest.fixture(scope="module")
-def trained():
-    from course_lib import data
-    from course_lib.model import load_pretrained
+def test_the_worked_example_is_what_the_two_blocks_compute():
+    """The lesson traces post-norm by hand (3 -> 13) and says pre-norm gives 20.5."""
+    from course_lib.exercises.lesson08_transformer_block import prenorm_block_reference
 
-    return load_pretrained("rope-h4"), data.load_split("valid")
-
-
-def loss_without_feedforward_by_hand(model, ids, removed):
-    """The overall loss written out block by block, the feed-forward of `removed` left out."""
-    from course_lib.attention import causal_mask
-
-    with torch.no_grad():
-        x = model.embed(ids[:, :-1])  # (N, T, D); rope-h4 adds no positions to the embeddings
-        mask = causal_mask(ids.shape[1] - 1)
-        for layer, block in enumerate(model.blocks):
-            x = x + block.attn(block.norm1(x), mask)
-            if layer != removed:
-                x = x + block.ff(block.norm2(x))
-        logits = model.head(model.norm(x))  # (N, T, V)
-        return torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:]).item()
+    parts = {"attn": lambda h: 2 * h, "norm1": lambda h: h - 1,
+             "ff": lambda h: h + 10, "norm2": lambda h: h / 2}  # fmt: skip
+    three = torch.full((1, 1, 1), 3.0)
+    assert prenorm_block_reference(three, **parts).item() == 20.5
+    # post-norm, the 2017 order: norm1(x + attn(x)), then norm2(h + ff(h))
+    h = parts["norm1"](three + parts["attn"](three))
+    assert parts["norm2"](h + parts["ff"](h)).item() == 13.0
+    text = " ".join(lesson_markdown().split())
+    assert "The post-norm block turns 3 into 13." in text
+    assert "Attention reads $3 - 1 = 2$ and returns 4, added to the stream: 7." in text
+    assert "reads $7 / 2 = 3.5$ and returns 13.5, added: 20.5." in text
 
 
-@pytest.mark.parametrize("layer", [0, 1])
-def test_without_feedforward_is_the_block_with_its_ff_left_out(trained, layer):
-    from course_lib.ablation import skill_losses, without_feedforward
+def lesson_markdown() -> str:
+    import nbformat
 
-    model, valid = trained
-    before = skill_losses(model, valid)["overall"]
-    with without_feedforward(model, layer):
-        removed = skill_losses(model, valid)["overall"]
-    assert removed == pytest.approx(loss_without_feedforward_by_hand(model, valid, layer), abs=1e-5)
-    assert skill_losses(model, valid)["overall"] == before  # the model is given back unchanged
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "08_transformer_block.ipynb"
+    cells = nbformat.read(path, as_version=4).cells
+    return "\n".join(c.source for c in cells if c.cell_type == "markdown")
 
 
-def test_removing_block_0s_feed_forward_breaks_every_skill(trained, measure):
-    from course_lib.ablation import ALL_SKILLS, skill_losses, without_feedforward
-
-    model, valid = trained
-    base = skill_losses(model, valid, skills=ALL_SKILLS)
-    with without_feedforward(model, 0):
-        removed = skill_losses(model, valid, skills=ALL_SKILLS)
-    for skill in ALL_SKILLS:
-        # one shipped checkpoint, so no seeds: measured 2.12 (agreement) .. 3.77 (song), the
-        # same to 5 digits on the native (AVX-512), generic and AVX2 paths: margin 0.62
-        assert measure(f"block 0 FF removed: {skill} rise", removed[skill] - base[skill]) > 1.5
+# ---------------------------------------------------------------- the explorer's things to try
 
 
-def test_removing_block_1s_feed_forward_hurts_agreement_and_the_song_not_brackets(trained, measure):
-    from course_lib.ablation import ALL_SKILLS, skill_losses, without_feedforward
-
-    model, valid = trained
-    base = skill_losses(model, valid, skills=ALL_SKILLS)
-    with without_feedforward(model, 1):
-        removed = skill_losses(model, valid, skills=ALL_SKILLS)
-    rise = {skill: measure(f"block 1 FF removed: {skill} rise", removed[skill] - base[skill])
-            for skill in ALL_SKILLS}  # fmt: skip
-    # measured, the same to 5 digits on the native, generic and AVX2 paths: overall 0.188,
-    # agreement 0.268, song 0.588, brackets -0.052; margins 0.088, 0.118, 0.188, 0.042
-    assert rise["overall"] > 0.1 and rise["agreement"] > 0.15 and rise["song"] > 0.4
-    assert rise["brackets"] < -0.01
-
-
-# ---------------------------------------------------------------- the width sweep (shipped JSON)
-
-
-def test_the_width_sweep_is_complete_and_its_4d_run_is_the_shipped_model():
-    from dataclasses import asdict
-
-    from course_lib.feedforward import feedforward_parameters
-    from course_lib.ffn_width import SEEDS, WIDTHS, load_results
-    from course_lib.model import load_card
-    from course_lib.train import RECIPES
-
-    results = load_results()
-    model_config, train_config = RECIPES["rope-h4"]
-    # ModelConfig fields added after the sweep ran (e.g. residual) count at their defaults
-    model = {**asdict(model_config), **results["model"]}
-    assert model == asdict(model_config) | {"d_ff": model["d_ff"]}
-    assert set(asdict(model_config)) - set(results["model"]) <= {
-        "d_ff",
-        "residual",
-        "tied",
-        "ff",
-        "bias",
-        "num_kv_heads",
-    }
-    assert results["train"] == {k: v for k, v in asdict(train_config).items() if k != "seed"}
-    assert results["widths"] == list(WIDTHS) and results["seeds"] == list(SEEDS)
-    runs = {(r["d_ff"], r["seed"]): r for r in results["runs"]}
-    assert set(runs) == {(w, s) for w in WIDTHS for s in SEEDS}
-    card = load_card("rope-h4")
-    for (width, _), record in runs.items():
-        assert record["cpu_time_s"] < 60 and record["val_step"][-1] == train_config.steps
-        # parameters counted independently: the 4D model's, minus what the narrower FF lacks
-        ff_change = feedforward_parameters(64, 256) - (
-            feedforward_parameters(64, width) if width else 0
-        )
-        assert record["parameters"] == card["parameters"] - model_config.num_layers * ff_change
-    # same recipe, same seed: the sweep's 4D seed-0 run retrains the shipped checkpoint
-    assert runs[256, 0]["final_val_loss"] == pytest.approx(card["val_loss"], abs=5e-4)
+def test_at_depth_48_without_residuals_the_gradient_falls_far_with_batch_norm_below_the_axis(
+    measure,
+):
+    # what the lesson tells the learner to try in BlockExplorer: layer norm falls "by many
+    # powers of ten" (5.44 .. 7.77 over seeds 0-7), batch norm "much faster, below the axis
+    # well before block 1" (below 1e-10 from block 36 .. 43 down on every seed), the same on the
+    # native and generic paths
+    for seed in range(8):
+        layer = first_layer_gradient(48, seed, residual=False)
+        batch = first_layer_gradient(48, seed, residual=False, norm="batch")
+        fall = measure("layer norm, depth 48: powers of ten", math.log10(layer[-1] / layer[0]))
+        assert fall > 4, seed
+        below = (batch < viz.GRAD_LIMITS[0]).nonzero().flatten()
+        assert len(below) and measure("batch norm: last block below the axis", below[-1]) >= 30
+        assert (batch[: int(below[-1]) + 1] < viz.GRAD_LIMITS[0]).all(), seed
 
 
-@pytest.mark.retrains  # trains 100 steps; the sweep file itself is what lesson 05 shows
-def test_the_sweep_comes_from_its_code_the_first_100_steps_retrained(measure):
-    """A cheap proxy for rerunning the sweep (18 runs, minutes): the first 100 steps are the
-    warm-up, the same in a 100-step run as in a 1000-step one, so retraining them must land on
-    the sweep's step-100 validation loss, here for the narrowest and the attention-only model."""
-    from dataclasses import replace
-
-    from course_lib import data
-    from course_lib.ffn_width import build_model, load_results
-    from course_lib.train import RECIPES, train
-
-    runs = {(r["d_ff"], r["seed"]): r for r in load_results()["runs"]}
-    train_ids, valid_ids = data.load_split("train"), data.load_split("valid")
-    for width in (0, 16):
-        config = replace(RECIPES["rope-h4"][1], steps=100, eval_every=100, seed=1)
-        history = train(build_model(width, 1), train_ids, valid_ids, config, progress=False)
-        gap = abs(history.val_loss[-1] - runs[width, 1]["val_loss"][0])
-        # the JSON keeps 4 decimals (rounding up to 5e-5); measured 3.5e-5 (d_ff 0) and 1.6e-5
-        # (d_ff 16), the same on the native, generic and AVX2 paths and on one thread
-        assert measure(f"d_ff {width}: step-100 loss vs the sweep", gap) < 1e-4
+# ---------------------------------------------------------------- trained at depth
 
 
-def test_the_width_sweep_says_what_lesson_05_says():
-    """What the lesson reads off data/ffn-width.json. These are the shipped runs (native path,
-    3 seeds each); retraining all 18 under every kernel path takes too long for a test, so the
-    test above retrains their first 100 steps on each path instead, as a proxy."""
-    from statistics import mean
+def test_the_trained_rows_say_what_lesson_08_says():
+    """The numbers the lesson quotes from data/variants.json (3 seeds each, trained once: the
+    file is what the lesson reads, and tests/test_variants.py checks how it is made)."""
+    import json
 
-    from course_lib.ffn_width import final_losses, load_results, mean_curves
+    from course_lib import variants
 
-    results = load_results()
-    curves, losses = mean_curves(results), final_losses(results)
-    at_200 = {w: loss[steps.index(200)] for w, (steps, loss) in curves.items()}
-    # early, width helps: d_ff >= 2D at 1.383..1.396 by step 200, d_ff <= D/4 at 1.463..1.472
-    assert min(at_200[0], at_200[16]) - max(at_200[w] for w in (128, 256, 512)) > 0.05  # 0.067
-    # at the end it does not: width means 1.2927..1.3006, within 0.0079; seeds of one width
-    # spread up to 0.0058
-    means = [mean(v) for v in losses.values()]
-    assert max(means) - min(means) < 0.01
-    assert max(max(v) - min(v) for v in losses.values()) > 0.004
-    # every 8D run ends above every narrower run: 1.2997 against 1.2982 (a 0.0015 gap)
-    assert min(losses[512]) > max(x for w, v in losses.items() if w < 512 for x in v)
+    table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    excess = {}
+    for run in table["runs"]:
+        excess.setdefault(run["variant"], []).append(run["valid"])
+
+    def mean(variant, skill="all"):
+        return round(sum(seed[skill] for seed in excess[variant]) / 3, 3)
+
+    full = {1: "layers-1", 2: "layers-2", 4: "layers-4"}
+    bare = {n: f"layers-{n}-bare" for n in full}
+    assert all(seed["all"] < 0.04 for n in full for seed in excess[full[n]])
+    assert [mean(full[n]) for n in full] == [0.035, 0.010, 0.008]
+    assert [mean(bare[n]) for n in bare] == [0.431, 0.551, 0.774]
+    assert [mean(bare[n], "object") for n in (2, 4)] == [2.083, 2.084]  # "2.08"
+    assert [mean(bare[n], "induction") for n in (2, 4)] == [1.898, 1.991]
+    assert [mean(bare[n], "mark") for n in (2, 4)] == [2.209, 3.814]
+    assert all(mean(bare[n], "other") < 0.06 for n in bare)
+    assert all(mean(full[n], "bracket") < 0 for n in full)  # "can dip a little below 0"
+    # the norms hold parameters: the two kinds cannot have equal counts
+    assert all(table["parameters"][bare[n]] < table["parameters"][full[n]] for n in full)
+    rows = {r["name"]: r for r in table["rows"]}
+    (deep,) = rows["residuals and normalisation at depth 4"]["claims"]
+    (shallow,) = rows["residuals and normalisation at depth 2"]["claims"]
+    assert (round(deep["gap"], 2), round(deep["bar"], 2), deep["holds"]) == (0.77, 0.46, True)
+    assert (round(shallow["gap"], 2), round(shallow["bar"], 2)) == (0.54, 0.65)
+    assert not shallow["holds"]
+    # at two blocks every run without lies above every run with, and the spread is the obstacle
+    assert min(s["all"] for s in excess[bare[2]]) > max(s["all"] for s in excess[full[2]])
+    spread = [s["all"] for s in excess[bare[2]]]
+    assert (round(min(spread), 3), round(max(spread), 3)) == (0.453, 0.670)

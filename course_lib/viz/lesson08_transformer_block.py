@@ -1,17 +1,16 @@
-"""Lesson 05's figures: the block diagram, per-layer gradient norms and activation scales
-on fixed log axes, and the feed-forward width sweep."""
+"""Lesson 08's figures: the block diagram, per-layer gradient norms and activation scales on
+fixed log axes, and trained models' excess loss, one dot per seed (lessons 08 and 09)."""
 
-import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import Circle, FancyBboxPatch
+from matplotlib.patches import Circle
 from matplotlib.ticker import LogLocator, NullLocator
 
 from course_lib.viz.style import (
-    BLUE,
     LINE_MARKERS,
-    LINE_STYLES,
     MARKERS,
-    ORANGE,
+    PALETTE,
+    _arrow,
+    _box,
     _markers,
     _numbers,
     colour,
@@ -23,27 +22,8 @@ GRAD_LIMITS = (1e-10, 1e5)  # fixed log axes: explorers never rescale, far value
 SCALE_LIMITS = (1e-2, 1e3)
 
 
-def _box(ax, x, y, text, color, width=1.25, height=0.9):
-    ax.add_patch(
-        FancyBboxPatch(
-            (x - width / 2, y - height / 2),
-            width,
-            height,
-            boxstyle="round,pad=0.04",
-            facecolor=color,
-            edgecolor="black",
-            linewidth=1.2,
-        )
-    )
-    ax.text(x, y, text, ha="center", va="center", fontsize=10)
-
-
-def _arrow(ax, start, end, **kw):
-    ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "lw": 1.4, **kw})
-
-
 def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
-    """Boxes and arrows of one block, input on the left, output on the right (lesson 05)."""
+    """Boxes and arrows of one block, input on the left, output on the right (lesson 08)."""
     norm, attn, ff, add = "#f6d55c", "#9ecae1", "#a1d99b", "white"
     if prenorm:
         parts = [
@@ -52,7 +32,7 @@ def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
             ("multi-head\nattention", attn),
             ("+", add),
             ("LayerNorm", norm),
-            ("feed-forward\nLinear, GELU,\nLinear", ff),
+            ("feed-forward\nlayer", ff),
             ("+", add),
             ("out", None),
         ]
@@ -63,7 +43,7 @@ def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
             ("multi-head\nattention", attn),
             ("+", add),
             ("LayerNorm", norm),
-            ("feed-forward\nLinear, GELU,\nLinear", ff),
+            ("feed-forward\nlayer", ff),
             ("+", add),
             ("LayerNorm", norm),
             ("out", None),
@@ -98,7 +78,7 @@ def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
 
 
 def block_diagram(*, prenorm: bool = True, residual: bool = True, title=None) -> Figure:
-    """Figure of one transformer block as boxes and arrows (lesson 05)."""
+    """Figure of one transformer block as boxes and arrows (lesson 08)."""
     fig, ax = new_figure(10.5, 2.6)
     draw_block_diagram(ax, prenorm=prenorm, residual=residual)
     ax.set_title(title or ("pre-norm block" if prenorm else "post-norm block (the 2017 original)"))
@@ -106,7 +86,7 @@ def block_diagram(*, prenorm: bool = True, residual: bool = True, title=None) ->
 
 
 def pin_to_limits(values, limits):
-    """Clip values into limits for a fixed log axis, and say which were pinned (lesson 05).
+    """Clip values into limits for a fixed log axis, and say which were pinned (lesson 08).
 
     Returns (clipped, below, above): below marks values under the floor (a gradient that
     underflowed to 0 among them), above those over the ceiling.
@@ -118,13 +98,13 @@ def pin_to_limits(values, limits):
 
 
 def pinned_points(layers, ys, mask):
-    """The (layers, ys) where mask is True: where to draw the pinned triangles (lesson 05)."""
+    """The (layers, ys) where mask is True: where to draw the pinned triangles (lesson 08)."""
     picked = [(x, y) for x, y, m in zip(layers, ys, mask, strict=True) if m]
     return ([x for x, _ in picked], [y for _, y in picked])
 
 
 def setup_depth_axes(ax_grad, ax_scale, max_depth: int):
-    """Fixed log axes for per-layer gradient norms and activation scales (lesson 05)."""
+    """Fixed log axes for per-layer gradient norms and activation scales (lesson 08)."""
     for ax, limits in ((ax_grad, GRAD_LIMITS), (ax_scale, SCALE_LIMITS)):
         ax.set_yscale("log")
         ax.set_ylim(*limits)
@@ -133,16 +113,16 @@ def setup_depth_axes(ax_grad, ax_scale, max_depth: int):
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=6))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.set_xlim(0.5, max_depth + 0.5)
-        ax.set_xlabel("layer (1 = nearest the input)")
+        ax.set_xlabel("block (1 = nearest the input)")
         ax.grid(True, which="major", alpha=0.3)
-    ax_grad.set_ylabel("gradient norm reaching the layer")
-    ax_scale.set_ylabel("RMS of the layer's output")
-    ax_grad.set_title("backward: gradient reaching each layer")
-    ax_scale.set_title("forward: activation scale after each layer")
+    ax_grad.set_ylabel("gradient norm reaching the block")
+    ax_scale.set_ylabel("RMS of the block's output")
+    ax_grad.set_title("backward: gradient reaching each block")
+    ax_scale.set_title("forward: activation scale after each block")
 
 
 def depth_profile_figure(curves: dict) -> Figure:
-    """Per-layer gradient norms and activation scales of several stacks, side by side (lesson 05).
+    """Per-layer gradient norms and activation scales of several stacks, side by side (lesson 08).
 
     curves: {label: (grad_norms, act_scales)}, each a 1-D tensor or list over layers.
     Values beyond the fixed axes are pinned to the edge and drawn as triangles. As in the
@@ -167,55 +147,41 @@ def depth_profile_figure(curves: dict) -> Figure:
             (line,) = ax.plot(layers, ys, ms=3, label=label, **style)
             ax.plot(*pinned_points(layers, ys, below), "v", ms=7, color=line.get_color())
             ax.plot(*pinned_points(layers, ys, above), "^", ms=7, color=line.get_color())
-    # two rows along the top: the lines of lesson 05 stay below 1e2, and the pinned triangles
+    # two rows along the top: the lines of lesson 08 stay below 1e2, and the pinned triangles
     # lie on the floor, so a legend at the bottom would hide some of them
     ax_grad.legend(fontsize=9, loc="upper center", ncols=2)
     return fig
 
 
-def ffn_width_figure(curves: dict, losses: dict, d_model: int) -> Figure:
-    """The feed-forward width sweep (lesson 05). Left, validation loss during training, the
-    mean over seeds, one line per width; right, the final loss of each seed and their mean
-    against the width. curves: {d_ff: (steps, mean losses)}; losses: {d_ff: [final loss of
-    each seed]}; d_ff = 0 means no feed-forward sub-layer at all."""
-    if not losses or set(curves) != set(losses):
-        raise ValueError(
-            f"curves, losses: expected the same widths, at least one, got {sorted(curves)} "
-            f"and {sorted(losses)}"
-        )
-    widths = sorted(losses)
-    fig, (ax_curve, ax_final) = new_figure(11.0, 3.9, ncols=2)
-    for i, width in enumerate(widths):
-        steps, mean = curves[width]
-        ax_curve.plot(
-            steps, _numbers(f"curves[{width}]", mean), marker=LINE_MARKERS[i % len(LINE_MARKERS)],
-            linestyle=LINE_STYLES[i // len(LINE_MARKERS)], ms=5,
-            label=_width_label(width, d_model).replace("\n", " "),
-        )  # fmt: skip
-    ax_curve.set_xlabel("training step")
-    ax_curve.set_ylabel("validation loss (mean of seeds)")
-    ax_curve.set_title("during training: same steps, batches and schedule")
-    ax_curve.grid(True, alpha=0.3)
-    ax_curve.legend(title="d_ff", fontsize=9, ncols=2)
-    where = range(len(widths))
-    for i, width in zip(where, widths, strict=True):
-        ys = _numbers(f"losses[{width}]", losses[width])
-        label = "one seed" if i == 0 else None
-        ax_final.plot([i] * len(ys), ys, "o", ms=6, color=ORANGE, alpha=0.8, label=label)
-    means = [float(np.mean(losses[w])) for w in widths]
-    seeds = len(losses[widths[0]])
-    ax_final.plot(where, means, "D-", color=BLUE, lw=1.5, ms=6, label=f"mean of {seeds} seeds")
-    ax_final.set_xticks(list(where), [_width_label(w, d_model) for w in widths], fontsize=10)
-    ax_final.set_xlabel("feed-forward hidden width d_ff")
-    ax_final.set_ylabel("validation loss at the end")
-    ax_final.set_title("after the last step (note the scale)")
-    ax_final.grid(True, axis="y", alpha=0.3)
-    ax_final.legend(fontsize=10)
+def seed_dots_figure(groups: dict, *, xlabel: str, title: str, width: float = 7.2) -> Figure:
+    """Excess loss of trained models, one dot per seed (lessons 08 and 09).
+
+    groups: {label: {category: [excess of each seed]}}, every group with the same categories
+    (the skills, or the depths), drawn side by side at each category with the group's own
+    colour and marker. The line at 0 is the floor.
+    """
+    if not groups:
+        raise ValueError("groups: expected at least one {category: values} group, got none")
+    categories = list(next(iter(groups.values())))
+    for label, group in groups.items():
+        if list(group) != categories:
+            raise ValueError(
+                f"groups[{label!r}]: expected the categories {categories}, got {list(group)}"
+            )
+    fig, ax = new_figure(width, 3.8)
+    count = len(groups)
+    for i, (label, group) in enumerate(groups.items()):
+        offset = (i - (count - 1) / 2) * 0.8 / max(count, 2)
+        for j, category in enumerate(categories):
+            values = _numbers(f"groups[{label!r}][{category!r}]", group[category])
+            ax.plot([j + offset] * len(values), values, LINE_MARKERS[i % len(LINE_MARKERS)],
+                    ms=7, color=PALETTE[i % len(PALETTE)], alpha=0.85,
+                    label=label if j == 0 else None)  # fmt: skip
+    ax.axhline(0.0, color="0.4", lw=1.0, label="the floor (excess 0)")
+    ax.set_xticks(range(len(categories)), [str(c) for c in categories], fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("excess loss over the floor (nats)")
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=9)
     return fig
-
-
-def _width_label(width: int, d_model: int) -> str:
-    if width == 0:
-        return "0\n(none)"
-    ratio = width / d_model
-    return f"{width}\n({'D' if ratio == 1 else f'{ratio:g}D' if ratio > 1 else f'D/{1 / ratio:g}'})"

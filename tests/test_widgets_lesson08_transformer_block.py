@@ -1,5 +1,6 @@
-"""BlockExplorer (lesson 05): every control swept end to end; the live numbers are the real ones;
-a learner's block function drawn when it agrees, flagged (DIFFERS, setting, how far) when not."""
+"""BlockExplorer (lesson 08): every control swept end to end; the live numbers are the real ones;
+the legend names the setting drawn; a learner's block function drawn when it agrees, flagged
+(DIFFERS, setting, how far) when not."""
 
 import base64
 import re
@@ -134,34 +135,6 @@ def test_values_off_the_axis_are_pinned_and_marked(explorer):
     assert explorer.state()["grad_pinned_below"] == []
 
 
-# ---------------------------------------------------------------- ActivationExplorer
-
-
-def test_activation_explorer_draws_torchs_gelu_and_relu_and_their_slopes():
-    from course_lib.widgets import ActivationExplorer
-
-    explorer = ActivationExplorer()
-    control = explorer.controls["x"]
-    assert control.continuous_update is False and (control.min, control.max) == (-4.0, 4.0)
-    pictures = set()
-    for x0 in explorer.settings()["x"]:
-        control.value = x0
-        state = explorer.state()
-        x = torch.tensor([x0], dtype=torch.float64, requires_grad=True)
-        for name, fn in (("GELU", torch.nn.functional.gelu), ("ReLU", torch.nn.functional.relu)):
-            (slope,) = torch.autograd.grad(fn(x).sum(), x)
-            expected = (fn(x).item(), slope.item())
-            assert state["numbers"][name] == pytest.approx(expected, abs=1e-6), (name, x0)
-            assert state["drawn"][name] == pytest.approx(expected, abs=1e-6), (name, x0)
-        assert f"x = {x0:g}:" in state["readout"]
-        pictures.add(picture(explorer))
-    assert len(pictures) == len(explorer.settings()["x"])  # every setting its own picture
-    control.value = -0.5
-    # the lesson's point: at a negative input GELU still passes a slope, ReLU passes none
-    numbers = explorer.state()["numbers"]
-    assert numbers["ReLU"][1] == 0 and numbers["GELU"][1] > 0.1
-
-
 # ---------------------------------------------------------------- BlockExplorer(block=...)
 
 
@@ -235,6 +208,35 @@ def test_a_block_function_that_fails_or_detaches_falls_back_to_the_course_pictur
     assert state["drawn_from"] == "course" and "raised" in state["readout"]
     state = BlockExplorer(block=detached).state()
     assert state["drawn_from"] == "course" and "no gradient" in state["readout"]
+
+
+def test_the_legend_names_the_setting_drawn_and_whose_blocks_draw_it():
+    # issue 25: lesson 05's stored explorer picture had no legend; the picture now says what
+    # it shows, in the legend's text and in its key's look, which follows the line's
+    explorer = BlockExplorer(block=course_block)
+    for depth, norm, prenorm, residual, whose in (
+        (24, "layer", True, True, "your course_block"),
+        (7, "batch", False, True, "the course's blocks"),
+        (48, "none", True, False, "the course's blocks"),
+    ):
+        explorer.controls["depth"].value = depth
+        explorer.controls["norm"].value = norm
+        explorer.controls["prenorm"].value = prenorm
+        explorer.controls["residual"].value = residual
+        label = dict((n, lab) for lab, n in BlockExplorer.NORMS)[norm]
+        place = "pre" if prenorm else "post"
+        text = explorer.legend.get_texts()[0].get_text()
+        assert text == (
+            f"{depth} block(s), {place}-norm, {label}, residual {'on' if residual else 'off'}: "
+            f"{whose}"
+        )
+        key, line = explorer.legend.legend_handles[0], explorer.artists["grad"][0]
+        assert same_color(key.get_color(), line.get_color())
+        assert key.get_linestyle() == line.get_linestyle()
+        assert key.get_marker() == line.get_marker()
+        assert key.get_markerfacecolor() == line.get_markerfacecolor()
+        assert explorer.describe().split(". ", 1)[1].startswith(text.split(":")[0])  # readout
+    assert explorer.legend in explorer.dynamic  # redrawn with every change
 
 
 def test_block_must_be_a_function():

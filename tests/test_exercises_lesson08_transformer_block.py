@@ -1,0 +1,446 @@
+"""Lesson 08's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+
+Every wrong function here is written the way a learner would write it (statistics with a
+hard-coded axis, .std() with its default, a block that follows the wrong diagram), not taken
+from the bug list in course_lib/exercises/lesson08_transformer_block.py.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_lib.checks import check_layer_norm, check_prenorm_block
+from course_lib.exercises.core import DTYPE_HINT, run
+from course_lib.exercises.lesson08_transformer_block import (
+    EXERCISES,
+    LAYER_NORM,
+    PRENORM_BLOCK,
+    layer_norm_reference,
+)
+from course_lib.workspace import stub_solutions
+from helpers import failed_with_hint, notebook_functions, solution_cells, stub, verdict
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "08_transformer_block.ipynb"
+
+
+def _lesson():
+    return nbformat.read(NOTEBOOK, as_version=4)
+
+
+def _solutions(source=lambda s: s) -> dict:
+    """The lesson's three exercise functions as its cells define them (through `source`)."""
+    return solution_cells(NOTEBOOK, {"torch": torch, "F": F, "nn": nn}, source)
+
+
+# ---------------------------------------------------------------- every exercise
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_the_lessons_solution_passes(exercise):
+    assert run(exercise, notebook_functions(exercise.name)[exercise.name]).passed
+
+
+@pytest.mark.parametrize("check", [check_prenorm_block, check_layer_norm])
+def test_a_stub_is_not_implemented_yet(check, capsys):
+    assert "not implemented yet" in verdict(check, stub, capsys)
+
+
+def test_the_workspace_stubs_are_not_implemented_yet(capsys):
+    stubs = _solutions(stub_solutions)
+    assert {"prenorm_block", "layer_norm"} <= set(stubs)
+    for check in (check_prenorm_block, check_layer_norm):
+        name = check.__name__.removeprefix("check_")
+        assert "not implemented yet" in verdict(check, stubs[name], capsys)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_every_bug_runs_on_every_case(exercise):
+    # the checker calls the bugs on whichever case a learner's function fails: one that
+    # raised there would crash the check cell instead of giving a hint
+    for case in exercise.case_list():
+        for bug in exercise.bugs:
+            bug.wrong(*case.args, **case.kwargs)
+
+
+def test_no_cell_above_an_exercise_uses_its_name():
+    # re-running an earlier cell must not meet the learner's function under an old name
+    # (issue 14: the padding cells once called a module `layer_norm`)
+    seen = []
+    for cell in _lesson().cells:
+        if cell.cell_type != "code":
+            continue
+        for name in ("prenorm_block", "layer_norm"):
+            if f"def {name}(" in cell.source:
+                seen.append(name)
+            elif name not in seen:
+                assert not re.search(rf"(?<![\w.]){name}\b", cell.source), cell.source
+    assert sorted(seen) == ["layer_norm", "prenorm_block"]
+
+
+def test_the_exercise_texts_warn_off_the_ready_made_functions():
+    """F.layer_norm and nn.LayerNorm meet layer_norm's contract: the exercise says the check
+    refuses them, and it does."""
+    cells = _lesson().cells
+    at = next(i for i, c in enumerate(cells) if "def layer_norm(" in c.source)
+    text = " ".join(cells[at - 1].source.split())
+    assert "`torch.nn.functional.layer_norm`, which `nn.LayerNorm` calls" in text
+    assert "a function that calls either fails" in text
+
+    def calls_torch(x, weight, bias, eps=1e-5):
+        return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
+
+    def calls_the_module(x, weight, bias, eps=1e-5):
+        norm = nn.LayerNorm(x.shape[-1], eps=eps, dtype=x.dtype)
+        with torch.no_grad():
+            norm.weight.copy_(weight)
+            norm.bias.copy_(bias)
+        return norm(x)
+
+    for fn in (calls_torch, calls_the_module):
+        result = run(LAYER_NORM, fn)
+        assert not result.passed and result.bug == "forbidden", result.message
+        assert "calls torch.nn.functional.layer_norm" in result.message
+        assert result.steps[0] == LAYER_NORM.forbidden_hint
+
+
+def test_no_worked_example_above_an_exercise_is_its_twin():
+    """Issue 25: prenorm_block came right after a postnorm_block written in code, and
+    layer_norm after an rms_norm; now no code cell above an exercise defines a function of
+    the same arguments, and no other norm is written out."""
+    cells = [c for c in _lesson().cells if c.cell_type == "code"]
+    at = next(i for i, c in enumerate(cells) if "def layer_norm(" in c.source)
+    above = ast.parse("\n".join(c.source for c in cells[:at] if not c.source.startswith("%")))
+    defined = {n.name: [a.arg for a in n.args.args] for n in ast.walk(above)
+               if isinstance(n, ast.FunctionDef)}  # fmt: skip
+    assert "postnorm_block" not in defined and "rms_norm" not in defined
+    others = {name: args for name, args in defined.items() if name != "prenorm_block"}
+    for args in others.values():  # none takes a block's parts or a norm's weight and bias
+        assert args[:5] != ["x", "attn", "ff", "norm1", "norm2"], others
+        assert args[1:3] != ["weight", "bias"], others
+
+
+# ---------------------------------------------------------------- prenorm_block
+
+
+def test_prenorm_block_written_in_one_line_passes():
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        x = x + attn(norm1(x))
+        x = x + ff(norm2(x))
+        return x
+
+    assert run(PRENORM_BLOCK, prenorm_block).passed
+
+
+def test_prenorm_block_in_the_post_norm_order_is_named():
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        x = norm1(x + attn(x))
+        return norm2(x + ff(x))
+
+    failed_with_hint(PRENORM_BLOCK, prenorm_block, "postnorm")
+
+
+def test_prenorm_block_without_additions_is_named():
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        for norm, layer in ((norm1, attn), (norm2, ff)):
+            x = layer(norm(x))
+        return x
+
+    failed_with_hint(PRENORM_BLOCK, prenorm_block, "no_residual")
+
+
+def test_prenorm_block_that_adds_to_the_normalised_copy_is_named():
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        x = norm1(x)
+        x = x + attn(x)
+        x = norm2(x)
+        return x + ff(x)
+
+    result = failed_with_hint(PRENORM_BLOCK, prenorm_block, "residual_from_normed")
+    assert "un-normalised" in result.steps[0]
+
+
+def test_prenorm_block_that_reuses_norm1_is_named():
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        h = x + attn(norm1(x))
+        return h + ff(norm1(h))
+
+    failed_with_hint(PRENORM_BLOCK, prenorm_block, "same_norm")
+
+
+def test_prenorm_block_with_the_norms_swapped_is_named():
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        h = x + attn(norm2(x))
+        return h + ff(norm1(h))
+
+    failed_with_hint(PRENORM_BLOCK, prenorm_block, "norms_swapped")
+
+
+def test_prenorm_block_with_both_sub_layers_reading_x_is_named():
+    def prenorm_block(x, attn, ff, norm1, norm2):  # GPT-J's parallel block, one norm each
+        return x + attn(norm1(x)) + ff(norm2(x))
+
+    failed_with_hint(PRENORM_BLOCK, prenorm_block, "ff_sees_x")
+
+
+def test_prenorm_block_with_one_addition_around_both_is_named():
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        return x + ff(norm2(attn(norm1(x))))
+
+    failed_with_hint(PRENORM_BLOCK, prenorm_block, "one_residual")
+
+
+def test_prenorm_block_that_adds_in_place_is_caught():
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        x += attn(norm1(x))
+        x += ff(norm2(x))
+        return x
+
+    failed_with_hint(PRENORM_BLOCK, prenorm_block, "in place", words=["`x` in place"])
+
+
+def test_prenorm_block_that_calls_attn_with_a_mask_of_its_own_fails_on_plain_functions():
+    # the parts are any callables of one argument: a learner who passes the block's mask
+    # along breaks on the case where attn is a plain function
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        h = x + attn(norm1(x), None)
+        return h + ff(norm2(h))
+
+    failed_with_hint(PRENORM_BLOCK, prenorm_block, words=["raised TypeError", "plain function"])
+
+
+def test_prenorm_block_reference_is_torchs_pre_norm_encoder_layer():
+    """An independent formulation: torch's nn.TransformerEncoderLayer with norm_first=True
+    runs the same wiring by code of its own, and the checker's case built from its parts
+    expects its output; so does the course's TransformerBlock on its own parts."""
+    from course_lib.block import TransformerBlock
+    from course_lib.exercises.lesson08_transformer_block import torch_layer_parts
+
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(3, 9, 16, generator=g) * 2 + 1  # (B, T, D)
+    layer, *parts = torch_layer_parts(16, 4, seed=21)
+    with torch.no_grad():
+        torch.testing.assert_close(PRENORM_BLOCK.reference(x, *parts), layer(x))
+    case = next(c for c in PRENORM_BLOCK.case_list() if "TransformerEncoderLayer" in c.label)
+    layer, *_ = torch_layer_parts(16, 4, seed=14)
+    with torch.no_grad():
+        torch.testing.assert_close(PRENORM_BLOCK.reference(*case.args), layer(case.args[0]))
+    block = TransformerBlock(16, 4, 64).eval()
+    with torch.no_grad():
+        parts = (block.attn, block.ff, block.norm1, block.norm2)
+        torch.testing.assert_close(PRENORM_BLOCK.reference(x, *parts), block(x))
+
+
+def test_prenorm_block_cases_cover_the_contract():
+    cases = PRENORM_BLOCK.case_list()
+    dtypes = {case.args[0].dtype for case in cases}
+    assert dtypes == {torch.float32, torch.float64}
+    assert any(not isinstance(case.args[1], nn.Module) for case in cases)  # a plain function
+    assert any(case.args[0].shape[1] == 1 for case in cases)  # T = 1
+    for case in cases:  # two distinct norms, so using one twice shows
+        norm1, norm2 = case.args[3], case.args[4]
+        assert not torch.equal(norm1.weight, norm2.weight)
+
+
+# ---------------------------------------------------------------- layer_norm
+
+
+def test_layer_norm_reference_is_torchs_layer_norm_on_every_case():
+    for case in LAYER_NORM.case_list():
+        x, weight, bias, *rest = case.args
+        eps = rest[0] if rest else case.kwargs.get("eps", 1e-5)
+        norm = nn.LayerNorm(x.shape[-1], eps=eps, dtype=x.dtype)
+        with torch.no_grad():
+            norm.weight.copy_(weight)
+            norm.bias.copy_(bias)
+            expected = norm(x)
+        torch.testing.assert_close(layer_norm_reference(*case.args, **case.kwargs), expected)
+
+
+def test_layer_norm_cases_vary_eps_rank_and_dtype():
+    cases = LAYER_NORM.case_list()
+    eps = set()
+    for case in cases:
+        rest = case.args[3:]
+        eps.add(rest[0] if rest else case.kwargs.get("eps", "default"))
+    assert "default" in eps and max(e for e in eps if e != "default") >= 0.5 and len(eps) >= 4
+    assert {case.args[0].dim() for case in cases} == {1, 2, 3, 4}
+    assert any(case.args[0].dtype == torch.float64 for case in cases)
+
+
+def test_layer_norm_with_torchs_default_variance_is_named():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        mean = x.mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
+
+    result = failed_with_hint(LAYER_NORM, layer_norm, "unbiased")
+    assert "D - 1" in result.steps[0]
+
+
+def test_layer_norm_with_eps_added_to_the_std_is_named():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        centred = x - x.mean(-1, keepdim=True)
+        return centred / (x.std(-1, unbiased=False, keepdim=True) + eps) * weight + bias
+
+    result = failed_with_hint(LAYER_NORM, layer_norm, "eps_outside")
+    assert "inside the square root" in result.steps[0]
+
+
+def test_layer_norm_that_ignores_its_eps_is_named_on_the_large_eps():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + 1e-5) * weight + bias
+
+    failed_with_hint(LAYER_NORM, layer_norm, "eps_fixed", words=["a large eps"])
+
+
+def test_layer_norm_without_eps_is_named_on_the_tiny_variance():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        mean = x.mean(-1, keepdim=True)
+        return (x - mean) / x.std(-1, unbiased=False, keepdim=True) * weight + bias
+
+    failed_with_hint(LAYER_NORM, layer_norm, "no_eps", words=["variance (about 2e-6) is below eps"])
+
+
+def test_layer_norm_over_the_batch_is_named_batch_norm():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        flat = x.reshape(-1, x.shape[-1])  # (N, D): every token of the batch
+        mean, var = flat.mean(0), flat.var(0, unbiased=False)
+        return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+    result = failed_with_hint(LAYER_NORM, layer_norm, "per_feature")
+    assert "batch norm" in result.steps[0]
+
+
+def standardised(x, eps):
+    """Each token of x at mean 0 and variance 1, as a learner's first line would compute it."""
+    mean = x.mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + eps)
+
+
+def test_layer_norm_without_weight_and_bias_is_named():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        return standardised(x, eps)
+
+    failed_with_hint(LAYER_NORM, layer_norm, "no_affine")
+
+
+def test_layer_norm_that_shifts_before_scaling_is_named():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        return (standardised(x, eps) + bias) * weight
+
+    failed_with_hint(LAYER_NORM, layer_norm, "shift_first")
+
+
+def test_layer_norm_with_weight_and_bias_swapped_is_named():
+    # issue 25 section 4: this got only "numbers differ"
+    def layer_norm(x, weight, bias, eps=1e-5):
+        gain, shift = bias, weight  # "bias first, as in the signature of nn.Linear's output"
+        return standardised(x, eps) * gain + shift
+
+    result = failed_with_hint(LAYER_NORM, layer_norm, "weight_bias_swapped")
+    assert "swapped" in result.steps[0]
+
+
+def test_layer_norm_with_statistics_over_every_axis_is_named():
+    # issue 25 section 4: .mean() and .var() without dim, biased or with torch's default
+    def biased(x, weight, bias, eps=1e-5):
+        mean, var = x.mean(), x.var(unbiased=False)
+        return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+    def with_std(x, weight, bias, eps=1e-5):
+        return (x - x.mean()) / torch.sqrt(x.std() ** 2 + eps) * weight + bias
+
+    for fn, bug in ((biased, "all_axes"), (with_std, "all_axes_unbiased")):
+        result = failed_with_hint(LAYER_NORM, fn, bug, words=["the whole tensor"])
+        assert "every axis" in result.steps[0]
+
+
+def test_layer_norm_with_eps_added_to_torchs_std_is_named():
+    # issue 25 section 4: x.std() + eps, torch's default std (dividing by D - 1) and eps
+    # outside the root, got only "numbers differ"
+    def layer_norm(x, weight, bias, eps=1e-5):
+        centred = x - x.mean(dim=-1, keepdim=True)
+        return centred / (x.std(dim=-1, keepdim=True) + eps) * weight + bias
+
+    result = failed_with_hint(LAYER_NORM, layer_norm, "eps_outside_unbiased")
+    assert "inside the square root" in result.steps[0] and "D - 1" in result.steps[0]
+
+
+def test_layer_norm_with_eps_added_to_the_root_of_the_variance_is_named():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        mean = x.mean(-1, keepdim=True)
+        var = x.var(-1, unbiased=False, keepdim=True)
+        return (x - mean) / (var**0.5 + eps) * weight + bias
+
+    failed_with_hint(LAYER_NORM, layer_norm, "eps_outside")
+
+
+def test_layer_norm_written_other_right_ways_passes():
+    def with_rsqrt(x, weight, bias, eps=1e-5):
+        centred = x - x.mean(-1, keepdim=True)
+        return centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight + bias
+
+    def with_var_mean(x, weight, bias, eps=1e-5):
+        var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)
+        return torch.addcmul(bias, (x - mean) / (var + eps).sqrt(), weight)
+
+    for fn in (with_rsqrt, with_var_mean):
+        assert run(LAYER_NORM, fn).passed, fn.__name__
+
+
+def test_layer_norm_without_centring_is_named():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        return x / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * weight + bias
+
+    failed_with_hint(LAYER_NORM, layer_norm, "no_centre")
+
+
+def test_layer_norm_with_a_hard_coded_axis_fails_with_the_last_axis_hint():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        mean = x.mean(dim=2, keepdim=True)  # (B, T, 1) for the (B, T, D) of the lesson
+        var = x.var(dim=2, unbiased=False, keepdim=True)
+        return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+    result = failed_with_hint(LAYER_NORM, layer_norm, words=["raised IndexError"])
+    assert any("last axis" in step for step in result.steps)
+
+
+def test_layer_norm_computed_in_float64_is_told_about_the_dtype():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        x = x.double()  # "more precise"
+        mean = x.mean(-1, keepdim=True)
+        var = x.var(-1, unbiased=False, keepdim=True)
+        return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+    result = failed_with_hint(LAYER_NORM, layer_norm, words=["expected dtype torch.float32"])
+    assert result.steps[0] == DTYPE_HINT
+
+
+def test_layer_norm_that_centres_x_in_place_is_caught():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        x -= x.mean(-1, keepdim=True)
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight + bias
+
+    failed_with_hint(LAYER_NORM, layer_norm, "in place", words=["`x` in place"])
+
+
+def test_the_layer_norm_worked_by_hand_is_what_torch_computes():
+    x = torch.tensor([2.0, 4.0, 4.0, 6.0], dtype=torch.float64)
+    weight = torch.tensor([1.0, 1.0, 2.0, 0.5], dtype=torch.float64)
+    bias = torch.tensor([0.0, 1.0, 0.0, 0.5], dtype=torch.float64)
+    assert F.layer_norm(x, (4,), eps=2.0).tolist() == [-1.0, 0.0, 0.0, 1.0]
+    assert F.layer_norm(x, (4,), weight, bias, eps=2.0).tolist() == [-1.0, 1.0, 0.0, 1.0]
+    cells = _lesson().cells
+    text = " ".join(
+        next(c.source for c in cells if "Worked by hand on one token" in c.source).split()
+    )
+    assert "the variance $(4 + 0 + 0 + 4) / 4 = 2$" in text
+    assert "the normalised token is $(-1, 0, 0, 1)$" in text
+    assert "the output is $(-1, 1, 0, 1)$" in text
