@@ -147,9 +147,9 @@ check_train_step = checker(lesson06.TRAIN_STEP, lesson06.run_step)
 check_sinusoidal_encoding = checker(lesson06_sinusoidal_and_rope.SINUSOIDAL_ENCODING)
 check_rotate_pair = checker(lesson06_sinusoidal_and_rope.ROTATE_PAIR)
 check_rope_score = checker(lesson06_sinusoidal_and_rope.ROPE_SCORE)
-check_rope_heads = checker(lesson06_sinusoidal_and_rope.ROPE_HEADS)
 
 # ---------------------------------------------------------------- lesson 07_rope_in_real_models
+check_rope_heads = checker(lesson07_rope_in_real_models.ROPE_HEADS)
 check_to_rotate_half = checker(lesson07_rope_in_real_models.TO_ROTATE_HALF)
 
 # ---------------------------------------------------------------- lesson 10
