@@ -75,6 +75,7 @@ from course_lib.viz.lesson06_sinusoidal_and_rope import (
     rotated_pair_figure,
     setup_pair_axes,
     similarity_figure,
+    turned_basis_figure,
 )
 from course_lib.viz.lesson07_rope_in_real_models import drift_figure, length_figure
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
@@ -196,6 +197,7 @@ __all__ = [
     "to_png",
     "token_costs_figure",
     "tradeoff_figure",
+    "turned_basis_figure",
     "training_figure",
     "visibility_figure",
 ]
