@@ -142,9 +142,9 @@ check_decoder_layer = checker(lesson05_encoder_decoder.DECODER_LAYER)
 check_sinusoidal_encoding = checker(lesson06_sinusoidal_and_rope.SINUSOIDAL_ENCODING)
 check_rotate_pair = checker(lesson06_sinusoidal_and_rope.ROTATE_PAIR)
 check_rope_score = checker(lesson06_sinusoidal_and_rope.ROPE_SCORE)
-check_rope_heads = checker(lesson06_sinusoidal_and_rope.ROPE_HEADS)
 
 # ---------------------------------------------------------------- lesson 07_rope_in_real_models
+check_rope_heads = checker(lesson07_rope_in_real_models.ROPE_HEADS)
 check_to_rotate_half = checker(lesson07_rope_in_real_models.TO_ROTATE_HALF)
 
 # ---------------------------------------------------------------- lesson 08_transformer_block

@@ -1,29 +1,34 @@
 """Lesson 06's demonstrations: attention is blind to order, sinusoids at any position, a
-rotation, query-key scores under RoPE and under added encodings, and a trained model whose
-attention layers run another multi-head function (lesson 06); a trained model's RoPE layout
-changed, and RoPE scores moved along the sequence (lesson 07).
+rotation, query-key scores under RoPE and under added encodings (lesson 06); a trained model
+whose attention layers run another multi-head function, its RoPE layout changed, RoPE scores
+moved along the sequence, the learned table's untrained rows, excess loss position by position
+on the long lines, and the variant table's claims on positions (lesson 07).
 
 The position schemes a model uses are course_lib.positional.
 """
 
 import copy
+import json
 
 import torch
 from torch import nn
 
-from course_lib import variants
-from course_lib._validation import float_tensor
+from course_lib import corpus, variants
+from course_lib._validation import float_tensor, one_of
 from course_lib.attention import scaled_dot_product_attention
 from course_lib.model import TinyTransformer
 from course_lib.positional import (
+    ROPE_LAYOUTS,
     RotaryEmbedding,
+    _angle_table,
     _check_base,
     _check_even,
     apply_rope,
-    rope_angles,
+    apply_rope_half,
     sinusoidal_encoding,
 )
 from course_lib.toy import project_qkv, toy_embeddings
+from course_lib.train import token_losses
 
 
 def _int_positions(name: str, positions) -> torch.Tensor:
@@ -49,7 +54,7 @@ def sinusoidal_at(positions, d_model: int, base: float = 10000.0) -> torch.Tenso
     positions = _int_positions("positions", positions)
     _check_even("d_model", d_model)
     base = _check_base(base)
-    angles = rope_angles(positions, d_model, base)  # (T, D/2): the same p / base**(2i/D)
+    angles = _angle_table(positions, d_model, base, torch.float32)  # (T, D/2): p / base**(2i/D)
     pe = torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # (T, D/2, 2) -> (T, D)
     return pe.to(torch.float32)
 
@@ -75,11 +80,16 @@ def rotate_pair(pair: torch.Tensor, angle) -> torch.Tensor:
     return torch.stack((x * cos - y * sin, x * sin + y * cos), dim=-1)  # (..., 2)
 
 
-def rope_scores(q: torch.Tensor, k: torch.Tensor, m, n, base: float = 10000.0) -> torch.Tensor:
+def rope_scores(
+    q: torch.Tensor, k: torch.Tensor, m, n, base: float = 10000.0, *, layout: str = "interleaved"
+) -> torch.Tensor:
     """(P,) scores q_m . k_n: q (d,) rotated to positions m, k (d,) to positions n (lesson 06).
 
-    m and n are ints or (P,) integer tensors (broadcast together).
+    m and n are ints or (P,) integer tensors (broadcast together). layout "interleaved" pairs
+    dimensions (2i, 2i+1), as lesson 06; "half" pairs (i, i + d/2) (lesson 07).
     """
+    rotations = {"interleaved": apply_rope, "half": apply_rope_half}
+    rotate = rotations[one_of("layout", layout, ROPE_LAYOUTS)]
     float_tensor("q", q)
     float_tensor("k", k)
     if q.dim() != 1 or q.shape != k.shape:
@@ -90,22 +100,23 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, m, n, base: float = 10000.0) -
     m, n = torch.broadcast_tensors(_int_positions("m", m), _int_positions("n", n))  # (P,) each
     # float64: in float32 a score drifts by up to about 1e-4 between shift 0 and shift 1000
     # (tests/test_lesson07_rope_in_real_models.py measures it; lesson 07 shows it)
-    q_rot = apply_rope(q.double().expand(len(m), -1), m, base)  # (P, d)
-    k_rot = apply_rope(k.double().expand(len(n), -1), n, base)  # (P, d)
+    q_rot = rotate(q.double().expand(len(m), -1), m, base)  # (P, d)
+    k_rot = rotate(k.double().expand(len(n), -1), n, base)  # (P, d)
     return (q_rot * k_rot).sum(dim=-1).to(q.dtype)  # (P,)
 
 
 def additive_scores(x_q, x_k, w_q, w_k, m, n, base: float = 10000.0) -> torch.Tensor:
     """(P,) scores when sinusoidal encodings are added to the embeddings first (lesson 06).
 
-    q = (x_q + PE[m]) W_q and k = (x_k + PE[n]) W_k; x_q, x_k (D,), w_q, w_k (D, d).
+    q = W_q (x_q + PE[m]) and k = W_k (x_k + PE[n]); x_q, x_k (D,); w_q, w_k (d, D), a row per
+    output, as lesson 02 stores a projection.
     """
     for name, value in (("x_q", x_q), ("x_k", x_k), ("w_q", w_q), ("w_k", w_k)):
         float_tensor(name, value)
     m, n = torch.broadcast_tensors(_int_positions("m", m), _int_positions("n", n))  # (P,) each
     D = x_q.shape[-1]
-    q = (x_q + sinusoidal_at(m, D, base)) @ w_q  # (P, D) @ (D, d) -> (P, d)
-    k = (x_k + sinusoidal_at(n, D, base)) @ w_k  # (P, D) @ (D, d) -> (P, d)
+    q = (x_q + sinusoidal_at(m, D, base)) @ w_q.T  # (P, D) @ (D, d) -> (P, d)
+    k = (x_k + sinusoidal_at(n, D, base)) @ w_k.T  # (P, D) @ (D, d) -> (P, d)
     return (q * k).sum(dim=-1)  # (P,)
 
 
@@ -208,3 +219,68 @@ def learned_rows_moved(variant: str = "learned-positions", seed: int = 0) -> tor
         start = TinyTransformer.from_config(trained.config).pos.weight.detach()  # (L, D)
     change = trained.pos.weight.detach() - start  # (L, D)
     return change.norm(dim=-1) / start.norm(dim=-1)  # (L,)
+
+
+# ---------------------------------------------------------------- lengths beyond training
+
+
+def long_excess(kinds: dict) -> dict:
+    """{label: (seeds, LONG_LEN - 1)}: excess loss over the floor at every position of the long
+    split's lines, one row per seed, for each shipped variant of `kinds` ({variant: label}):
+    position t predicts token t + 1, positions 0-30 are inside the trained length (lesson 07)."""
+    long_ids = corpus.load_split("long")  # (200, 128)
+    curves = {}
+    for variant, label in kinds.items():
+        runs = [token_losses(variants.load_trained(variant, seed), long_ids)
+                for seed in variants.SEEDS]  # fmt: skip
+        curves[label] = torch.stack([corpus.excess_by_position(r, "long") for r in runs])
+    return curves
+
+
+def seed_excess(variant: str, split: str = "valid", skill: str = "all") -> list[float]:
+    """The variant table's excess over the floor for `variant`, one number per seed, on the
+    validation split ("valid") or beyond the trained length ("long", positions 32-126)
+    (lesson 07)."""
+    table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    runs = [r[split][skill] for r in table["runs"] if r["variant"] == variant]
+    if not runs:
+        raise ValueError(f"variant: expected one in the variant table, got {variant!r}")
+    return runs
+
+
+# the variant table's rows on positions, each with the words a lesson reads it in
+POSITION_ROWS = {
+    "positions, inside the trained length, at one layer": "one layer, inside",
+    "positions, inside the trained length": "two layers, inside",
+    "learned positions against none, inside the trained length": "two layers, inside",
+    "positions, beyond the trained length": "two layers, beyond",
+    "RoPE against no positions, beyond the trained length": "two layers, beyond",
+    "RoPE and no positions against learned positions, beyond the trained length":
+        "two layers, beyond",
+}  # fmt: skip
+POSITION_NAMES = {"base": "RoPE", "sinusoidal": "sinusoidal", "learned-positions": "learned",
+                  "no-positions": "none", "1-layer-heads-4": "RoPE",
+                  "1-layer-sinusoidal": "sinusoidal", "1-layer-no-positions": "none"}  # fmt: skip
+
+
+def position_claims(skill: str = "all") -> list[str]:
+    """The variant table's claims on positions for `skill`, one line each: which variant is
+    ahead of which by how much (the gap of the means), the bar (3 times the larger seed range)
+    and whether the claim "the first beats the second" holds (lesson 07).
+
+    A claim whose gap is negative has the first variant behind: the line says so.
+    """
+    table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    rows = {r["name"]: r for r in table["rows"]}
+    lines, last = [], None
+    for name, where in POSITION_ROWS.items():
+        row = rows[name]
+        for c in (c for c in row["claims"] if c["skill"] == skill):
+            better, worse = POSITION_NAMES[c["better"]], POSITION_NAMES[c["worse"]]
+            side = "ahead of" if c["gap"] >= 0 else "behind"
+            said = "holds" if c["holds"] else "does not hold"
+            lead = f"{where}:" if where != last else ""
+            lines.append(f"{lead:20s} {better:10s} {side:8s} {worse:10s} by {abs(c['gap']):.3f}, "
+                         f"bar {c['bar']:.3f}: {said}")  # fmt: skip
+            last = where
+    return lines

@@ -42,6 +42,12 @@ def rope_angles(
     positions: torch.Tensor, d: int, base: float = 10000.0, dtype=torch.float32
 ) -> torch.Tensor:
     """(T, d/2) rotation angles p * base**(-2i/d) for each position p and pair i (lesson 06)."""
+    return _angle_table(positions, d, base, dtype)
+
+
+def _angle_table(positions, d, base, dtype):
+    # the course's own RoPE and sinusoids call this, never the public rope_angles: a checker
+    # that refuses a learner's call to rope_angles (lesson 06's exercises) sees only theirs
     two_i = torch.arange(0, d, 2, dtype=dtype, device=positions.device)  # (d/2,)
     inv_freq = base ** (-two_i / d)  # (d/2,)
     return positions.to(dtype)[:, None] * inv_freq[None, :]  # (T, 1) * (1, d/2) -> (T, d/2)
@@ -68,7 +74,7 @@ def _cos_sin(positions: torch.Tensor, d: int, base: float, dtype) -> tuple:
     # angles in float64 for float64 inputs: float32 numbers near 1000 are 6e-5 apart, too
     # coarse to check the relative-position property to 1e-5 (lesson 07 measures the drift)
     precision = torch.float64 if dtype == torch.float64 else torch.float32
-    angles = rope_angles(positions, d, base, precision)  # (T, d/2)
+    angles = _angle_table(positions, d, base, precision)  # (T, d/2)
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
 
@@ -118,6 +124,12 @@ def half_layout_order(d: int) -> torch.Tensor:
     the interleaved RoPE layout into the rotate-half one (lesson 07).
     """
     _check_even("d", d)
+    return _evens_then_odds(d)
+
+
+def _evens_then_odds(d: int) -> torch.Tensor:
+    # to_rotate_half calls this, never the public half_layout_order: lesson 07's checker
+    # refuses a learner's call to half_layout_order and must not see the course's own
     return torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))  # (d,)
 
 
@@ -134,7 +146,7 @@ def to_rotate_half(weight: torch.Tensor, num_heads: int) -> torch.Tensor:
             f"got shape {tuple(weight.shape)}"
         )
     d = _check_even("the head width d", rows // num_heads)
-    order = half_layout_order(d)  # (d,)
+    order = _evens_then_odds(d)  # (d,): half_layout_order(d)
     starts = torch.arange(num_heads)[:, None] * d  # (H, 1)
     return weight[(starts + order).flatten()]  # (H * d, ...): every head reordered alike
 

@@ -124,6 +124,7 @@ VIZ_FIGURES = {
         position_demos.position_similarity(64, 32), rows=(0, 16, 40)
     ),
     "rotated_pair_figure": lambda: viz.rotated_pair_figure(torch.tensor([1.0, 0.4]), range(6)),
+    "turned_basis_figure": lambda: viz.turned_basis_figure(0.6),
     "length_figure": lambda: viz.length_figure(
         {
             "RoPE": torch.stack([torch.linspace(0, 2, 31), torch.linspace(0, 1, 31)]),

@@ -1,8 +1,9 @@
 """Lesson 06's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops, math.cos,
-complex numbers, hard-coded axes), not taken from the bug list in
-course_lib/exercises/lesson06_sinusoidal_and_rope/.
+complex numbers, hard-coded axes, a course function wrapped), not taken from the bug list in
+course_lib/exercises/lesson06_sinusoidal_and_rope/. RoPE for every head, rope_heads, is
+lesson 07's (tests/test_exercises_lesson07_rope_in_real_models.py).
 """
 
 import math
@@ -14,23 +15,24 @@ import numpy as np
 import pytest
 import torch
 
-from course_lib import positional
-from course_lib.checks import (
-    check_rope_heads,
-    check_rope_score,
-    check_rotate_pair,
-    check_sinusoidal_encoding,
-)
+from course_lib import position_demos, positional
+from course_lib.checks import check_rope_score, check_rotate_pair, check_sinusoidal_encoding
 from course_lib.exercises.core import DTYPE_HINT, run
 from course_lib.exercises.lesson06_sinusoidal_and_rope import (
     EXERCISES,
-    ROPE_HEADS,
     ROPE_SCORE,
     ROTATE_PAIR,
     SINUSOIDAL_ENCODING,
 )
+from course_lib.position_demos import rope_scores as COURSE_SCORES
+from course_lib.position_demos import rotate_pair as COURSE_ROTATE
+from course_lib.position_demos import sinusoidal_at as COURSE_AT
+from course_lib.positional import sinusoidal_encoding as COURSE_TABLE
 from course_lib.workspace import BEGIN, stub_solutions
 from helpers import notebook_functions, stub, verdict
+
+# the course's functions as a learner who imported them by name before the check would hold
+# them: out of reach of the check's watch on the modules' attributes, not of its profile hook
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_sinusoidal_and_rope.ipynb"
 
@@ -64,9 +66,7 @@ def test_the_lessons_solution_passes(exercise):
     assert run(exercise, notebook_functions(*(e.name for e in EXERCISES))[exercise.name]).passed
 
 
-@pytest.mark.parametrize(
-    "check", [check_sinusoidal_encoding, check_rotate_pair, check_rope_score, check_rope_heads]
-)
+@pytest.mark.parametrize("check", [check_sinusoidal_encoding, check_rotate_pair, check_rope_score])
 def test_a_stub_is_not_implemented_yet(check, capsys):
     out = verdict(check, stub, capsys)
     assert out.startswith("TRY AGAIN") and "not implemented yet" in out
@@ -75,14 +75,13 @@ def test_a_stub_is_not_implemented_yet(check, capsys):
 def test_the_workspace_stubs_say_not_implemented_yet(capsys):
     namespace = {"torch": torch, "math": math}
     cells = [c for c in _lesson().cells if BEGIN in c.source]
-    assert len(cells) == 4
+    assert len(cells) == len(EXERCISES) == 3
     for cell in cells:
         exec(stub_solutions(cell.source), namespace)
     for check, name in (
         (check_sinusoidal_encoding, "sinusoidal_encoding"),
         (check_rotate_pair, "rotate_pair"),
         (check_rope_score, "rope_score"),
-        (check_rope_heads, "rope_heads"),
     ):
         assert "not implemented yet" in verdict(check, namespace[name], capsys)
 
@@ -107,21 +106,20 @@ def test_the_worked_examples_are_what_the_course_computes():
     one = torch.tensor([1.0, 0.0])
     score = ROPE_SCORE.reference(one, one, 1, 0)
     assert f"\\cos 1 \\approx {score:.3f}$" in text
-    heads = ROPE_HEADS.reference(torch.tensor([[1.0, 0.0]] * 3))
-    rows = ", ".join(f"[{a:.2f}, {b:.2f}]" for a, b in heads.tolist())
-    assert f"`[{rows}]`" in text
 
 
 def test_each_exercise_says_what_its_check_compares_with():
     """The lesson imports `positional` and `position_demos`, whose functions meet every
-    contract: each exercise's text says the check compares with the course's."""
+    contract: each exercise's text says the check compares with the course's, and that
+    calling the course's fails it."""
     cells = _lesson().cells
-    for name in ("sinusoidal_encoding", "rotate_pair", "rope_score", "rope_heads"):
+    for name in ("sinusoidal_encoding", "rotate_pair", "rope_score"):
         at = next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
         text = " ".join(next(c.source for c in reversed(cells[:at]) if c.cell_type == "markdown")
                         .split())  # fmt: skip
         assert f"Write `{name}(" in text, name
         assert re.search(r"The check compares yours with|is what the check compares with", text)
+        assert re.search(r"fails it|may not call", text), name
 
 
 def test_the_lessons_rope_score_keeps_float64_precision():
@@ -134,18 +132,30 @@ def test_the_lessons_rope_score_keeps_float64_precision():
 
 
 def test_no_exercise_text_above_it_holds_its_solution():
-    """The rotation's formula is a picture above exercise 2, and the course's apply_rope (a
-    one-line rope_heads) is first called after exercise 4."""
+    """The rotation's formula appears only after exercise 2 (the picture above it writes no
+    coordinates), and the course's RoPE (a few lines from rope_score) first runs in a cell the
+    learner can see only as rope_scores, which the check refuses."""
     cells = _lesson().cells
-    where = {
-        name: next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
-        for name in ("rotate_pair", "rope_heads")
-    }
-    above = "\n".join(c.source for c in cells[: where["rotate_pair"]])
-    assert "-\\sin a" not in above.replace("(-sin a, cos a)", "")  # only the picture's label
-    assert "pmatrix" not in above
-    above = "\n".join(c.source for c in cells[: where["rope_heads"]])
-    assert "apply_rope" not in above and "RotaryEmbedding" not in above
+    where = next(i for i, c in enumerate(cells) if "def rotate_pair(" in c.source)
+    above = "\n".join(c.source for c in cells[:where])
+    for formula in ("-\\sin a", "-sin a", "(-sin", "pmatrix"):  # the second column of R(a)
+        assert formula not in above, formula
+    assert "turned_basis_figure" in above  # the picture of (1, 0) and (0, 1) turned
+    assert "apply_rope" not in "\n".join(c.source for c in cells if c.cell_type == "code")
+    assert "rope_heads" not in "\n".join(c.source for c in cells if c.cell_type == "code")
+
+
+def test_every_course_function_the_lesson_shows_is_forbidden_where_it_is_an_answer():
+    """Each course function a lesson cell calls that computes an exercise's answer is in that
+    exercise's `forbidden`: a learner who wraps it is told so."""
+    names = {(m.__name__, a) for e in EXERCISES for m, a in e.forbidden if hasattr(m, "__name__")}
+    code = "\n".join(c.source for c in _lesson().cells if c.cell_type == "code")
+    for module, attr in (("course_lib.positional", "sinusoidal_encoding"),
+                         ("course_lib.position_demos", "rope_scores")):  # fmt: skip
+        assert f"{module.rsplit('.', 1)[1]}.{attr}(" in code
+        assert (module, attr) in names
+    assert ("course_lib.position_demos", "rotate_pair") in names
+    assert ("course_lib.position_demos", "sinusoidal_at") in names
 
 
 def test_no_hint_holds_code():
@@ -197,7 +207,49 @@ def sinusoidal_numpy(seq_len, d_model):  # right numbers, numpy's float64
 
 def test_right_sinusoidal_encodings_written_other_ways_pass():
     assert run(SINUSOIDAL_ENCODING, sinusoidal_loops).passed
-    assert run(SINUSOIDAL_ENCODING, lambda T, D: positional.sinusoidal_encoding(T, D)).passed
+
+
+def _forbidden(exercise, fn, called):
+    """A learner's function that calls a course function named in `forbidden`: told so, with
+    the exercise's forbidden hint, whatever its numbers."""
+    result = _check(exercise, fn, words=[f"your function calls {called}"])
+    assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
+    return result
+
+
+def sinusoidal_from_course_angles(seq_len, d_model):  # the angles from the course, the rest own
+    angles = positional.rope_angles(torch.arange(seq_len), d_model)  # (T, D/2)
+    pe = torch.zeros(seq_len, d_model)
+    pe[:, 0::2], pe[:, 1::2] = angles.sin(), angles.cos()
+    return pe
+
+
+def test_sinusoidal_encodings_that_wrap_the_courses_are_told_so():
+    _forbidden(SINUSOIDAL_ENCODING, lambda T, D: positional.sinusoidal_encoding(T, D),
+               "course_lib.positional.sinusoidal_encoding")  # fmt: skip
+    _forbidden(SINUSOIDAL_ENCODING,
+               lambda T, D: position_demos.sinusoidal_at(torch.arange(T), D),
+               "course_lib.position_demos.sinusoidal_at")  # fmt: skip
+    _forbidden(SINUSOIDAL_ENCODING, sinusoidal_from_course_angles,
+               "course_lib.positional.rope_angles")  # fmt: skip
+    _forbidden(
+        SINUSOIDAL_ENCODING,
+        lambda T, D: COURSE_TABLE(T, D),
+        "course_lib.positional.sinusoidal_encoding",
+    )
+    _forbidden(
+        SINUSOIDAL_ENCODING,
+        lambda T, D: COURSE_AT(torch.arange(T), D),
+        "course_lib.position_demos.sinusoidal_at",
+    )
+
+
+def test_a_wrong_table_built_on_the_courses_is_told_not_to_call_it():
+    def swapped_columns(seq_len, d_model):  # the course's table with sin and cos traded
+        pe = COURSE_TABLE(seq_len, d_model)
+        return pe.reshape(seq_len, -1, 2).flip(-1).reshape(seq_len, d_model)
+
+    _forbidden(SINUSOIDAL_ENCODING, swapped_columns, "course_lib.positional.sinusoidal_encoding")
 
 
 @pytest.mark.parametrize(
@@ -306,6 +358,22 @@ def test_right_rotations_written_other_ways_pass():
         assert run(ROTATE_PAIR, fn).passed, fn.__name__
 
 
+def test_rotations_that_wrap_the_courses_are_told_so():
+    _forbidden(ROTATE_PAIR, lambda pair, angle: position_demos.rotate_pair(pair, angle),
+               "course_lib.position_demos.rotate_pair")  # fmt: skip
+    _forbidden(
+        ROTATE_PAIR, COURSE_ROTATE, "course_lib.position_demos.rotate_pair"
+    )  # handed over as it is
+    _forbidden(
+        ROTATE_PAIR,
+        lambda pair, angle: COURSE_ROTATE(pair.clone(), angle),
+        "course_lib.position_demos.rotate_pair",
+    )
+    # clockwise around the course's: told not to call it, whatever it got wrong
+    _forbidden(ROTATE_PAIR, lambda pair, angle: COURSE_ROTATE(pair, -torch.as_tensor(angle)),
+               "course_lib.position_demos.rotate_pair")  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "fn, bug, words",
     [
@@ -383,6 +451,34 @@ def test_right_scores_written_other_ways_pass():
     assert run(ROPE_SCORE, score_complex).passed
 
 
+def score_by_apply_rope(q, k, m, n):  # the course's rotation of whole vectors
+    q_m = positional.apply_rope(q[None], torch.tensor([m]))[0]
+    k_n = positional.apply_rope(k[None], torch.tensor([n]))[0]
+    return (q_m * k_n).sum()
+
+
+def score_by_rotary_layer(q, k, m, n):  # RotaryEmbedding turns rows 0..T-1: pick rows m and n
+    length = max(m, n) + 1
+    rotary = positional.RotaryEmbedding(q.shape[0], max_len=length)
+    q_rows, k_rows = rotary(q.expand(length, -1)), rotary(k.expand(length, -1))  # (T, d) each
+    return (q_rows[m] * k_rows[n]).sum()
+
+
+def test_rope_scores_that_wrap_the_courses_are_told_so():
+    _forbidden(ROPE_SCORE, lambda q, k, m, n: position_demos.rope_scores(q, k, m, n)[0],
+               "course_lib.position_demos.rope_scores")  # fmt: skip
+    _forbidden(ROPE_SCORE, score_by_apply_rope, "course_lib.positional.apply_rope")
+    _forbidden(ROPE_SCORE, score_by_rotary_layer, "RotaryEmbedding.__init__")
+    _forbidden(
+        ROPE_SCORE,
+        lambda q, k, m, n: COURSE_SCORES(q, k, m, n)[0],
+        "course_lib.position_demos.rope_scores",
+    )
+    # the two positions swapped around the course's scores: told not to call it
+    _forbidden(ROPE_SCORE, lambda q, k, m, n: COURSE_SCORES(q, k, n, m)[0],
+               "course_lib.position_demos.rope_scores")  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "fn, bug, words",
     [
@@ -414,123 +510,6 @@ def test_a_python_float_or_a_float32_score_from_float64_vectors_fails():
     assert result.steps[0] == DTYPE_HINT
 
 
-# ---------------------------------------------------------------- rope_heads
-
-
-def heads_learner(x, *, first=0, layout="pairs", exponent=2, sign=1, one_speed=False):
-    """RoPE as a learner writes it from the contract, with one knob per mistake."""
-    T, d = x.shape[-2], x.shape[-1]
-    i = torch.arange(d // 2, dtype=torch.float64)
-    theta = torch.ones_like(i) if one_speed else 10000 ** (-exponent * i / d)  # (d/2,)
-    t = torch.arange(first, first + T, dtype=torch.float64)
-    angles = sign * t[:, None] * theta  # (T, d/2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    if layout == "pairs":
-        a, b = x[..., 0::2], x[..., 1::2]
-    else:
-        a, b = x[..., : d // 2], x[..., d // 2 :]
-    new_a, new_b = a * cos - b * sin, a * sin + b * cos
-    if layout == "pairs":
-        return torch.stack((new_a, new_b), dim=-1).flatten(-2)
-    return torch.cat((new_a, new_b), dim=-1)
-
-
-def heads_complex(x):  # independent: every pair a complex number, turned by e^(i t theta)
-    T, d = x.shape[-2:]
-    theta = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-    angles = torch.arange(T, dtype=torch.float64)[:, None] * theta  # (T, d/2)
-    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
-    return (
-        torch.view_as_real(z * torch.polar(torch.ones_like(angles), angles)).flatten(-2).to(x.dtype)
-    )
-
-
-def heads_by_head_index(x):  # written for (B, H, T, d): x.shape[1] taken as the positions
-    d = x.shape[-1]
-    theta = 10000 ** (-torch.arange(0, d, 2) / d)
-    angles = torch.arange(x.shape[1])[:, None, None] * theta  # (H, 1, d/2): meant (T, d/2)
-    a, b = x[..., 0::2], x[..., 1::2]
-    return torch.stack((a * angles.cos() - b * angles.sin(),
-                        a * angles.sin() + b * angles.cos()), dim=-1).flatten(-2)  # fmt: skip
-
-
-def heads_angles_transposed(x):  # the angle table built (d/2, T): fits only when T = d/2
-    T, d = x.shape[-2:]
-    theta = 10000 ** (-torch.arange(0, d, 2) / d)
-    angles = theta[:, None] * torch.arange(T)[None, :]  # (d/2, T)
-    a, b = x[..., 0::2], x[..., 1::2]
-    return torch.stack((a * angles.cos() - b * angles.sin(),
-                        a * angles.sin() + b * angles.cos()), dim=-1).flatten(-2)  # fmt: skip
-
-
-def heads_four_axes_only(x):  # B, H, T, d = x.shape: a hard-coded 4-D input
-    B, H, T, d = x.shape
-    return heads_learner(x)
-
-
-def heads_in_place(x):
-    rotated = heads_learner(x)
-    x[...] = rotated
-    return x
-
-
-def heads_into_empty(x):  # torch.empty(x.shape) is float32 whatever x's dtype
-    out = torch.empty(x.shape)
-    out[...] = heads_learner(x)
-    return out
-
-
-def test_right_rope_heads_written_other_ways_pass():
-    assert run(ROPE_HEADS, heads_learner).passed
-    assert run(ROPE_HEADS, heads_complex).passed
-    # the course's RotaryEmbedding, as a learner who found it might call it
-    assert run(ROPE_HEADS, lambda x: positional.RotaryEmbedding(x.shape[-1])(x)).passed
-
-
-@pytest.mark.parametrize(
-    "fn, bug, words",
-    [
-        (lambda x: heads_learner(x, first=1), "from_one", ["t = 0"]),
-        (lambda x: heads_learner(x, layout="half"), "rotate_half", ["position 0"]),
-        (heads_by_head_index, "by_head", ["head to head"]),
-        (heads_angles_transposed, "transposed", ["pair 0 never turns"]),
-        (lambda x: heads_learner(x, exponent=1), "i_over_d", ["too fast"]),
-        (lambda x: heads_learner(x, sign=-1), "clockwise", ["clockwise"]),
-        (lambda x: heads_learner(x, one_speed=True), "one_speed", ["one speed"]),
-    ],
-)
-def test_rope_heads_mistakes_get_their_hint(fn, bug, words):
-    _check(ROPE_HEADS, fn, bug, words)
-
-
-def test_a_hard_coded_four_axis_input_fails_on_fewer_axes():
-    _check(ROPE_HEADS, heads_four_axes_only, "four_axes",
-           ["raised ValueError", "exactly four axes", "a 3-D x (H, T, d)"])  # fmt: skip
-
-
-def test_rope_heads_changing_x_in_place_is_caught():
-    result = _check(ROPE_HEADS, heads_in_place, words=["changed its argument `x` in place"])
-    assert result.bug == "in place"
-
-
-def test_rope_heads_float64_must_stay_float64():
-    result = _check(ROPE_HEADS, heads_into_empty, words=["expected dtype torch.float64"])
-    assert result.steps[0] == DTYPE_HINT
-
-
-def test_rope_heads_reference_is_torchs_own_rotation_matrix_per_position():
-    """Independent of apply_rope: position t, pair i turned by the 2x2 matrix of t * theta_i."""
-    x = torch.randn(2, 3, 5, 6, dtype=torch.float64)
-    expected = torch.empty_like(x)
-    for t in range(5):
-        for i in range(3):
-            angle = t * 10000 ** (-2 * i / 6)
-            c, s = math.cos(angle), math.sin(angle)
-            matrix = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
-            expected[..., t, 2 * i : 2 * i + 2] = x[..., t, 2 * i : 2 * i + 2] @ matrix.T
-    torch.testing.assert_close(ROPE_HEADS.reference(x), expected)
-
-
 # ---------------------------------------------------------------- a workspace from before
 
 
@@ -546,7 +525,8 @@ def _workspace_lesson(path, *sources):
 
 def test_a_workspace_keeps_finding_your_rope_in_04_positional_encoding(tmp_path):
     """A learner who wrote rope_heads in the lesson this one replaced, and has lesson 06 with
-    its stubs beside it, gets their own (FORMER maps both new lessons to the old file)."""
+    its stubs beside it (an earlier copy of lesson 06 held rope_heads), gets their own: FORMER
+    maps both new lessons to the old file."""
     from course_lib.exercises import FORMER, former_files
     from course_lib.mywork import collect
 
@@ -564,7 +544,7 @@ def test_a_workspace_keeps_finding_your_rope_in_04_positional_encoding(tmp_path)
     ]
     work = collect(["rope_heads", "rotate_pair", "to_rotate_half"], tmp_path)
     assert work.origin == {
-        "rope_heads": "lesson 06: yours in 04_positional_encoding.ipynb",
+        "rope_heads": "lesson 07: yours in 04_positional_encoding.ipynb",
         "rotate_pair": "lesson 06: yours",
         "to_rotate_half": "lesson 07: the course's (no definition of yours found in this folder)",
     }

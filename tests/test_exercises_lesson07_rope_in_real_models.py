@@ -1,10 +1,11 @@
-"""Lesson 07's exercise: the notebook's solution passes, learner-style mistakes get their hint.
+"""Lesson 07's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops over heads,
-views and transposes, index lists), not taken from the bug list in
-course_lib/exercises/lesson07_rope_in_real_models.py.
+views and transposes, index lists, complex numbers, hard-coded axes, a course function
+wrapped), not taken from the bug lists in course_lib/exercises/lesson07_rope_in_real_models/.
 """
 
+import math
 import re
 from pathlib import Path
 
@@ -12,55 +13,125 @@ import nbformat
 import pytest
 import torch
 
-from course_lib import positional
-from course_lib.checks import check_to_rotate_half
-from course_lib.exercises.core import run
-from course_lib.exercises.lesson07_rope_in_real_models import EXERCISES, TO_ROTATE_HALF
+from course_lib import positional, variants
+from course_lib.checks import check_rope_heads, check_to_rotate_half
+from course_lib.exercises.core import DTYPE_HINT, run
+from course_lib.exercises.lesson07_rope_in_real_models import (
+    EXERCISES,
+    ROPE_HEADS,
+    TO_ROTATE_HALF,
+)
+from course_lib.position_demos import rotate_pair as COURSE_ROTATE
+from course_lib.positional import apply_rope as COURSE_APPLY_ROPE
+from course_lib.positional import half_layout_order as COURSE_ORDER
+from course_lib.positional import to_rotate_half as COURSE_TO_ROTATE_HALF
 from course_lib.workspace import BEGIN, stub_solutions
 from helpers import notebook_functions, stub, verdict
+
+# course functions as a learner who imported them by name would hold them (see _forbidden);
+# lesson 06's rotate_pair (COURSE_ROTATE) stays allowed: rope_heads builds on it
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07_rope_in_real_models.ipynb"
 
 
-def _check(fn, bug=None, words=()):
-    result = run(TO_ROTATE_HALF, fn)
+def _check_against(exercise, fn, bug=None, words=()):
+    result = run(exercise, fn)
     assert not result.passed, result.message
     if bug is not None:
         assert result.bug == bug, result.message
-        cause = next(b.cause for b in TO_ROTATE_HALF.bugs if b.name == bug)
+        cause = next(b.cause for b in exercise.bugs if b.name == bug)
         assert result.steps[0] == cause
     for word in words:
         assert word in result.message, result.message
-    assert result.steps[-1] == f"See {TO_ROTATE_HALF.idea}."
+    assert result.steps[-1] == f"See {exercise.idea}."
     return result
 
 
-def test_the_lessons_solution_passes():
-    assert run(TO_ROTATE_HALF, notebook_functions("to_rotate_half")["to_rotate_half"]).passed
+def _check(*args, **kwargs):
+    """_check(fn, ...) for to_rotate_half, _check(ROPE_HEADS, fn, ...) for rope_heads."""
+    if args and args[0] is ROPE_HEADS:
+        return _check_against(*args, **kwargs)
+    return _check_against(TO_ROTATE_HALF, *args, **kwargs)
 
 
-def test_a_stub_is_not_implemented_yet(capsys):
-    out = verdict(check_to_rotate_half, stub, capsys)
+def _forbidden(exercise, fn, called):
+    """A learner's function that calls a course function named in `forbidden`: told so, with
+    the exercise's forbidden hint, whatever its numbers."""
+    result = _check_against(exercise, fn, words=[f"your function calls {called}"])
+    assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
+    return result
+
+
+def _lesson():
+    return nbformat.read(NOTEBOOK, as_version=4)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_the_lessons_solution_passes(exercise):
+    mine = notebook_functions(*(e.name for e in EXERCISES))
+    assert run(exercise, mine[exercise.name]).passed
+
+
+@pytest.mark.parametrize("check", [check_rope_heads, check_to_rotate_half])
+def test_a_stub_is_not_implemented_yet(check, capsys):
+    out = verdict(check, stub, capsys)
     assert out.startswith("TRY AGAIN") and "not implemented yet" in out
 
 
-def test_the_workspace_stub_says_not_implemented_yet(capsys):
+def test_the_workspace_stubs_say_not_implemented_yet(capsys):
     namespace = {"torch": torch}
-    cells = [c for c in nbformat.read(NOTEBOOK, as_version=4).cells if BEGIN in c.source]
-    assert len(cells) == len(EXERCISES) == 1
-    exec(stub_solutions(cells[0].source), namespace)
-    assert "not implemented yet" in verdict(
-        check_to_rotate_half, namespace["to_rotate_half"], capsys
-    )
+    cells = [c for c in _lesson().cells if BEGIN in c.source]
+    assert len(cells) == len(EXERCISES) == 2
+    for cell in cells:
+        exec(stub_solutions(cell.source), namespace)
+    for check, name in ((check_rope_heads, "rope_heads"), (check_to_rotate_half, "to_rotate_half")):
+        assert "not implemented yet" in verdict(check, namespace[name], capsys)
 
 
-def test_the_last_hint_points_to_a_section_and_a_worked_example_the_lesson_has():
-    text = "\n".join(
-        c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "markdown"
-    )
-    (heading,) = re.findall(r"'([^']+)'", TO_ROTATE_HALF.idea)
-    assert re.search(rf"^#+ {re.escape(heading)}$", text, re.M)
-    assert "$(a, c, b, e)$" in text  # the worked example: one vector of width 4
+def test_each_last_hint_points_to_sections_and_worked_examples_the_lesson_has():
+    text = "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown")
+    for exercise in EXERCISES:
+        headings = re.findall(r"'([^']+)'", exercise.idea)
+        assert headings, exercise.idea
+        for heading in headings:
+            assert re.search(rf"^#+ {re.escape(heading)}$", text, re.M), heading
+    assert "$(a, c, b, e)$" in text  # to_rotate_half's worked example: one vector of width 4
+    heads = ROPE_HEADS.reference(torch.tensor([[1.0, 0.0]] * 3))  # rope_heads' worked example
+    rows = ", ".join(f"[{a:.2f}, {b:.2f}]" for a, b in heads.tolist())
+    assert f"`[{rows}]`" in text
+
+
+def test_each_exercise_says_what_its_check_compares_with_and_refuses():
+    cells = _lesson().cells
+    for name in ("rope_heads", "to_rotate_half"):
+        at = next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
+        text = " ".join(next(c.source for c in reversed(cells[:at]) if c.cell_type == "markdown")
+                        .split())  # fmt: skip
+        assert f"Write `{name}(" in text and "The check compares yours with" in text, name
+        assert "fails it" in text or "fails the check" in text, name
+
+
+def test_no_cell_above_to_rotate_half_names_or_prints_its_order():
+    """The order inside one head is the exercise's answer: nothing above its check prints it,
+    calls half_layout_order or shows Hugging Face's permute."""
+    cells = _lesson().cells
+    at = next(i for i, c in enumerate(cells) if "def to_rotate_half(" in c.source)
+    above = "\n".join(c.source for c in cells[:at])
+    outputs = "\n".join(o.get("text", "") for c in cells[:at] if c.cell_type == "code"
+                        for o in c.get("outputs", []))  # fmt: skip
+    for leak in ("half_layout_order", "evens first", "even dimensions first", "transpose",
+                 "positional.to_rotate_half", "[0, 2, 4"):  # fmt: skip
+        assert leak not in above, leak
+        assert leak not in outputs, leak
+    assert "def to_rotate_half(" in cells[at].source
+
+
+def test_every_course_function_that_gives_an_answer_is_forbidden():
+    names = {(getattr(m, "__name__", m), a) for e in EXERCISES for m, a in e.forbidden}
+    for pair in (("course_lib.positional", "apply_rope"), ("RotaryEmbedding", "forward"),
+                 ("course_lib.positional", "to_rotate_half"),
+                 ("course_lib.positional", "half_layout_order")):  # fmt: skip
+        assert pair in names, pair
 
 
 def test_the_reference_makes_rotate_half_give_the_interleaved_scores():
@@ -101,8 +172,28 @@ def by_index_list(weight, num_heads):
 
 
 def test_right_answers_written_other_ways_pass():
-    for fn in (by_head_loop, by_index_list, positional.to_rotate_half):
-        assert run(TO_ROTATE_HALF, fn).passed, getattr(fn, "__name__", fn)
+    for fn in (by_head_loop, by_index_list):
+        assert run(TO_ROTATE_HALF, fn).passed, fn.__name__
+
+
+def by_course_order(weight, num_heads):  # the order of one head from the course, the rest own
+    d = weight.shape[0] // num_heads
+    return weight[torch.cat([h * d + positional.half_layout_order(d) for h in range(num_heads)])]
+
+
+def test_reorderings_that_wrap_the_courses_are_told_so():
+    _forbidden(TO_ROTATE_HALF, lambda w, h: positional.to_rotate_half(w, h),
+               "course_lib.positional.to_rotate_half")  # fmt: skip
+    _forbidden(TO_ROTATE_HALF, by_course_order, "course_lib.positional.half_layout_order")
+    _forbidden(TO_ROTATE_HALF, COURSE_TO_ROTATE_HALF, "course_lib.positional.to_rotate_half")
+    _forbidden(
+        TO_ROTATE_HALF,
+        lambda w, h: COURSE_TO_ROTATE_HALF(w.clone(), h),
+        "course_lib.positional.to_rotate_half",
+    )
+    # the course's order of one head applied across the whole width: told not to call it
+    _forbidden(TO_ROTATE_HALF, lambda w, h: w[COURSE_ORDER(w.shape[0])],
+               "course_lib.positional.half_layout_order")  # fmt: skip
 
 
 def whole_width(weight, num_heads):  # every even row of the weight, then every odd one
@@ -156,3 +247,159 @@ def test_no_hint_holds_code():
     for text in texts:
         for code in ("torch.", "arange", "[:, None]", "reshape", "view(", "transpose", "def "):
             assert code not in text, (code, text)
+
+
+# ---------------------------------------------------------------- rope_heads
+
+
+def heads_learner(x, *, first=0, layout="pairs", exponent=2, sign=1, one_speed=False):
+    """RoPE as a learner writes it from the contract, with one knob per mistake."""
+    T, d = x.shape[-2], x.shape[-1]
+    i = torch.arange(d // 2, dtype=torch.float64)
+    theta = torch.ones_like(i) if one_speed else 10000 ** (-exponent * i / d)  # (d/2,)
+    t = torch.arange(first, first + T, dtype=torch.float64)
+    angles = sign * t[:, None] * theta  # (T, d/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if layout == "pairs":
+        a, b = x[..., 0::2], x[..., 1::2]
+    else:
+        a, b = x[..., : d // 2], x[..., d // 2 :]
+    new_a, new_b = a * cos - b * sin, a * sin + b * cos
+    if layout == "pairs":
+        return torch.stack((new_a, new_b), dim=-1).flatten(-2)
+    return torch.cat((new_a, new_b), dim=-1)
+
+
+def heads_complex(x):  # independent: every pair a complex number, turned by e^(i t theta)
+    T, d = x.shape[-2:]
+    theta = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = torch.arange(T, dtype=torch.float64)[:, None] * theta  # (T, d/2)
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return (
+        torch.view_as_real(z * torch.polar(torch.ones_like(angles), angles)).flatten(-2).to(x.dtype)
+    )
+
+
+def heads_by_head_index(x):  # written for (B, H, T, d): x.shape[1] taken as the positions
+    d = x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d, 2) / d)
+    angles = torch.arange(x.shape[1])[:, None, None] * theta  # (H, 1, d/2): meant (T, d/2)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * angles.cos() - b * angles.sin(),
+                        a * angles.sin() + b * angles.cos()), dim=-1).flatten(-2)  # fmt: skip
+
+
+def heads_angles_transposed(x):  # the angle table built (d/2, T): fits only when T = d/2
+    T, d = x.shape[-2:]
+    theta = 10000 ** (-torch.arange(0, d, 2) / d)
+    angles = theta[:, None] * torch.arange(T)[None, :]  # (d/2, T)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * angles.cos() - b * angles.sin(),
+                        a * angles.sin() + b * angles.cos()), dim=-1).flatten(-2)  # fmt: skip
+
+
+def heads_four_axes_only(x):  # B, H, T, d = x.shape: a hard-coded 4-D input
+    B, H, T, d = x.shape
+    return heads_learner(x)
+
+
+def heads_in_place(x):
+    rotated = heads_learner(x)
+    x[...] = rotated
+    return x
+
+
+def heads_into_empty(x):  # torch.empty(x.shape) is float32 whatever x's dtype
+    out = torch.empty(x.shape)
+    out[...] = heads_learner(x)
+    return out
+
+
+def test_right_rope_heads_written_other_ways_pass():
+    assert run(ROPE_HEADS, heads_learner).passed
+    assert run(ROPE_HEADS, heads_complex).passed
+    # built on lesson 06's rotate_pair, the course's where the learner skipped it
+    assert run(ROPE_HEADS, heads_on_rotate_pair).passed
+
+
+def heads_on_rotate_pair(x):  # the lesson's route: a (T, d/2) table, pairs on a last axis
+    T, d = x.shape[-2:]
+    theta = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = (torch.arange(T, dtype=torch.float64)[:, None] * theta).to(x.dtype)  # (T, d/2)
+    return COURSE_ROTATE(x.reshape(*x.shape[:-1], d // 2, 2), angles).reshape(x.shape)
+
+
+def heads_by_rotary_layer(x):  # the course's layer, as a learner who found it might call it
+    return positional.RotaryEmbedding(x.shape[-1])(x)
+
+
+def heads_by_apply_rope(x):
+    return positional.apply_rope(x, torch.arange(x.shape[-2]))
+
+
+def heads_on_course_angles(x):  # the angle table from the course, the turning the learner's
+    T, d = x.shape[-2:]
+    angles = positional.rope_angles(torch.arange(T), d, dtype=x.dtype)  # (T, d/2)
+    return COURSE_ROTATE(x.reshape(*x.shape[:-1], d // 2, 2), angles).reshape(x.shape)
+
+
+def test_rope_heads_that_wrap_the_courses_are_told_so():
+    _forbidden(ROPE_HEADS, heads_by_rotary_layer, "RotaryEmbedding.__init__")
+    _forbidden(ROPE_HEADS, heads_by_apply_rope, "course_lib.positional.apply_rope")
+    _forbidden(ROPE_HEADS, heads_on_course_angles, "course_lib.positional.rope_angles")
+    _forbidden(
+        ROPE_HEADS,
+        lambda x: COURSE_APPLY_ROPE(x, torch.arange(x.shape[-2])),
+        "course_lib.positional.apply_rope",
+    )
+    # a layer taken from the trained model, called by its forward
+    rotary = variants.load_trained("base", 0).blocks[0].attn.rope
+    _forbidden(ROPE_HEADS, lambda x: rotary(x) if x.shape[-1] == 16 else heads_learner(x),
+               "RotaryEmbedding.forward")  # fmt: skip
+    # positions from 1 around the course's rotation: told not to call it
+    _forbidden(ROPE_HEADS, lambda x: COURSE_APPLY_ROPE(x, torch.arange(1, x.shape[-2] + 1)),
+               "course_lib.positional.apply_rope")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "fn, bug, words",
+    [
+        (lambda x: heads_learner(x, first=1), "from_one", ["t = 0"]),
+        (lambda x: heads_learner(x, layout="half"), "rotate_half", ["position 0"]),
+        (heads_by_head_index, "by_head", ["head to head"]),
+        (heads_angles_transposed, "transposed", ["pair 0 never turns"]),
+        (lambda x: heads_learner(x, exponent=1), "i_over_d", ["too fast"]),
+        (lambda x: heads_learner(x, sign=-1), "clockwise", ["clockwise"]),
+        (lambda x: heads_learner(x, one_speed=True), "one_speed", ["one speed"]),
+    ],
+)
+def test_rope_heads_mistakes_get_their_hint(fn, bug, words):
+    _check(ROPE_HEADS, fn, bug, words)
+
+
+def test_a_hard_coded_four_axis_input_fails_on_fewer_axes():
+    _check(ROPE_HEADS, heads_four_axes_only, "four_axes",
+           ["raised ValueError", "exactly four axes", "a 3-D x (H, T, d)"])  # fmt: skip
+
+
+def test_rope_heads_changing_x_in_place_is_caught():
+    result = _check(ROPE_HEADS, heads_in_place, words=["changed its argument `x` in place"])
+    assert result.bug == "in place"
+
+
+def test_rope_heads_float64_must_stay_float64():
+    result = _check(ROPE_HEADS, heads_into_empty, words=["expected dtype torch.float64"])
+    assert result.steps[0] == DTYPE_HINT
+
+
+def test_rope_heads_reference_is_torchs_own_rotation_matrix_per_position():
+    """Independent of apply_rope: position t, pair i turned by the 2x2 matrix of t * theta_i."""
+    x = torch.randn(2, 3, 5, 6, dtype=torch.float64)
+    expected = torch.empty_like(x)
+    for t in range(5):
+        for i in range(3):
+            angle = t * 10000 ** (-2 * i / 6)
+            c, s = math.cos(angle), math.sin(angle)
+            matrix = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
+            expected[..., t, 2 * i : 2 * i + 2] = x[..., t, 2 * i : 2 * i + 2] @ matrix.T
+    torch.testing.assert_close(ROPE_HEADS.reference(x), expected)

@@ -1,6 +1,6 @@
-"""course_lib.position_demos: lesson 06's sinusoids at any position, the 2-D rotation and a
-trained model's attention run through another function; lesson 07's RoPE layout switch, score
-drift and learned rows.
+"""course_lib.position_demos: lesson 06's sinusoids at any position, the 2-D rotation and the
+scores under RoPE and sinusoids added; lesson 07's trained model run through another
+function, RoPE layout switch, score drift, learned rows and the variant table's claims.
 
 The lessons' claims made with the demos are in tests/test_lesson06_sinusoidal_and_rope.py and
 tests/test_lesson07_rope_in_real_models.py.
@@ -61,5 +61,50 @@ def test_learned_rows_moved_rebuilds_the_random_start():
     moved = position_demos.learned_rows_moved("learned-positions", 0)
     assert moved.shape == (128,)
     # a model reads positions 0-30 of a 32-token line: rows 31-127 never get a gradient and
-    # only shrink by weight decay, a few percent
+    # move a few percent (the optimiser's weight decay, lesson 11)
     assert moved[31:].max() < 0.1 < moved[:31].min()
+
+
+def test_rope_scores_in_either_layout_match_the_rotated_vectors():
+    g = torch.Generator().manual_seed(2)
+    q, k = torch.randn(8, generator=g), torch.randn(8, generator=g)
+    for layout, rotate in (("interleaved", positional.apply_rope),
+                           ("half", positional.apply_rope_half)):  # fmt: skip
+        got = position_demos.rope_scores(q, k, torch.tensor([9, 2]), 4, layout=layout)
+        q_m = rotate(q.double().expand(2, -1), torch.tensor([9, 2]))
+        k_n = rotate(k.double().expand(2, -1), torch.tensor([4, 4]))
+        torch.testing.assert_close(got, (q_m * k_n).sum(-1).float())
+    import pytest
+
+    with pytest.raises(ValueError, match="layout"):
+        position_demos.rope_scores(q, k, 1, 0, layout="halves")
+
+
+def test_additive_scores_take_projections_with_a_row_per_output():
+    g = torch.Generator().manual_seed(4)
+    x_q, x_k = torch.randn(6, generator=g), torch.randn(6, generator=g)
+    w_q, w_k = torch.randn(4, 6, generator=g), torch.randn(4, 6, generator=g)  # (d, D)
+    got = position_demos.additive_scores(x_q, x_k, w_q, w_k, 5, 2)
+    pe = positional.sinusoidal_encoding(6, 6)
+    expected = (w_q @ (x_q + pe[5])) @ (w_k @ (x_k + pe[2]))
+    torch.testing.assert_close(got, expected[None])
+
+
+def test_seed_excess_and_position_claims_read_the_variant_table():
+    import json
+
+    from course_lib import variants
+
+    table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
+    runs = [r["long"]["song"] for r in table["runs"] if r["variant"] == "sinusoidal"]
+    assert position_demos.seed_excess("sinusoidal", "long", "song") == runs
+    assert len(position_demos.seed_excess("1-layer-no-positions")) == len(variants.SEEDS)
+    import pytest
+
+    with pytest.raises(ValueError, match="variant"):
+        position_demos.seed_excess("no-such-variant")
+    lines = position_demos.position_claims("song")
+    assert lines[0].startswith("one layer, inside:") and lines[0].endswith(": holds")
+    # a negative gap reads as the first variant behind the second, by the gap's size
+    (behind,) = [ln for ln in lines if " behind " in ln and "RoPE" in ln and "none" in ln]
+    assert "by 0.104" in behind and behind.endswith("does not hold")

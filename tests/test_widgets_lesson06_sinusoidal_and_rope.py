@@ -49,6 +49,70 @@ def check_position(explorer):
     assert np.allclose(state["cos"], pe[p, 1::2].numpy())
     assert f"position {p}, D = {D}" in state["readout"]
     assert state["title"] == f"encoding of position {p}, D = {D}"  # a static picture says it
+    assert state["similarity_title"].endswith(f"position {p} to every position, D = {D}")
+
+
+def test_position_explorer_starts_where_the_lesson_says_and_shows_it():
+    explorer = PositionExplorer()
+    assert explorer.values() == {"position": 20, "width": 8}
+    state = explorer.state()
+    assert state["title"] == "encoding of position 20, D = 8"
+    assert state["similarity_title"] == "similarity of position 20 to every position, D = 8"
+    other = PositionExplorer(position=3, width=64)
+    assert other.values() == {"position": 3, "width": 64}
+    # the similarity axis holds every width's values (all in 0..1 here) at one scale
+    low, high = explorer.ax_sim.get_ylim()
+    assert low <= 0.0 and high >= 1.0
+    for D in PositionExplorer.WIDTHS:
+        pe = positional.sinusoidal_encoding(64, D)
+        cosines = torch.nn.functional.cosine_similarity(pe[:, None], pe[None], dim=-1)
+        assert low <= cosines.min() and cosines.max() <= high
+    # the pairs are separate numbers: dots, not a line joining them
+    assert explorer.sin_dots.get_linestyle() == "None" == explorer.cos_dots.get_linestyle()
+
+
+def learner_encoding(first: int = 0, swap: bool = False):
+    """A learner's sinusoidal_encoding whose positions start at `first` (0 is right), with
+    sin and cos traded when `swap`."""
+
+    def sinusoidal_encoding(seq_len, d_model):
+        p = torch.arange(first, first + seq_len, dtype=torch.float32)[:, None]
+        angles = p / 10000 ** (torch.arange(0, d_model, 2) / d_model)
+        a, b = (angles.cos(), angles.sin()) if swap else (angles.sin(), angles.cos())
+        return torch.stack((a, b), dim=-1).flatten(-2)
+
+    return sinusoidal_encoding
+
+
+def test_a_right_encoding_draws_the_courses_picture_and_says_it_agrees():
+    course, mine = PositionExplorer(), PositionExplorer(encoding=learner_encoding())
+    for width in (8, 128):
+        for explorer in (course, mine):
+            explorer.controls["width"].value = width
+        ours, theirs = course.state(), mine.state()
+        for key in ("encoding", "similarity", "sin", "cos"):
+            np.testing.assert_allclose(theirs[key], ours[key], atol=1e-6)
+        assert theirs["readout"].endswith(
+            f"Your sinusoidal_encoding agrees with the course's at T = 64, D = {width} "
+            "(within 0.0001)."
+        )
+        assert "\n" not in ours["readout"]
+
+
+def test_a_wrong_encoding_is_drawn_and_flagged_a_stub_is_not():
+    mine = PositionExplorer(encoding=learner_encoding(swap=True))
+    differs = "DIFFERS from the course's sinusoidal_encoding at T = 64, D = 8"
+    assert differs in mine.state()["readout"]
+    np.testing.assert_allclose(mine.state()["sin"], PositionExplorer().state()["cos"], atol=1e-6)
+
+    def stub(seq_len, d_model):
+        raise NotImplementedError("Exercise sinusoidal_encoding: write your code here")
+
+    unwritten, course = PositionExplorer(encoding=stub), PositionExplorer()
+    assert unwritten.state()["readout"].endswith(
+        "Your sinusoidal_encoding is not written yet: the picture shows the course's."
+    )
+    assert picture(unwritten) == picture(course)
 
 
 def test_position_explorer_sweeps(position):
@@ -140,6 +204,36 @@ def test_every_rope_control_sweeps_without_nan(rope, name):
         check_rope(rope)
         seen.add(picture(rope))
     assert len(seen) > 1 and (before in seen or len(seen) == len(values))
+
+
+def test_rope_explorer_starts_at_the_setting_given_and_fits_each_modes_scores():
+    explorer = RopeExplorer(shift=48)
+    assert explorer.values() == {"m": 7, "n": 3, "shift": 48, "mode": "rope"}
+    keys = torch.arange(0, 128).repeat_interleave(63)
+    queries = keys + RopeExplorer.OFFSETS.repeat(128)
+    for mode in ("rope", "sinusoidal"):
+        explorer.controls["mode"].value = mode
+        low, high = explorer.ax_score.get_ylim()
+        scores = explorer.scores(mode, queries, keys)
+        spread = float(scores.max() - scores.min())
+        assert low <= scores.min() and scores.max() <= high  # nothing clipped
+        assert high - low < 1.6 * spread  # the differences fill the axis (not +-13 for both)
+    explorer.controls["mode"].value = "rope"
+    rope_axis = explorer.ax_score.get_ylim()
+    explorer.controls["mode"].value = "sinusoidal"
+    assert explorer.ax_score.get_ylim() != rope_axis
+
+
+def test_rope_explorer_legends_name_every_line_and_the_shift_0_line_shows_under_the_other():
+    explorer = RopeExplorer()
+    labels = [t.get_text() for t in explorer.ax_pair.get_legend().get_texts()]
+    assert labels == ["q, before positions", "k, before positions", "q", "k"]
+    labels = [t.get_text() for t in explorer.ax_score.get_legend().get_texts()]
+    assert labels == ["shift s = 0", "shift s now"]
+    # the shift-0 line is wide and pale, the current one dashed and drawn after it
+    assert explorer.reference.get_linewidth() > 2 * explorer.curve.get_linewidth()
+    assert explorer.curve.get_linestyle() == "--"
+    assert explorer.dynamic.index(explorer.reference) < explorer.dynamic.index(explorer.curve)
 
 
 def test_rope_mode_round_trip_redraws_the_same_picture():

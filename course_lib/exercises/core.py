@@ -331,7 +331,9 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
     reference = exercise.reference
     own = {reference.__qualname__: reference} if hasattr(reference, "__code__") else {}
     ran_own = None  # the first case on which a right answer ran the course's own version
-    trusted = fn is reference and reference_ok
+    # the reference (where a test proves it passes) and the exercise's own wrong versions,
+    # which may be built on the very functions the learner must not call, run unwatched
+    trusted = (fn is reference and reference_ok) or any(fn is bug.wrong for bug in exercise.bugs)
     for case in cases:
         label = case_label(exercise.reference, case)
         mine = _copy_args(case.args)

@@ -52,6 +52,7 @@ from course_lib.viz.lesson06_sinusoidal_and_rope import (
     rotated_pair_figure,
     setup_pair_axes,
     similarity_figure,
+    turned_basis_figure,
 )
 from course_lib.viz.lesson07_rope_in_real_models import drift_figure, length_figure
 from course_lib.viz.lesson08_transformer_block import (
@@ -187,6 +188,7 @@ __all__ = [
     "to_png",
     "token_costs_figure",
     "tradeoff_figure",
+    "turned_basis_figure",
     "training_figure",
     "visibility_figure",
 ]

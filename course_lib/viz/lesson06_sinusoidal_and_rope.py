@@ -1,11 +1,13 @@
-"""Lesson 06's figures: the sinusoidal encoding, position similarity and RoPE's rotated
-pairs."""
+"""Lesson 06's figures: the sinusoidal encoding, position similarity, RoPE's rotated pairs and
+the two unit arrows a rotation turns."""
+
+import math
 
 import seaborn as sns
 import torch
 from matplotlib.figure import Figure
 
-from course_lib.viz.style import LINE_STYLES, new_figure
+from course_lib.viz.style import BLUE, LINE_STYLES, new_figure
 
 
 def encoding_heatmap(pe, *, title="sinusoidal encoding") -> Figure:
@@ -23,10 +25,12 @@ def encoding_heatmap(pe, *, title="sinusoidal encoding") -> Figure:
 
 
 def cosine_scale(values) -> dict:
-    """How to colour cosines: viridis on 0..1 when none is negative, else a diverging map
-    centred on 0 (RdBu_r, -1..1), so that white means 0 (lesson 06)."""
-    if float(torch.as_tensor(values).min()) >= 0:
-        return {"cmap": "viridis", "vmin": 0.0, "vmax": 1.0}
+    """How to colour cosines: viridis from the smallest value (rounded down to a tenth) to 1
+    when none is negative, so the whole scale spans the values; else a diverging map centred
+    on 0 (RdBu_r, -1..1), so that white means 0 (lesson 06)."""
+    low = float(torch.as_tensor(values).min())
+    if low >= 0:
+        return {"cmap": "viridis", "vmin": math.floor(low * 10) / 10, "vmax": 1.0}
     return {"cmap": "RdBu_r", "vmin": -1.0, "vmax": 1.0}
 
 
@@ -39,7 +43,7 @@ def similarity_figure(sim, rows=(0, 16, 40)) -> Figure:
     fig.colorbar(image, ax=ax_map, shrink=0.85, label="cosine similarity")
     ax_map.set_xlabel("position")
     ax_map.set_ylabel("position")
-    ax_map.set_title("every pair of positions")
+    ax_map.set_title(f"every two positions (scale from {scale['vmin']:g})")
     for i, row in enumerate(rows):  # each row its own colour and dash pattern
         style = LINE_STYLES[i % len(LINE_STYLES)]
         ax_rows.plot(data[row].numpy(), style, label=f"position {row}")
@@ -87,5 +91,29 @@ def rotated_pair_figure(pair, positions, theta: float = 1.0) -> Figure:
     for p, color in zip(positions, colors, strict=True):
         xy = rotate_pair(pair, p * theta)
         pair_arrow(ax, xy, color=color, lw=2)
-        ax.annotate(f"p={p}", xy.tolist(), textcoords="offset points", xytext=(4, 4), fontsize=9)
+        ax.annotate(f"p = {p}", xy.tolist(), textcoords="offset points", xytext=(4, 4),
+                    fontsize=12)  # fmt: skip
+    return fig
+
+
+def turned_basis_figure(a: float) -> Figure:
+    """(1, 0) and (0, 1), dashed, and both turned counter-clockwise by `a` radians, solid, with
+    the angle each turned through marked; no coordinates written, they are the learner's to
+    work out (lesson 06)."""
+    fig, ax = new_figure(4.6, 4.4)
+    setup_pair_axes(ax, 1.35, title=f"(1, 0) and (0, 1) turned by a = {a:g} rad")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    for start, name, marker in ((0.0, "(1, 0)", "o"), (math.pi / 2, "(0, 1)", "s")):
+        before = (math.cos(start), math.sin(start))
+        after = (math.cos(start + a), math.sin(start + a))
+        pair_arrow(ax, before, color="0.55", lw=1.5, linestyle="--", marker=marker)
+        pair_arrow(ax, after, color=BLUE, lw=2.5, marker=marker)
+        ax.annotate(name, before, textcoords="offset points", xytext=(4, -14), fontsize=11)
+        ax.annotate(f"{name} turned", after, textcoords="offset points", xytext=(-30, 8),
+                    fontsize=11)  # fmt: skip
+        arc = start + torch.linspace(0, a, 20)  # the angle a between before and after
+        ax.plot(0.3 * arc.cos(), 0.3 * arc.sin(), color="black", lw=1)
+        ax.text(0.42 * math.cos(start + a / 2), 0.42 * math.sin(start + a / 2), "a",
+                fontsize=12, ha="center", va="center")  # fmt: skip
     return fig

@@ -5,7 +5,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from course_lib.viz.style import BLUE, LINE_STYLES, colour, new_figure
+from course_lib.viz.style import LINE_STYLES, colour, new_figure
 
 
 def _rows(name, values) -> np.ndarray:
@@ -19,30 +19,41 @@ def _rows(name, values) -> np.ndarray:
     return values
 
 
-def length_figure(curves: dict, train_len: int, *, title: str = "") -> Figure:
+def length_figure(curves: dict, train_len: int, *, title: str = "", zoom: float = 0.3,
+                  zoom_to: int | None = None) -> Figure:  # fmt: skip
     """Excess loss (nats above the floor) against the position of the prediction, one line per
-    label of `curves` ({label: (seeds, T - 1)}): the mean over the seeds, their range shaded;
-    the trained positions shaded in blue (lesson 07)."""
-    fig, ax = new_figure(8.6, 4.2)
-    ax.axvspan(-0.5, train_len - 1.5, color=BLUE, alpha=0.10, linewidth=0)
-    # half way up, clear of the legend above it and of the curves near 0 below it
-    ax.text((train_len - 2) / 2, 0.5, "trained\npositions", fontsize=10, ha="center", va="center",
-            transform=ax.get_xaxis_transform())  # fmt: skip
-    for i, (label, values) in enumerate(curves.items()):
-        runs = _rows(label, values)  # (S, T - 1)
-        x = np.arange(runs.shape[1])
-        line = ax.plot(x, runs.mean(0), LINE_STYLES[i % len(LINE_STYLES)], color=colour(label),
-                       linewidth=2, label=label)[0]  # fmt: skip
-        if len(runs) > 1:
-            ax.fill_between(x, runs.min(0), runs.max(0), color=line.get_color(), alpha=0.18,
-                            linewidth=0)  # fmt: skip
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xlim(-0.5, x[-1] + 0.5)
-    ax.set_xlabel("position of the prediction (t predicts token t + 1)", fontsize=11)
-    ax.set_ylabel("excess loss (nats above the floor)", fontsize=11)
-    ax.set_title(title or "excess by position: mean of the seeds, their range shaded", fontsize=11)
-    ax.legend(fontsize=10, loc="upper left")
-    ax.grid(True, alpha=0.3)
+    label of `curves` ({label: (seeds, T - 1)}): the mean over the seeds, their range shaded.
+    Two panels: on the right every position; on the left positions 0 to `zoom_to` (default
+    train_len + 8) with the excess axis cut at `zoom`, where the curves inside the trained
+    length and just past it differ by hundredths. The trained positions are shaded grey; the
+    legend sits below both panels, clear of the curves (lesson 07)."""
+    fig, (ax_near, ax_all) = new_figure(11.5, 5.0, ncols=2, width_ratios=[1, 1.5])
+    zoom_to = train_len + 8 if zoom_to is None else zoom_to
+    for ax in (ax_near, ax_all):
+        ax.axvspan(-0.5, train_len - 1.5, color="0.9", linewidth=0,
+                   label=f"positions 0-{train_len - 2}: trained")  # fmt: skip
+        for i, (label, values) in enumerate(curves.items()):
+            runs = _rows(label, values)  # (S, T - 1)
+            x = np.arange(runs.shape[1])
+            line = ax.plot(x, runs.mean(0), LINE_STYLES[i % len(LINE_STYLES)],
+                           color=colour(label), linewidth=2, label=label)[0]  # fmt: skip
+            if len(runs) > 1:  # the seeds' range: a light band, its edges drawn thin
+                ax.fill_between(x, runs.min(0), runs.max(0), color=line.get_color(),
+                                alpha=0.12, linewidth=0.8)  # fmt: skip
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xlabel("position of the prediction (t predicts token t + 1)", fontsize=11)
+        ax.grid(True, alpha=0.3)
+    if any(len(_rows(label, v)) > 1 for label, v in curves.items()):
+        ax_all.fill_between([], [], [], facecolor="0.8", edgecolor="0.5", hatch="..",
+                            label="range of the seeds (shaded)")  # fmt: skip
+    ax_near.set_xlim(-0.5, zoom_to + 0.5)
+    ax_near.set_ylim(-0.02, zoom)
+    ax_near.set_ylabel("excess loss (nats above the floor)", fontsize=11)
+    ax_near.set_title(f"positions 0-{zoom_to}, excess up to {zoom:g}", fontsize=11)
+    ax_all.set_xlim(-0.5, x[-1] + 0.5)
+    ax_all.set_title(title or "every position: mean of the seeds, their range shaded", fontsize=11)
+    fig.legend(*ax_all.get_legend_handles_labels(), loc="outside lower center", ncols=3,
+               fontsize=10)  # fmt: skip
     return fig
 
 

@@ -1,4 +1,4 @@
-"""Lesson 06's exercises: sinusoidal encoding, rotating a pair, the RoPE score, RoPE on heads.
+"""Lesson 06's exercises: sinusoidal encoding, rotating a pair, the RoPE score.
 
 CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
 - sinusoidal_encoding(seq_len, d_model) -> (T, D) float32, sin in even columns, cos in odd.
@@ -6,20 +6,18 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
   pair[..., 0] -> the pairs turned counter-clockwise, pair's dtype.
 - rope_score(q, k, m, n) -> 0-d tensor: q (d,) rotated to position m dotted with k (d,)
   rotated to position n, interleaved pairs (2i, 2i+1), theta_i = 10000**(-2i/d).
-- rope_heads(x) -> x's shape and dtype: x (..., T, d) (in the model (B, H, T, d)), the
-  vector at position t (0..T-1) rotated pair by pair by t * theta_i, as apply_rope.
+
+RoPE on every head of multi-head attention, rope_heads, is lesson 07's first exercise
+(course_lib/exercises/lesson07_rope_in_real_models/).
 
 Every wrong version below is a mistake a learner makes, written the way it comes out; a test
 (tests/test_exercises_lesson06_sinusoidal_and_rope.py) writes each again as a learner would
-and checks its hint.
+and checks its hint. Each exercise's `forbidden` lists the course's own functions that compute
+its answer (a learner who wraps one checks nothing).
 
-One module per exercise: sinusoidal_encoding, rotate_pair, rope_score, rope_heads.
+One module per exercise: sinusoidal_encoding, rotate_pair, rope_score.
 """
 
-from course_lib.exercises.lesson06_sinusoidal_and_rope.rope_heads import (
-    ROPE_HEADS,
-    rope_heads_reference,
-)
 from course_lib.exercises.lesson06_sinusoidal_and_rope.rope_score import (
     ROPE_SCORE,
     rope_score_reference,
@@ -34,11 +32,9 @@ from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding impor
     sinusoidal_reference,
 )
 
-EXERCISES = (SINUSOIDAL_ENCODING, ROTATE_PAIR, ROPE_SCORE, ROPE_HEADS)
+EXERCISES = (SINUSOIDAL_ENCODING, ROTATE_PAIR, ROPE_SCORE)
 
 __all__ = [
-    "ROPE_HEADS",
-    "rope_heads_reference",
     "ROPE_SCORE",
     "rope_score_reference",
     "ROTATE_PAIR",

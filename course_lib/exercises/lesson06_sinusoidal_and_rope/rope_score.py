@@ -2,6 +2,7 @@
 
 import torch
 
+from course_lib import position_demos, positional
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import BASE
 from course_lib.position_demos import rotate_pair
@@ -87,8 +88,9 @@ ROPE_SCORE = Exercise(
             "rotate_half",
             lambda q, k, m, n: _score(q, k, m, n, pairs="halves"),
             "your score is right for a single pair but not for wider vectors",
-            "you paired dimension i with dimension i + d/2 (the 'rotate half' layout that "
-            "GPT-NeoX and Llama use); this lesson pairs neighbours: pair i is (x[2i], x[2i+1]).",
+            "you paired dimension i with dimension i + d/2 (the 'rotate half' layout, which "
+            "Hugging Face's Llama code uses); this lesson pairs neighbours: pair i is "
+            "(x[2i], x[2i+1]).",
         ),
         Bug(
             "i_over_d",
@@ -116,4 +118,16 @@ ROPE_SCORE = Exercise(
         "turn q's pairs by m times their speed and k's by n times theirs, then take the dot "
         "product of the two turned vectors.",
     ),
+    # the course's RoPE, whichever way it is reached: scores, rotated vectors, angle tables
+    forbidden=(
+        (position_demos, "rope_scores"),
+        (positional, "apply_rope"),
+        (positional, "rope_angles"),
+        (positional.RotaryEmbedding, "__init__"),  # named first: it builds its angle tables
+        (positional.RotaryEmbedding, "forward"),
+        (positional.RotaryEmbedding, "rotate_qk"),
+    ),
+    forbidden_hint="The check compares yours with the course's RoPE, so running it "
+    "(position_demos.rope_scores, positional.apply_rope or a RotaryEmbedding) checks nothing. "
+    "Turn the pairs yourself: your rotate_pair takes pairs and one angle for each.",
 )

@@ -4,6 +4,7 @@ import math
 
 import torch
 
+from course_lib import position_demos
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.position_demos import rotate_pair
 
@@ -180,4 +181,8 @@ ROTATE_PAIR = Exercise(
         "and each pair[..., 0] (x) and pair[..., 1] (y) then meets its own angle by "
         "broadcasting.",
     ),
+    forbidden=((position_demos, "rotate_pair"),),
+    forbidden_hint="The check compares yours with the course's position_demos.rotate_pair, so "
+    "calling it checks nothing. Work out where (1, 0) and (0, 1) end up, as the picture above "
+    "the exercise shows, and what x times the one plus y times the other makes.",
 )

@@ -2,6 +2,7 @@
 
 import torch
 
+from course_lib import position_demos, positional
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.positional import sinusoidal_encoding
 
@@ -114,4 +115,15 @@ SINUSOIDAL_ENCODING = Exercise(
         "counting pairs from 0. A (T, 1) column of positions divided by a (D/2,) row of "
         "10000**(2i/D) gives every angle at once.",
     ),
+    # the course's functions that compute the table, or its angles p / 10000**(2i/D)
+    forbidden=(
+        (positional, "sinusoidal_encoding"),
+        (position_demos, "sinusoidal_at"),
+        (positional, "rope_angles"),
+    ),
+    forbidden_hint="The check compares your table with the course's "
+    "positional.sinusoidal_encoding, so handing it that function, or another course function "
+    "that computes the table or its angles (position_demos.sinusoidal_at, "
+    "positional.rope_angles), checks nothing. Build the angles yourself, every position "
+    "against every pair's speed, then their sines and cosines.",
 )

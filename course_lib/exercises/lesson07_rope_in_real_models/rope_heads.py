@@ -1,7 +1,8 @@
-"""Lesson 06's rope_heads exercise: RoPE on every head's vectors."""
+"""Lesson 07's rope_heads exercise: RoPE on every head's vectors."""
 
 import torch
 
+from course_lib import positional
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import BASE
 from course_lib.position_demos import rotate_pair
@@ -78,11 +79,11 @@ def _four_axes(x):
 
 ROPE_HEADS = Exercise(
     name="rope_heads",
-    lesson="06_sinusoidal_and_rope",
+    lesson="07_rope_in_real_models",
     reference=rope_heads_reference,
     cases=_rope_heads_cases,
-    idea="the section 'RoPE inside multi-head attention': exercise 4's text and its worked "
-    "example (T = 3, d = 2); your rope_score turns one vector the same way",
+    idea="the section 'RoPE inside multi-head attention': exercise 1's text and its worked "
+    "example (T = 3, d = 2); your rope_score of lesson 06 turns one vector the same way",
     bugs=(
         Bug(
             "from_one",
@@ -96,7 +97,7 @@ ROPE_HEADS = Exercise(
             lambda x: apply_rope_half(x, torch.arange(x.shape[-2])),
             "your numbers are right at position 0 but not after",
             "you paired dimension i with dimension i + d/2 (the 'rotate half' layout); this "
-            "lesson pairs neighbours, (x[..., 2i], x[..., 2i+1]), as your rope_score does.",
+            "exercise pairs neighbours, (x[..., 2i], x[..., 2i+1]), as lesson 06 did.",
         ),
         Bug(
             "by_head",
@@ -150,4 +151,16 @@ ROPE_HEADS = Exercise(
         "Viewing x as (..., T, d/2, 2) puts each pair on the last axis, where your rotate_pair "
         "expects it; turn them, then view the result as (..., T, d) again.",
     ),
+    # the course's RoPE on whole tensors, and its angle table (lesson 06's rope_score and the
+    # learner's rotate_pair are the pieces this exercise builds on, so they stay allowed)
+    forbidden=(
+        (positional, "apply_rope"),
+        (positional, "rope_angles"),
+        (positional.RotaryEmbedding, "__init__"),  # named first: it builds its angle tables
+        (positional.RotaryEmbedding, "forward"),
+        (positional.RotaryEmbedding, "rotate_qk"),
+    ),
+    forbidden_hint="The check compares yours with the course's RoPE, so running it "
+    "(positional.apply_rope or a RotaryEmbedding) checks nothing. Build the (T, d/2) table of "
+    "angles yourself and let your rotate_pair turn the pairs.",
 )

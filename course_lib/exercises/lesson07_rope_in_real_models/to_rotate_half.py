@@ -1,4 +1,5 @@
-"""Lesson 07's exercise: a query or key projection's rows, reordered for rotate-half RoPE.
+"""Lesson 07's to_rotate_half exercise: a query or key projection's rows, reordered for
+rotate-half RoPE.
 
 CONTRACT: to_rotate_half(weight, num_heads) -> weight's shape and dtype. weight (H * d, ...)
 holds H heads of d rows each (an nn.Linear's weight (H * d, D), or its bias (H * d,)),
@@ -16,6 +17,7 @@ and checks its hint.
 
 import torch
 
+from course_lib import positional
 from course_lib.exercises.core import Bug, Case, Exercise
 
 
@@ -75,7 +77,8 @@ TO_ROTATE_HALF = Exercise(
     reference=to_rotate_half_reference,
     cases=_cases,
     idea="the section 'Moving a model from one layout to the other': the worked example of one "
-    "vector of width 4, and the table of which dimensions form pair i in each layout above it",
+    "vector of width 4, and the table of which dimensions form pair i in each layout in the "
+    "section 'Two layouts, one rotation'",
     bugs=(
         Bug(
             "whole_width",
@@ -121,8 +124,11 @@ TO_ROTATE_HALF = Exercise(
         "The first axis is the only one that moves: a weight's columns, and a bias's single "
         "axis, keep their order along the other axes.",
     ),
+    # the course's reordering, and the order inside one head that is the exercise's answer
+    forbidden=((positional, "to_rotate_half"), (positional, "half_layout_order")),
+    forbidden_hint="The check compares yours with the reordering of Hugging Face's script, "
+    "which the course's positional.to_rotate_half makes too, and positional.half_layout_order "
+    "is the order inside one head: calling either checks nothing. Work out where row 2i and "
+    "row 2i + 1 of a head must go, as the worked example does for width 4, then do it in "
+    "every head.",
 )
-
-EXERCISES = (TO_ROTATE_HALF,)
-
-__all__ = ["TO_ROTATE_HALF", "to_rotate_half_reference", "EXERCISES"]
