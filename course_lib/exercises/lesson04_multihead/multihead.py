@@ -6,7 +6,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_lib import gqa
+from course_lib import multihead as course_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
+from course_lib.exercises.lesson04_multihead import merge_heads as merge_module
+from course_lib.exercises.lesson04_multihead import split_heads as split_module
 from course_lib.exercises.lesson04_multihead.merge_heads import (
     _merge_no_swap,
     merge_heads_reference,
@@ -306,4 +310,24 @@ MULTIHEAD = Exercise(
         "their checks did not pass, fix that first (the earlier_work line above the exercise "
         "says whose attention you use).",
     ),
+    # what computes this exercise's answer, or a piece the learner writes, in torch or the
+    # course: the check compares with them. Right answers that split, attend and merge their
+    # own way (a loop over heads, torch.cat) pass; lesson 02's attention, the learner's or the
+    # course's through earlier_work, is the piece multihead is meant to call.
+    forbidden=(
+        (F, "scaled_dot_product_attention"),
+        (F, "multi_head_attention_forward"),
+        (nn.MultiheadAttention, "forward"),
+        (course_multihead.MultiHeadAttention, "forward"),
+        (course_multihead.MultiHeadAttention, "qkv_heads"),
+        (course_multihead, "stacked_heads"),
+        (gqa.GroupedQueryAttention, "forward"),
+        (gqa, "split_qkv"),
+        (split_module, "split_heads_reference"),
+        (merge_module, "merge_heads_reference"),
+    ),
+    forbidden_hint="multihead is yours to assemble from your split_heads, merge_heads and "
+    "lesson 02 attention. torch's multi-head layer and fused attention, and the course's own "
+    "attention layers and head-cutting functions, compute what this exercise asks for (the "
+    "check compares with them), so calling one checks nothing.",
 )
