@@ -58,7 +58,7 @@ def test_multihead_reference_is_torch_multihead_attention_with_the_same_weights(
                 torch.testing.assert_close(expected[b : b + 1], theirs)
         assert expected.dtype == x.dtype
         checked += 1
-    assert checked == 5
+    assert checked == 6
 
 
 def test_multihead_reference_with_a_rope_is_the_course_layer():

@@ -91,12 +91,22 @@ def _multihead_cases() -> list[Case]:
         return Case((x, qkv, out, H), {"mask": mask, "rope": rope}, label=label)
 
     padded = causal_mask(6) & (torch.arange(6) < torch.tensor([[6], [4]]))[:, None, None, :]
+    # lesson 02's padding mask (B, 1, T) with an axis for the heads: (B, 1, 1, T)
+    padding = (torch.arange(5) < torch.tensor([[5], [3]]))[:, None, None, :]
     return [
         case(2, 5, 12, 3, "three heads, no mask, no rope"),
         case(1, 7, 16, 4, "a causal (T, T) mask", mask=causal_mask(7)),
         case(3, 4, 8, 1, "one head: d = D", mask=causal_mask(4)),
         case(
             2, 6, 16, 2, "a (B, 1, T, T) mask: the second sequence is 4 tokens long", mask=padded
+        ),  # fmt: skip
+        case(
+            2,
+            5,
+            12,
+            3,
+            "a (B, 1, 1, T) padding mask: the second line is 3 tokens long",
+            mask=padding,
         ),  # fmt: skip
         case(2, 5, 16, 4, "rope given", rope=RotaryEmbedding(4)),
         case(1, 6, 24, 3, "rope and a causal mask", mask=causal_mask(6), rope=RotaryEmbedding(8)),
@@ -207,7 +217,7 @@ MULTIHEAD = Exercise(
     reference=multihead_reference,
     cases=_multihead_cases,
     idea="the section 'The whole layer': what the layer holds and what each head does, and the "
-    "worked example that reads one head's weights out of torch's layer",
+    "worked example that rebuilds torch's one-head layer from your lesson 02 functions",
     bugs=(
         Bug(
             "returns_pair",
