@@ -10,10 +10,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_lib import gqa
+from course_lib import multihead as course_layers
 from course_lib.checks import check_merge_heads, check_multihead, check_split_heads
 from course_lib.exercises import lesson04_multihead
 from course_lib.exercises.core import run
-from course_lib.multihead import MultiHeadAttention
+from course_lib.multihead import MultiHeadAttention, stacked_heads
 from course_lib.mywork import collect
 from helpers import stub
 
@@ -56,7 +58,7 @@ def test_multihead_reference_is_torch_multihead_attention_with_the_same_weights(
                 torch.testing.assert_close(expected[b : b + 1], theirs)
         assert expected.dtype == x.dtype
         checked += 1
-    assert checked == 5
+    assert checked == 6
 
 
 def test_multihead_reference_with_a_rope_is_the_course_layer():
@@ -136,12 +138,16 @@ def merge_with_cat(y):
     return torch.cat(y.unbind(dim=1), dim=-1)  # (B, T, H * d)
 
 
-def multihead_with_torch_attention(x, qkv, out, num_heads, mask=None, rope=None):
+def multihead_with_chunks(x, qkv, out, num_heads, mask=None, rope=None):
+    """Heads cut with chunk and glued with cat, attention written out with einsum."""
     q, k, v = qkv(x).chunk(3, dim=-1)
     q, k, v = (split_with_chunks(t, num_heads) for t in (q, k, v))
     if rope:
         q, k = rope(q), rope(k)
-    return out(merge_with_cat(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not(), float("-inf"))
+    return out(merge_with_cat(torch.softmax(scores, dim=-1) @ v))
 
 
 def multihead_head_by_head(x, qkv, out, num_heads, mask=None, rope=None):
@@ -169,7 +175,7 @@ def multihead_head_by_head(x, qkv, out, num_heads, mask=None, rope=None):
         (SPLIT, lambda x, h: x.unflatten(-1, (h, -1)).permute(0, 2, 1, 3)),
         (MERGE, merge_with_cat),
         (MERGE, lambda y: y.permute(0, 2, 1, 3).flatten(2)),
-        (MULTIHEAD, multihead_with_torch_attention),
+        (MULTIHEAD, multihead_with_chunks),
         (MULTIHEAD, multihead_head_by_head),
     ],
 )
@@ -552,3 +558,147 @@ def test_work_in_a_workspaces_03_multihead_is_found_by_lesson_04(tmp_path):
     work = collect(["split_heads", "merge_heads", "multihead"], tmp_path)
     assert set(work.origin.values()) == {"lesson 04: yours in 03_multihead.ipynb"}
     assert all(run(e, work.functions[e.name]).passed for e in lesson04_multihead.EXERCISES)
+
+
+# ---------------------------------------------------------------- shortcuts through the course
+
+
+def test_splits_that_call_the_courses_head_cutting_get_the_hint_for_it(tmp_path):
+    def through_the_layer_module(x, num_heads):  # `from course_lib import multihead`
+        B, T, D = x.shape
+        return course_layers.stacked_heads(x, 1, num_heads, D // num_heads)[0]
+
+    def through_a_course_layer(x, num_heads):  # q of a layer whose projection hands x on
+        D = x.shape[-1]
+        layer = MultiHeadAttention(D, num_heads).to(x.dtype)
+        with torch.no_grad():
+            layer.qkv.weight.copy_(torch.eye(D, dtype=x.dtype).repeat(3, 1))
+            layer.qkv.bias.zero_()
+        q, _, _ = layer.qkv_heads(x)
+        return q.detach()
+
+    def through_grouped_query_attention(x, num_heads):
+        q, _, _ = gqa.split_qkv(torch.cat([x, x, x], dim=-1), num_heads, num_heads)
+        return q
+
+    for fn, called in [
+        (through_the_layer_module, "multihead.stacked_heads"),
+        (through_a_course_layer, "MultiHeadAttention.qkv_heads"),
+        (through_grouped_query_attention, "gqa.split_qkv"),
+    ]:
+        verdict = failed(SPLIT, fn)
+        assert verdict.bug == "forbidden", (fn.__name__, verdict.message)
+        assert f"your function calls course_lib.{called}" in verdict.message or (
+            f"your function calls {called}" in verdict.message
+        ), verdict.message
+        assert "a function of their own" in verdict.steps[0]
+
+    def imported_by_name(x, num_heads):  # `from course_lib.multihead import stacked_heads`
+        return stacked_heads(x, 1, num_heads, x.shape[-1] // num_heads)[0]
+
+    courses = collect(["split_heads"], tmp_path).functions["split_heads"]  # nothing written here
+
+    def from_earlier_work(x, num_heads):
+        return courses(x, num_heads)
+
+    # a forbidden function held by a name imported earlier is refused all the same
+    verdict = failed(SPLIT, imported_by_name)
+    assert verdict.bug == "forbidden", verdict.message
+    assert "your function calls course_lib.multihead.stacked_heads" in verdict.message
+    # the course's own split_heads, handed back by earlier_work, is told apart
+    verdict = failed(SPLIT, from_earlier_work)
+    assert verdict.bug == "course's own", verdict.message
+    assert "runs the course's own split_heads_reference" in verdict.message
+
+
+def test_a_merge_from_earlier_work_is_the_courses_own(tmp_path):
+    courses = collect(["merge_heads"], tmp_path).functions["merge_heads"]
+
+    def merge_heads(y):
+        return courses(y)
+
+    verdict = failed(MERGE, merge_heads)
+    assert verdict.bug == "course's own" and "merge_heads_reference" in verdict.message
+
+
+def test_multiheads_that_call_torchs_or_the_courses_layer_get_the_hint_for_it():
+    def torchs_layer(x, qkv, out, num_heads, mask=None, rope=None):
+        B, T, D = x.shape
+        layer = nn.MultiheadAttention(D, num_heads, batch_first=True, dtype=x.dtype)
+        with torch.no_grad():
+            layer.in_proj_weight.copy_(qkv.weight)
+            layer.in_proj_bias.copy_(qkv.bias)
+            layer.out_proj.load_state_dict(out.state_dict())
+        blocked = None if mask is None else ~mask
+        return layer(x, x, x, attn_mask=blocked, need_weights=False)[0]
+
+    def the_courses_layer(x, qkv, out, num_heads, mask=None, rope=None):
+        layer = MultiHeadAttention(x.shape[-1], num_heads, rope=rope).to(x.dtype)
+        layer.qkv.load_state_dict(qkv.state_dict())
+        layer.out.load_state_dict(out.state_dict())
+        return layer(x, mask)
+
+    def own_split_torchs_attention(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(merge(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+
+    def the_courses_cut_and_own_attention(x, qkv, out, num_heads, mask=None, rope=None):
+        B, T, D = x.shape
+        q, k, v = course_layers.stacked_heads(qkv(x), 3, num_heads, D // num_heads)
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    def grouped_query_layer(x, qkv, out, num_heads, mask=None, rope=None):
+        layer = gqa.GroupedQueryAttention(x.shape[-1], num_heads, num_heads, rope=rope)
+        layer = layer.to(x.dtype)
+        layer.qkv.load_state_dict(qkv.state_dict())
+        layer.out.load_state_dict(out.state_dict())
+        return layer(x, mask)
+
+    for fn, called in [
+        (torchs_layer, "MultiheadAttention.forward"),
+        (the_courses_layer, "MultiHeadAttention.forward"),
+        (own_split_torchs_attention, "torch.nn.functional.scaled_dot_product_attention"),
+        (the_courses_cut_and_own_attention, "course_lib.multihead.stacked_heads"),
+        (grouped_query_layer, "GroupedQueryAttention.forward"),
+    ]:
+        verdict = failed(MULTIHEAD, fn)
+        assert verdict.bug == "forbidden", (fn.__name__, verdict.message)
+        assert f"your function calls {called}" in verdict.message, verdict.message
+        assert "yours to assemble from your split_heads" in verdict.steps[0]
+
+
+def test_multiheads_that_run_the_courses_pieces_by_another_name_are_told(tmp_path):
+    def cut_by_a_name_imported(x, qkv, out, num_heads, mask=None, rope=None):
+        B, T, D = x.shape
+        q, k, v = stacked_heads(qkv(x), 3, num_heads, D // num_heads)
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    found = collect(["split_heads", "merge_heads", "multihead"], tmp_path).functions
+
+    def courses_split_and_merge(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (found["split_heads"](t, num_heads) for t in qkv(x).split(x.shape[-1], -1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(found["merge_heads"](attend(q, k, v, mask)[0]))
+
+    def courses_multihead(x, qkv, out, num_heads, mask=None, rope=None):
+        return found["multihead"](x, qkv, out, num_heads, mask, rope)
+
+    # forbidden pieces held by other names (an import, earlier_work's fallback) are refused
+    for fn, called in [
+        (cut_by_a_name_imported, "course_lib.multihead.stacked_heads"),
+        (courses_split_and_merge, "split_heads_reference"),
+    ]:
+        verdict = failed(MULTIHEAD, fn)
+        assert verdict.bug == "forbidden", (fn.__name__, verdict.message)
+        assert "your function calls" in verdict.message and called in verdict.message
+    # the course's multihead runs torch's own multi-head function, which the spy meets first
+    verdict = failed(MULTIHEAD, courses_multihead)
+    assert verdict.bug == "forbidden"
+    assert "calls torch.nn.functional.multi_head_attention_forward" in verdict.message

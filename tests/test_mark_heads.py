@@ -39,3 +39,22 @@ def test_variant_names_the_table_rows():
     assert [mark_heads.variant(h) for h in (1, 8)] == ["1-layer-heads-1", "1-layer-heads-8"]
     with pytest.raises(ValueError, match="num_heads"):
         mark_heads.variant(3)
+
+
+def test_count_marks_counts_the_positions_before_each_mark():
+    line = "Bird near dog sings mi ka mi ka ( cat ) .bdc Dogs with cats eat cat ( dogs ) .ccd"
+    ids = corpus.encode(line)[None]  # (1, T)
+    assert mark_heads.count_marks(ids) == 2
+    assert mark_heads.count_marks(ids[:, :-1]) == 1  # the line cut before its second mark
+
+
+def test_the_head_tables_name_every_model_and_row():
+    runs = mark_heads.head_runs()
+    lines = mark_heads.runs_table(runs).splitlines()
+    assert len(lines) == 1 + 8 + 1  # a heading, a line per model, the parameters
+    assert all(len(seeds) == 3 for found in runs.values() for seeds in found.values())
+    text = mark_heads.rows_text()
+    for name in mark_heads.HEAD_ROWS:
+        assert f"\n{name}: " in f"\n{text}"
+    with pytest.raises(KeyError):
+        mark_heads.rows_text(["no such row"])

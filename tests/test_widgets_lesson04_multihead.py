@@ -129,16 +129,32 @@ def test_one_row_of_heads_is_not_followed_by_an_empty_row(explorer):
     explorer.controls["example"].value = 0
 
 
-def test_the_outline_and_the_squares_sit_on_the_row_before_the_mark(explorer):
+def test_the_outline_sits_on_the_row_before_the_mark_and_triangles_over_its_nouns(explorer):
     explorer.controls["example"].value = 1
     query, nouns = explorer.state()["mark"]
     tokens = explorer.state()["tokens"]
     assert tokens[query + 1] in language.MARKS
     assert all(tokens[n] in (*language.NOUNS, *language.SUBJECTS) for n in nouns)
-    row, squares = explorer.rows[0], explorer.nouns[0]
+    row, triangles = explorer.rows[0], explorer.nouns[0]
     assert row.get_y() == query - 0.5 and row.get_height() == 1
-    assert list(squares.get_xdata()) == list(nouns) and set(squares.get_ydata()) == {query}
+    # over the nouns' columns, above the map (its top edge is -0.5): no cell is covered
+    assert list(triangles.get_xdata()) == list(nouns)
+    assert max(triangles.get_ydata()) < -0.5 and not triangles.get_clip_on()
     explorer.controls["example"].value = 0
+
+
+def test_the_still_shows_every_head_on_the_sentence_with_a_song():
+    state = HeadsExplorer().state()
+    assert state["values"] == {"heads": 8, "example": 1}
+    assert "sings" in state["tokens"] and len(state["titles"]) == 8
+
+
+def test_low_weights_get_colours_of_their_own(explorer):
+    image = explorer.images[0]
+    low, lower = image.norm(0.2), image.norm(0.05)
+    # a square-root scale: 0.05 and 0.2 lie a quarter of the scale apart, not 0.15 of it
+    assert low - lower == pytest.approx(0.2236, abs=1e-3)
+    assert image.norm.vmin == 0.0 and image.norm.vmax == 1.0
 
 
 # ---------------------------------------------------------------- the learner's multihead
@@ -221,7 +237,7 @@ def test_a_multihead_that_returns_a_pair_is_reported_and_the_courses_maps_shown(
         return y, None
 
     note = note_of(HeadsExplorer(multihead=returns_pair))
-    assert "raised ValueError at heads 4, sentence" in note and "returned tuple" in note
+    assert "raised ValueError at heads 8, sentence" in note and "returned tuple" in note
 
 
 def test_multihead_must_be_a_function():

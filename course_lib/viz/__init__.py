@@ -33,10 +33,12 @@ from course_lib.viz.lesson03_scaling import (
     training_figure,
 )
 from course_lib.viz.lesson04_multihead import (
-    NOUN_COLUMNS,
+    NOUN_ROWS,
+    WEIGHT_TICKS,
     draw_head_map,
     noun_weights_figure,
     set_token_ticks,
+    weight_norm,
 )
 from course_lib.viz.lesson05_encoder_decoder import (
     cross_map_figure,
@@ -123,7 +125,8 @@ __all__ = [
     "LINE_MARKERS",
     "LINE_STYLES",
     "MARKERS",
-    "NOUN_COLUMNS",
+    "NOUN_ROWS",
+    "WEIGHT_TICKS",
     "ORANGE",
     "PALETTE",
     "PURPLE",
@@ -191,4 +194,5 @@ __all__ = [
     "turned_basis_figure",
     "training_figure",
     "visibility_figure",
+    "weight_norm",
 ]

@@ -52,7 +52,9 @@ class HeadsExplorer(Explorer):
     heads (seed 0 of the variant table), on a sentence ending in its mark.
 
     The row of the position before the mark is outlined, and its last three nouns are marked
-    on it: each head's title gives its weight on them, oldest first. The heading names the
+    by triangles above the maps: each head's title gives its weight on them, oldest first.
+    The maps share a square-root colour scale, so low weights get colours of their own. It
+    opens on 8 heads and the sentence with a song between its nouns. The heading names the
     model and its excess loss on the mark over the validation split. Every model's attention
     on every example is computed once, so a change only hands new numbers to the images.
 
@@ -65,6 +67,7 @@ class HeadsExplorer(Explorer):
         "Attention maps of every head of a one-layer model on one sentence (rows queries, "
         "columns keys), the row before the mark outlined and its last three nouns marked"
     )
+    START = {"heads": 8, "example": 1}  # the still: every head, the sentence with a song
 
     HEADS = (1, 2, 4, 8)
     NCOLS = 4
@@ -95,40 +98,46 @@ class HeadsExplorer(Explorer):
                     weights, (self.inputs[H, i],) = attention_inputs(model, ids)
                     self.maps[H, i] = weights[0][0]  # (H, T, T)
         T = max(len(ids) for _, ids in self.examples)
-        fig, axes = viz.new_figure(10.5, 6.2, ncols=self.NCOLS, nrows=2)
+        grid = {"left": 0.08, "right": 0.9, "bottom": 0.11, "top": 0.8, "wspace": 0.15,
+                "hspace": 0.55}  # fmt: skip
+        fig, axes = viz.new_figure(10.5, 6.2, ncols=self.NCOLS, nrows=2, gridspec_kw=grid)
         fig.set_layout_engine("none")  # fixed places: every head count uses the same grid
-        axes[0, 0].get_gridspec().update(
-            left=0.08, right=0.9, bottom=0.12, top=0.85, wspace=0.15, hspace=0.5
-        )
         self.axes = list(axes.flat)
-        self.images = [viz.draw_head_map(ax, torch.zeros(T, T)) for ax in self.axes]
+        norm = viz.weight_norm()  # low weights (0.05 against 0.2) get colours of their own
+        self.images = [viz.draw_head_map(ax, torch.zeros(T, T), norm=norm) for ax in self.axes]
         for ax in self.axes:  # token labels are stamped per example, see _stamp_tokens
             ax.set_xticks([])
             ax.set_yticks([])
-        self.titles = [ax.set_title(" ", fontsize=10) for ax in self.axes]
+        self.titles = [ax.set_title(" ", fontsize=10, pad=14) for ax in self.axes]
         # the row before the mark, outlined, and its three nouns, marked on that row
         self.rows = [ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="red",
                                             lw=1.5)) for ax in self.axes]  # fmt: skip
-        self.nouns = [ax.add_line(Line2D([], [], ls="none", marker="s", ms=7, mfc="none",
-                                         mec="white", mew=1.5)) for ax in self.axes]  # fmt: skip
+        # the nouns: triangles just above the map, over their columns, covering no cell
+        self.nouns = [ax.add_line(Line2D([], [], ls="none", marker="v", ms=6, color="red",
+                                         clip_on=False)) for ax in self.axes]  # fmt: skip
         top_row = self.axes[0].get_position()
-        fig.colorbar(self.images[0], label="attention weight",
+        fig.colorbar(self.images[0], label="attention weight", ticks=viz.WEIGHT_TICKS,
                      cax=fig.add_axes((0.92, top_row.y0, 0.015, top_row.height)))  # fmt: skip
         self.heading = fig.suptitle(" ")
-        fig.text(0.5, 0.925, "rows: the query token; columns: the key it looks at; red: the row "
-                 "before the mark; white squares: its last three nouns", ha="center",
-                 fontsize=9)  # fmt: skip
+        fig.text(0.5, 0.9, "rows: the query token; columns: the key it looks at; red box: the "
+                 "row before the mark; red triangles: its last three nouns\neach title: that "
+                 "row's weight on the three nouns, oldest first", ha="center", va="center",
+                 fontsize=10)  # fmt: skip
         # token labels drawn from cached pictures of the vocabulary (TickStamp)
-        self.words = TickStamp(fig, fontsize=8, tick_length=0)
+        self.words = TickStamp(fig, fontsize=10, tick_length=0)
         tallest = self.words.reach(self.words.widest(corpus.VOCAB, "x90"), "x90")
         # up to four heads fill one row: the picture then ends below that row's labels
         below_row = top_row.y0 * fig.bbox.height - self.words.gap - tallest - 8
         self.one_row_height = int(fig.bbox.height - below_row)
         self.shown = None  # the (H, example) whose axes are arranged
         controls = {
-            "heads": toggle_buttons("heads H", [(str(H), H) for H in self.HEADS], 4),
+            "heads": toggle_buttons(
+                "heads H", [(str(H), H) for H in self.HEADS], self.START["heads"]
+            ),
             "example": choice_buttons(
-                "sentence", [(label, i) for i, (label, _) in enumerate(self.examples)], 0
+                "sentence",
+                [(label, i) for i, (label, _) in enumerate(self.examples)],
+                min(self.START["example"], len(self.examples) - 1),
             ),
         }  # fmt: skip
         self._bases = {}  # H -> the picture of H empty axes, heading and colour bar
@@ -190,7 +199,7 @@ class HeadsExplorer(Explorer):
             ax.set_xlim(-0.5, T - 0.5)
             ax.set_ylim(T - 0.5, -0.5)
             row.set_bounds(-0.5, query - 0.5, T, 1)
-            marks.set_data(list(nouns), [query] * len(nouns))
+            marks.set_data(list(nouns), [-0.5 - 0.045 * T] * len(nouns))  # above the map
         card = self.cards[H]
         width = card["config"]["d_model"] // H
         self.heading.set_text(

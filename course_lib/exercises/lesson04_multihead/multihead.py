@@ -6,7 +6,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_lib import gqa
+from course_lib import multihead as course_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
+from course_lib.exercises.lesson04_multihead import merge_heads as merge_module
+from course_lib.exercises.lesson04_multihead import split_heads as split_module
 from course_lib.exercises.lesson04_multihead.merge_heads import (
     _merge_no_swap,
     merge_heads_reference,
@@ -87,12 +91,22 @@ def _multihead_cases() -> list[Case]:
         return Case((x, qkv, out, H), {"mask": mask, "rope": rope}, label=label)
 
     padded = causal_mask(6) & (torch.arange(6) < torch.tensor([[6], [4]]))[:, None, None, :]
+    # lesson 02's padding mask (B, 1, T) with an axis for the heads: (B, 1, 1, T)
+    padding = (torch.arange(5) < torch.tensor([[5], [3]]))[:, None, None, :]
     return [
         case(2, 5, 12, 3, "three heads, no mask, no rope"),
         case(1, 7, 16, 4, "a causal (T, T) mask", mask=causal_mask(7)),
         case(3, 4, 8, 1, "one head: d = D", mask=causal_mask(4)),
         case(
             2, 6, 16, 2, "a (B, 1, T, T) mask: the second sequence is 4 tokens long", mask=padded
+        ),  # fmt: skip
+        case(
+            2,
+            5,
+            12,
+            3,
+            "a (B, 1, 1, T) padding mask: the second line is 3 tokens long",
+            mask=padding,
         ),  # fmt: skip
         case(2, 5, 16, 4, "rope given", rope=RotaryEmbedding(4)),
         case(1, 6, 24, 3, "rope and a causal mask", mask=causal_mask(6), rope=RotaryEmbedding(8)),
@@ -203,7 +217,7 @@ MULTIHEAD = Exercise(
     reference=multihead_reference,
     cases=_multihead_cases,
     idea="the section 'The whole layer': what the layer holds and what each head does, and the "
-    "worked example that reads one head's weights out of torch's layer",
+    "worked example that rebuilds torch's one-head layer from your lesson 02 functions",
     bugs=(
         Bug(
             "returns_pair",
@@ -306,4 +320,24 @@ MULTIHEAD = Exercise(
         "their checks did not pass, fix that first (the earlier_work line above the exercise "
         "says whose attention you use).",
     ),
+    # what computes this exercise's answer, or a piece the learner writes, in torch or the
+    # course: the check compares with them. Right answers that split, attend and merge their
+    # own way (a loop over heads, torch.cat) pass; lesson 02's attention, the learner's or the
+    # course's through earlier_work, is the piece multihead is meant to call.
+    forbidden=(
+        (F, "scaled_dot_product_attention"),
+        (F, "multi_head_attention_forward"),
+        (nn.MultiheadAttention, "forward"),
+        (course_multihead.MultiHeadAttention, "forward"),
+        (course_multihead.MultiHeadAttention, "qkv_heads"),
+        (course_multihead, "stacked_heads"),
+        (gqa.GroupedQueryAttention, "forward"),
+        (gqa, "split_qkv"),
+        (split_module, "split_heads_reference"),
+        (merge_module, "merge_heads_reference"),
+    ),
+    forbidden_hint="multihead is yours to assemble from your split_heads, merge_heads and "
+    "lesson 02 attention. torch's multi-head layer and fused attention, and the course's own "
+    "attention layers and head-cutting functions, compute what this exercise asks for (the "
+    "check compares with them), so calling one checks nothing.",
 )

@@ -2,6 +2,8 @@
 
 import torch
 
+from course_lib import gqa
+from course_lib import multihead as course_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
 
 
@@ -141,4 +143,14 @@ SPLIT_HEADS = Exercise(
         "Nothing is computed, numbers only move: one cut of the last axis into two, then one "
         "swap of two axes.",
     ),
+    # the course's layers cut their heads with functions of their own that do what
+    # split_heads asks (the reference, reached through earlier_work, is caught by the core)
+    forbidden=(
+        (course_multihead, "stacked_heads"),
+        (course_multihead.MultiHeadAttention, "qkv_heads"),
+        (gqa, "split_qkv"),
+    ),
+    forbidden_hint="The course's attention layers cut their heads with a function of their own "
+    "that does what split_heads asks, so calling it checks nothing. Write the cut yourself: "
+    "the section 'From one wide attention to H narrow ones' has the tools.",
 )
