@@ -9,8 +9,11 @@ Two checks on every lesson of the published order:
   never in an earlier one, except in a sentence (or table row) that links to a later lesson:
   a pointer forward ("[lesson 08](08_transformer_block.ipynb) shows why") names what is coming.
 
-Today's lessons before the move to the published order fail both (OLD, strict xfail): they
-are why this test exists, and each leaves the list when its replacement lands.
+The lessons before the move to the published order (01_attention_qkv ... 06_capstone, in git
+history before December 2026) failed both: lesson 02_scaling used the trained checkpoints'
+loader, 03_multihead the detectors, and their prose named RoPE, layer norm and AdamW before
+the lessons that teach them; test_both_checks_catch_what_a_lesson_uses_too_early keeps a
+lesson of that kind failing here.
 """
 
 import ast
@@ -165,24 +168,13 @@ def terms_too_early(path: Path) -> list[str]:
     return early
 
 
-# today's lessons that the published order replaces, each until its replacement lands: the
-# ones that use a later lesson's code, and the ones whose prose names a later lesson's terms
-OLD_CODE = {"02_scaling", "03_multihead", "04_positional_encoding", "05_transformer_block"}
-OLD_PROSE = OLD_CODE | {"01_attention_qkv", "06_capstone_train_tiny_transformer"}
-
-
-def checked(old: set[str]) -> list:
-    before = pytest.mark.xfail(strict=True, reason="a lesson before the move")
-    return [pytest.param(p, marks=before) if p.stem in old else p for p in LESSONS]
-
-
-@pytest.mark.parametrize("path", checked(OLD_CODE), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_a_lesson_uses_no_course_function_a_later_lesson_introduces(path):
     late = used_too_early(path)
     assert not late, f"{path.name} uses what a later lesson introduces: {', '.join(late)}"
 
 
-@pytest.mark.parametrize("path", checked(OLD_PROSE), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_a_lesson_names_no_term_a_later_lesson_teaches(path):
     early = terms_too_early(path)
     assert not early, f"{path.name} names terms a later lesson teaches: {', '.join(early)}"
