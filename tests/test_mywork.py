@@ -1,5 +1,7 @@
 """earlier_work: a later lesson gets the learner's own functions, or the course's for a stub."""
 
+from pathlib import Path
+
 import nbformat
 import pytest
 import torch
@@ -7,6 +9,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from course_lib.exercises import by_name, lesson_label
 from course_lib.mywork import collect, earlier_work
+
+ROOT_TESTS = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.path_independent
 
@@ -232,3 +236,43 @@ def test_a_former_file_that_two_lessons_replaced_is_read_once(tmp_path):
         "prenorm_block": "lesson 08: yours",
         "feed_forward": "lesson 09: yours in 05_transformer_block.ipynb",
     }
+
+
+# ---------------------------------------------------------------- a workspace from before the move
+
+BEFORE_THE_MOVE = ROOT_TESTS / "fixtures" / "workspace_before_the_move"
+# each exercise that kept its name when its lesson moved, and the file it lived in before
+MOVED = {
+    "make_causal_mask": "01_attention_qkv", "attention": "01_attention_qkv",
+    "split_heads": "03_multihead", "merge_heads": "03_multihead", "multihead": "03_multihead",
+    "sinusoidal_encoding": "04_positional_encoding", "rotate_pair": "04_positional_encoding",
+    "rope_score": "04_positional_encoding", "rope_heads": "04_positional_encoding",
+    "feed_forward": "05_transformer_block", "prenorm_block": "05_transformer_block",
+    "layer_norm": "05_transformer_block", "MyTransformer": "06_capstone_train_tiny_transformer",
+}  # fmt: skip
+
+
+def test_a_workspace_made_before_the_move_keeps_the_learners_work(tmp_path):
+    """A workspace made from the lessons before December 2026, each exercise written (the
+    fixture holds those lessons' exercise cells with their solutions, as a learner left them),
+    then updated: the new lessons arrive beside the old files with stubs, never over them, and
+    earlier_work finds every exercise of the learner's in the file it was written in."""
+    from course_lib.exercises import FORMER
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    for path in BEFORE_THE_MOVE.glob("*.ipynb"):
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    old = {p.name: p.read_bytes() for p in tmp_path.glob("*.ipynb")}
+    written = prepare(LESSONS_DIR, tmp_path)
+    assert {p.name for p in written}.isdisjoint(old)  # the new lessons arrive as new files
+    assert all((tmp_path / name).read_bytes() == data for name, data in old.items())
+    assert set(MOVED.values()) <= {s for stems in FORMER.values() for s in stems}
+    work = collect(list(MOVED), tmp_path)
+    for name, stem in MOVED.items():
+        lesson = lesson_label(by_name(name).lesson)
+        assert work.origin[name] == f"lesson {lesson}: yours in {stem}.ipynb", work.origin[name]
+        assert work.functions[name] is not by_name(name).reference
+    q, k, v = torch.randn(3, 2, 5, 4).unbind(0)
+    ours, theirs = work.functions["attention"](q, k, v)[0], by_name("attention").reference(q, k, v)
+    assert torch.allclose(ours, theirs[0], atol=1e-6)
