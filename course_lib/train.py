@@ -254,6 +254,7 @@ def rebuild(names=None, directory=CHECKPOINT_DIR, *, jobs: int = 1, say=print) -
 
 
 def main(argv=None) -> None:
+    """python -m course_lib.train, as the module's docstring says (lesson 11)."""
     names = shipped_checkpoints()
     parser = argparse.ArgumentParser(
         prog="python -m course_lib.train",
