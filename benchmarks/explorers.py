@@ -44,7 +44,7 @@ def values_to_visit(control, count: int) -> list:
     if isinstance(control, ipywidgets.FloatSlider):
         return _zigzag(_spread(control.min, control.max, 12), count)
     if isinstance(control, ipywidgets.Text):
-        # free text: the explorer attaches a few sentences to type (lesson 06)
+        # free text: the explorer attaches a few sentences to type (lesson 12)
         return _zigzag(list(getattr(control, "sample_values", ())), count)
     raise TypeError(f"control: no way to move a {type(control).__name__}")
 

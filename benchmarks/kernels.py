@@ -6,11 +6,13 @@ split); multiply-adds and bytes come from course_lib, the same on every machine.
 
 import json
 import math
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
 from torch.utils import benchmark
 
+from course_lib import variants
 from course_lib.attention import attend
 from course_lib.kv_cache import cached_forward, new_cache, token_costs
 from course_lib.memory import allocations
@@ -23,9 +25,10 @@ REPORTED = (256, 1024, 4096)  # the ones the table shows
 
 
 def random_model(max_len: int = 4096) -> TinyTransformer:
-    """The course's widths (V 53, D 64, H 4, d_ff 256, 2 layers), random weights."""
+    """The shipped base model's configuration (variants.BASE: V 104, D 64, H 4, d_ff 256, 2
+    layers, RoPE) with room for max_len positions, random weights."""
     torch.manual_seed(0)
-    return TinyTransformer(53, 64, 4, 256, 2, max_len).eval()
+    return TinyTransformer.from_config(replace(variants.BASE, max_len=max_len)).eval()
 
 
 def _median(stmt, globals_, min_run_time: float) -> float:

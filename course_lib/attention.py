@@ -25,7 +25,8 @@ def scale_factor(scale, d_k: int) -> float:
 
 
 def check_mask(mask, scores_shape: torch.Size) -> None:
-    """Raise unless mask is a bool tensor broadcastable to scores_shape with no empty query row."""
+    """Raise unless mask is a bool tensor broadcastable to scores_shape with no empty query row
+    (lesson 02)."""
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask: expected a bool torch.Tensor, got {type(mask).__name__}")
     if mask.dtype != torch.bool:
@@ -48,7 +49,8 @@ def check_mask(mask, scores_shape: torch.Size) -> None:
 
 
 def check_qkv(q, k, v) -> torch.Size:
-    """Validate q, k, v for attention and return the shape of the score matrix (..., T_q, T_k)."""
+    """Validate q, k, v for attention and return the shape of the score matrix (..., T_q, T_k)
+    (lesson 02)."""
     float_tensor("q", q, min_dim=2)
     float_tensor("k", k, min_dim=2)
     float_tensor("v", v, min_dim=2)

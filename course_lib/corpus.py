@@ -6,9 +6,7 @@ A line of a split's file is one sequence of tokens separated by spaces: sentence
 another, cut at the line's length. The files are generated from fixed seeds, so the shipped
 text and the generator never drift apart, and the floor of every split (the least loss any
 model can reach on it, prediction by prediction) comes from `language.floor_losses`.
-
-The lessons of the published order read these; today's lessons 01-06 still read data/*.txt,
-the earlier language of course_lib.data, until each is replaced.
+`python -m course_lib.train --data` writes them too, with every shipped checkpoint.
 """
 
 import functools
@@ -31,14 +29,15 @@ SPLITS = {"train": (20000, SEQ_LEN, 1), "valid": (400, SEQ_LEN, 2), "long": (200
 
 
 def generate(name: str) -> list[list[str]]:
-    """The lines of split `name`, drawn from the language with the split's seed."""
+    """The lines of split `name`, drawn from the language with the split's seed (lesson 01)."""
     num, length, seed = SPLITS[_split_name(name)]
     rng = random.Random(seed)
     return [language.sample_line(rng, length)[0] for _ in range(num)]
 
 
 def write_data(directory=DIRECTORY) -> list[Path]:
-    """Write vocab.txt and one NAME.txt per split (a line per sequence); return the paths."""
+    """Write vocab.txt and one NAME.txt per split (a line per sequence); return the paths
+    (lesson 01)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / "vocab.txt"]
@@ -57,12 +56,12 @@ def _split_name(name) -> str:
 
 
 def encode(text) -> torch.Tensor:
-    """Token ids (T,) of a space-separated string or a list of tokens."""
+    """Token ids (T,) of a space-separated string or a list of tokens (lesson 01)."""
     return torch.tensor(text_ids(text, TOKEN_ID, "the vocabulary (corpus.VOCAB)"), dtype=torch.long)
 
 
 def to_tokens(ids) -> list[str]:
-    """The tokens of a 1-D sequence of ids."""
+    """The tokens of a 1-D sequence of ids (lesson 01)."""
     if isinstance(ids, torch.Tensor):
         if ids.dim() != 1:
             raise ValueError(f"ids: expected a 1-D sequence, got shape {tuple(ids.shape)}")
@@ -74,13 +73,13 @@ def to_tokens(ids) -> list[str]:
 
 
 def decode(ids) -> str:
-    """The text of a 1-D sequence of ids, tokens joined by spaces."""
+    """The text of a 1-D sequence of ids, tokens joined by spaces (lesson 01)."""
     return " ".join(to_tokens(ids))
 
 
 @functools.cache
 def load_split(name: str) -> torch.Tensor:
-    """The shipped split `name` ("train", "valid" or "long") as ids (N, T)."""
+    """The shipped split `name` ("train", "valid" or "long") as ids (N, T) (lesson 01)."""
     path = DIRECTORY / f"{_split_name(name)}.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
     return torch.stack([encode(line) for line in lines])  # (N, T)
@@ -89,7 +88,8 @@ def load_split(name: str) -> torch.Tensor:
 @functools.cache
 def floored_split(name: str) -> tuple[torch.Tensor, torch.Tensor, list[list[str]]]:
     """(ids (N, T), floor (N, T - 1), skills): a split with the floor of every prediction
-    (nats, -log p of the true next token under the generator) and the skill it needs."""
+    (nats, -log p of the true next token under the generator) and the skill it needs
+    (lesson 01)."""
     ids = load_split(name)
     return (ids, *language.floor_losses([to_tokens(row) for row in ids]))
 
@@ -100,7 +100,8 @@ def _start(split: str) -> int:
 
 def excess_loss(losses: torch.Tensor, split: str) -> dict[str, float]:
     """Loss minus floor, overall and per skill, of the (N, T - 1) losses of a model on a split.
-    On "long" only the predictions made beyond the trained length count (positions 32-126)."""
+    On "long" only the predictions made beyond the trained length count (positions 32-126)
+    (lesson 01)."""
     ids, floor, skills = floored_split(split)
     if tuple(losses.shape) != tuple(floor.shape):
         raise ValueError(
@@ -113,7 +114,7 @@ def excess_loss(losses: torch.Tensor, split: str) -> dict[str, float]:
 def excess_by_position(losses: torch.Tensor, split: str) -> torch.Tensor:
     """Loss minus floor at each prediction position, averaged over a split's lines: (T - 1,)
     from the (N, T - 1) losses of a model on `split`; entry t is the prediction of token t + 1
-    from tokens 0..t (on "long", entries 32 on lie beyond the trained length)."""
+    from tokens 0..t (on "long", entries 32 on lie beyond the trained length) (lesson 07)."""
     _, floor, _ = floored_split(split)
     if not isinstance(losses, torch.Tensor) or tuple(losses.shape) != tuple(floor.shape):
         got = tuple(losses.shape) if isinstance(losses, torch.Tensor) else type(losses).__name__
@@ -125,7 +126,7 @@ def excess_by_position(losses: torch.Tensor, split: str) -> torch.Tensor:
 
 
 def split_floor(split: str) -> dict[str, float]:
-    """The floor of a split, overall and per skill, in nats per prediction."""
+    """The floor of a split, overall and per skill, in nats per prediction (lesson 01)."""
     _, floor, skills = floored_split(split)
     excess = language.excess_by_skill(torch.zeros_like(floor), floor, skills, _start(split))
     return {skill: -value + 0.0 for skill, value in excess.items()}
@@ -134,7 +135,7 @@ def split_floor(split: str) -> dict[str, float]:
 # ---------------------------------------------------------------- where a head should look
 # Each finder gives the (query, key) positions of one job in a line: at query t the model
 # predicts token t + 1, and the key is the one position that decides it. heads.py scores a
-# head by its mean attention on the key (pass `detectors=corpus.DETECTORS`).
+# head by its mean attention on the key (heads.DETECTORS is this module's DETECTORS).
 
 
 def _tokens(line) -> list[str]:
@@ -142,7 +143,8 @@ def _tokens(line) -> list[str]:
 
 
 def subject_pairs(line) -> list[tuple[int, int]]:
-    """(the position before each verb, the subject it agrees with): across the distractors."""
+    """(the position before each verb, the subject it agrees with): across the distractors
+    (lesson 12)."""
     tokens, pairs, subject = _tokens(line), [], None
     for t, token in enumerate(tokens):
         if token in language.SUBJECTS:
@@ -155,7 +157,7 @@ def subject_pairs(line) -> list[tuple[int, int]]:
 
 def previous_pairs(line) -> list[tuple[int, int]]:
     """(each noun right after a preposition, that preposition): the first half of the
-    induction circuit, a head that tags the noun with the token before it."""
+    induction circuit, a head that tags the noun with the token before it (lesson 12)."""
     tokens = _tokens(line)
     return [
         (t, t - 1)
@@ -166,13 +168,14 @@ def previous_pairs(line) -> list[tuple[int, int]]:
 
 def induction_pairs(line) -> list[tuple[int, int]]:
     """(each preposition the line used before, the noun after its first use): the second
-    half, the head that finds the earlier copy and reads what followed (language.copy_pairs)."""
+    half, the head that finds the earlier copy and reads what followed (language.copy_pairs)
+    (lesson 12)."""
     return language.copy_pairs(_tokens(line))
 
 
 def song_pairs(line) -> list[tuple[int, int]]:
     """(each song word whose next word repeats the tune, the word after the current word's
-    earlier copy): one tune back, whatever the tune's length (2-4)."""
+    earlier copy): one tune back, whatever the tune's length (2-4) (lesson 12)."""
     tokens, pairs = _tokens(line), []
     for start in [t + 1 for t, token in enumerate(tokens) if token in ("sings", "sing")]:
         end = start
@@ -189,7 +192,7 @@ def song_pairs(line) -> list[tuple[int, int]]:
 
 
 def bracket_pairs(line) -> list[tuple[int, int]]:
-    """(the position before each closer, its opener)."""
+    """(the position before each closer, its opener) (lesson 12)."""
     tokens, stack, pairs = _tokens(line), [], []
     for t, token in enumerate(tokens):
         if token in language.OPENERS:

@@ -112,7 +112,8 @@ def without_feedforward(model, layer: int):
 
 
 def feedforward_parameters(d_model: int, d_ff: int) -> int:
-    """Weights and biases of Linear(D, d_ff), GELU, Linear(d_ff, D): 2 D d_ff + d_ff + D."""
+    """Weights and biases of Linear(D, d_ff), GELU, Linear(d_ff, D): 2 D d_ff + d_ff + D
+    (lesson 09)."""
     return 2 * d_model * d_ff + d_ff + d_model
 
 
@@ -135,14 +136,6 @@ def hidden_inputs(model, ids: torch.Tensor) -> list[torch.Tensor]:
         for handle in handles:
             handle.remove()
     return seen
-
-
-class NoFeedForward(nn.Module):
-    """Stands in for a block's feed-forward layer and adds nothing: attention-only blocks for
-    the earlier language's width sweep (d_ff = 0, course_lib.ffn_width)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.zeros_like(x)
 
 
 class SwiGLU(nn.Module):

@@ -1,11 +1,9 @@
 """Head detectors: a score in [0, 1] per (layer, head) for each job a head can take on (lesson 12).
 
-A detector is a list of (query, key) position pairs per sequence, from course_lib.data:
-
-- "previous": inside a song, where the next word copies the one before the current word,
-  (t, t - 1);
-- "bracket": the position just before each closer and its matching opener;
-- "subject": the position just before each verb and the subject noun it agrees with.
+A detector is a list of (query, key) position pairs per line, from course_lib.corpus: at query
+t the model predicts token t + 1, and the key is the one position that decides it (the
+subject a verb agrees with, the preposition before a noun, the noun after a repeated
+preposition's first use, a song word's earlier copy, a closer's opener).
 
 A head's score is the attention weight it puts on the key, averaged over every pair in every
 sequence: the mean attention mass on the target position. 1 means the head always looks
@@ -16,14 +14,10 @@ level, is the mean of 1 / (t + 1) over the detector's queries (`chance_score`).
 
 import torch
 
-from course_lib import data
+from course_lib import corpus
 from course_lib.runtime import evaluating
 
-DETECTORS = {
-    "previous": data.previous_token_pairs,
-    "bracket": data.bracket_pairs,
-    "subject": data.subject_pairs,
-}
+DETECTORS = corpus.DETECTORS  # name -> pair finder, for the toy language of data/language/
 
 
 @torch.no_grad()
@@ -49,8 +43,7 @@ def detector_score(
 ) -> torch.Tensor:
     """(num_layers, H): mean attention mass each head puts on the detector's key (lesson 12).
 
-    detectors: name -> pair finder; DETECTORS (the language of course_lib.data) unless given,
-    e.g. course_lib.corpus.DETECTORS for the language of data/language/.
+    detectors: name -> pair finder; DETECTORS (course_lib.corpus's) unless given.
     """
     find = _finder(detector, detectors)
     pairs = [(b, q, k) for b, seq in enumerate(ids) for q, k in find(seq)]
@@ -81,26 +74,6 @@ def detector_scores(model, ids: torch.Tensor, detectors=None) -> dict[str, torch
     detectors = DETECTORS if detectors is None else detectors
     weights = attention_weights(model, ids)
     return {name: detector_score(weights, ids, name, detectors) for name in detectors}
-
-
-def offset_score(weights: list[torch.Tensor], offset: int = 1) -> torch.Tensor:
-    """(num_layers, H): mean attention mass on t - offset over every t >= offset (lesson 03).
-
-    Unlike the "previous" detector this counts every position, songs or not, so it tells a
-    head that always looks one back from one that does so only where it pays.
-    """
-    # w.diagonal(-offset): (N, H, T - offset), entry t is the mass that query t + offset puts on t
-    return torch.stack([w.diagonal(-offset, -2, -1).mean(dim=(0, 2)) for w in weights])
-
-
-def best_heads(scores: dict[str, torch.Tensor]) -> dict[str, tuple[int, int, float]]:
-    """For each detector, the (layer, head, score) of its highest-scoring head (lesson 03)."""
-    best = {}
-    for name, table in scores.items():
-        flat = int(table.argmax())
-        layer, head = divmod(flat, table.shape[1])
-        best[name] = (layer, head, float(table[layer, head]))
-    return best
 
 
 def repeated_tokens(vocab_size: int, num: int = 50, half: int = 15, seed: int = 0) -> torch.Tensor:

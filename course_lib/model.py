@@ -1,6 +1,5 @@
-"""TinyTransformer: a causal language model made of the course's own blocks (lesson 06)."""
+"""TinyTransformer: a causal language model made of the course's own blocks (lesson 11)."""
 
-import json
 from dataclasses import asdict, dataclass
 
 import torch
@@ -14,16 +13,13 @@ from course_lib.positional import RotaryEmbedding, sinusoidal_encoding
 from course_lib.runtime import evaluating
 
 POSITIONAL = ("rope", "sinusoidal", "none", "learned")
-CHECKPOINT_DIR = DATA_DIR / "checkpoints"
-PRETRAINED = (
-    "rope-h1", "rope-h2", "rope-h4", "rope-h8", "sinusoidal-h4", "none-h4", "rope-h4-noscale",
-    "places-h1", "places-h2", "places-h4", "places-h8",  # lesson 03's three-places task
-)  # fmt: skip
+CHECKPOINT_DIR = DATA_DIR / "checkpoints"  # the shipped models (course_lib.variants, capstone)
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Everything needed to rebuild a TinyTransformer; saved in each checkpoint's card."""
+    """Everything needed to rebuild a TinyTransformer; saved in each checkpoint's card
+    (lesson 11)."""
 
     vocab_size: int  # V, number of token ids
     d_model: int = 64  # D, width of the residual stream
@@ -36,7 +32,7 @@ class ModelConfig:
     positional: str = "rope"
     norm: str = "layer"  # "layer", "batch" or "none", as in TransformerBlock
     prenorm: bool = True  # pre-norm blocks (the modern default) or post-norm
-    scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 06)
+    scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 03)
     residual: bool = True  # False drops every block's "x +", for the variant table (lesson 08)
     tied: bool = False  # the head reuses the embedding's matrix (lesson 01_language_and_loss)
     ff: str = "gelu"  # "gelu" (Linear, GELU, Linear) or "swiglu", hidden width d_ff (lesson 14)
@@ -46,7 +42,8 @@ class ModelConfig:
 
 
 def check_ids(name: str, ids, vocab_size: int, max_len: int | None = None) -> None:
-    """A (B, T) int64 tensor of T >= 1 ids in [0, vocab_size), at most max_len long if given."""
+    """A (B, T) int64 tensor of T >= 1 ids in [0, vocab_size), at most max_len long if given
+    (lesson 11)."""
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
         got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise ValueError(f"{name}: expected a (B, T) tensor of int64 token ids, got {got}")
@@ -58,7 +55,7 @@ def check_ids(name: str, ids, vocab_size: int, max_len: int | None = None) -> No
 
 
 class TinyTransformer(nn.Module):
-    """Token embedding, position scheme, causal TransformerBlocks, final norm, LM head (lesson 06).
+    """Token embedding, position scheme, causal TransformerBlocks, final norm, LM head (lesson 11).
 
     forward(idx) maps ids (B, T) to next-token logits (B, T, V); position t only sees 0..t.
     With return_weights=True it also returns one (B, H, T, T) attention tensor per layer.
@@ -131,7 +128,7 @@ class TinyTransformer(nn.Module):
 
     @classmethod
     def from_config(cls, config: ModelConfig) -> "TinyTransformer":
-        """Build the model a ModelConfig describes (lesson 06)."""
+        """Build the model a ModelConfig describes (lesson 11)."""
         kwargs = asdict(config)
         keywords = ("positional", "norm", "prenorm", "scale", "residual", "tied", "ff", "bias",
                     "num_kv_heads")  # fmt: skip
@@ -158,31 +155,11 @@ class TinyTransformer(nn.Module):
         return (logits, weights) if return_weights else logits
 
 
-def load_card(name: str) -> dict:
-    """The JSON card of shipped checkpoint `name`: config, training, scores (lesson 06)."""
-    _check_name(name)
-    return json.loads((CHECKPOINT_DIR / f"{name}.json").read_text(encoding="utf-8"))
-
-
-def load_pretrained(name: str) -> TinyTransformer:
-    """A shipped TinyTransformer, in eval mode, by name, e.g. "rope-h4" (lesson 06)."""
-    card = load_card(name)
-    model = TinyTransformer.from_config(ModelConfig(**card["config"]))
-    state = torch.load(CHECKPOINT_DIR / f"{name}.pt", map_location="cpu", weights_only=True)
-    model.load_state_dict(state)
-    return model.eval()
-
-
-def _check_name(name) -> None:
-    if name not in PRETRAINED:
-        raise ValueError(f"name: expected one of {', '.join(PRETRAINED)}; got {name!r}")
-
-
-# ---------------------------------------------------------------- lesson 06: sampling
+# ---------------------------------------------------------------- sampling (lesson 10)
 
 
 def check_sampling(prompt, num_tokens, temperature, top_k=None, vocab_size=None) -> None:
-    """The argument checks generate and the cached generate share (lessons 06 and 10)."""
+    """The argument checks generate and the cached generate share (lessons 10 and 13)."""
     if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2:
         got = tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__
         raise ValueError(f"prompt: expected a (B, T0) tensor of token ids, got {got}")
@@ -227,7 +204,7 @@ def generate(
     top_k: int | None = None,
     seed: int = 0,
 ) -> torch.Tensor:
-    """Extend prompt ids (B, T0) by num_tokens tokens, one at a time (lessons 06 and 10).
+    """Extend prompt ids (B, T0) by num_tokens tokens, one at a time (lesson 10).
 
     Each step feeds the last max_len tokens of the sequence so far (a longer prompt keeps its
     last max_len, as nanoGPT crops) and picks the next id at the last position with

@@ -9,7 +9,8 @@ from course_lib.attention import attend, check_mask, scale_factor
 
 
 def check_heads(d_model, num_heads, scale, rope=None) -> None:
-    """The checks every attention module with heads makes of its sizes, scale flag and RoPE."""
+    """The checks every attention module with heads makes of its sizes, scale flag and RoPE
+    (lesson 04)."""
     if not isinstance(scale, bool):
         raise TypeError(f"scale: expected True or False, got {type(scale).__name__} {scale!r}")
     positive_int("d_model", d_model)
@@ -70,9 +71,9 @@ class MultiHeadAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         self.rope = rope
-        self.scale = scale  # False: scores are q.k, not q.k / sqrt(d) (lesson 06's ablation)
+        self.scale = scale  # False: scores are q.k, not q.k / sqrt(d) (lesson 03)
         # True: torch's fused kernel when weights are not asked for (same numbers, faster);
-        # False: always the from-scratch path that lesson 01 builds.
+        # False: always the from-scratch path that lesson 02 builds.
         self.fused = True
         # False inside TinyTransformer: the model checks its ids once and passes a causal mask
         # that is valid by construction, so its layers skip the checks (one costs a host sync)

@@ -1,14 +1,14 @@
-"""Your functions from earlier lessons, read from your own notebooks (lessons 03-06).
+"""Your functions from earlier lessons, read from your own notebooks (lesson 04 on).
 
-The course builds one transformer across the lessons: lesson 01's attention goes into
-lesson 03's multi-head attention, which gets lesson 04's rotary embedding, which goes into
-lesson 05's block, which lesson 06 stacks into a model. `earlier_work("attention", ...)`
+The course builds one transformer across the lessons: lesson 02's attention goes into
+lesson 04's multi-head attention, which gets lesson 06's rotary embedding, which goes into
+lesson 08's block, which lesson 11 stacks into a model. `earlier_work("attention", ...)`
 gives a later lesson the functions you wrote, so the model at the end is made of your code.
 
 It reads the lesson notebooks next to the one running (your workspace copies when you work
 in `workspace/`, the course's solved lessons in `notebooks/`), takes each exercise cell
 (the cells nbgrader marks as solutions) and runs only its imports and its `def`/`class`
-statements, in lesson order, in one namespace: lesson 03's multihead finds lesson 01's
+statements, in lesson order, in one namespace: lesson 04's multihead finds lesson 02's
 attention there. Nothing else in those notebooks runs.
 
 An exercise you have not written yet (its cell still raises NotImplementedError) is replaced
@@ -35,7 +35,7 @@ from course_lib.exercises.stub import is_stub
 
 @dataclass
 class Work:
-    """The functions found, by name, and for each where it came from."""
+    """The functions found, by name, and for each where it came from (lesson 04)."""
 
     functions: dict = field(default_factory=dict)
     origin: dict = field(default_factory=dict)  # name -> "yours" or why it is the course's
@@ -70,7 +70,8 @@ def _exercise_cells(path: Path) -> tuple[list[str], list[str]]:
 
 
 def earlier_work(*names: str, folder=None, quiet: bool = False) -> SimpleNamespace:
-    """Your versions of the exercises `names` (say "attention", "split_heads"), as attributes.
+    """Your versions of the exercises `names` (say "attention", "split_heads"), as attributes
+    (lesson 04).
 
     Looks in `folder` (default: the folder this notebook runs in). Prints one line per name:
     yours, or the course's and why. Returns a namespace: `mine = earlier_work("attention")`,
@@ -83,6 +84,8 @@ def earlier_work(*names: str, folder=None, quiet: bool = False) -> SimpleNamespa
 
 
 def collect(names, folder: Path) -> Work:
+    """The exercises `names` as the lessons in folder define them, yours where written and
+    running, else the course's, each with where it came from (lesson 04)."""
     exercises = {e.name: e for e in all_exercises()}
     unknown = [n for n in names if n not in exercises]
     if unknown:

@@ -10,7 +10,7 @@ def one_thread():
     """Run tiny tensor work on one thread, then restore the setting (lesson 02 onwards).
 
     For the course's sizes waking a thread pool costs more than it saves; on a busy 2-core
-    machine it made lesson 02's training run 10x slower.
+    machine it made lesson 03's training run 10x slower.
     """
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -22,7 +22,7 @@ def one_thread():
 
 @contextmanager
 def evaluating(model: torch.nn.Module):
-    """Put model in eval mode for the block, then back in the mode it had (lesson 06).
+    """Put model in eval mode for the block, then back in the mode it had (lesson 11).
 
     Dropout and batch norm behave differently in training; a measurement must not change
     the model it measures, even when it raises.

@@ -1,15 +1,27 @@
-"""Training a TinyTransformer on the toy language; rebuilding the shipped checkpoints (lesson 06).
+"""Training a TinyTransformer on the toy language (lesson 11); rebuilding every shipped file.
 
-`python -m course_lib.train` retrains every checkpoint in data/checkpoints/ from its seed;
-`python -m course_lib.train rope-h4 none-h4` just those; `--data` rewrites data/*.txt first.
+    python -m course_lib.train --data    # data/language/ again, then every shipped checkpoint
+    python -m course_lib.train           # every shipped checkpoint in data/checkpoints/
+    python -m course_lib.train lang-base-s0 lesson11-stand-in   # just those
+    python -m course_lib.train --jobs 2  # two trainings at a time, one torch thread each
+
+The shipped checkpoints are the trained variants of course_lib.variants.CHECKPOINTS, each
+trained from its seed exactly as the variant table trains it (`variants.save_trained`), and
+lesson 12's stand-in, lesson 11 run top to bottom with the course's solutions
+(tools/lesson11_stand_in.py: it runs the lesson, so it needs the repository), rebuilt last
+because lesson 11 reads the shipped base model. Every training runs on one thread, so a rebuild
+on the same kernel path writes the same bytes: tests/test_corpus.py regenerates the data files
+and compares checksums, and the retraining tests of tests/test_train.py rebuild a variant and
+the stand-in and compare their weights and cards with the shipped ones.
 """
 
 import argparse
-import json
 import math
-import os
+import subprocess
+import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,15 +29,15 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-import course_lib
-from course_lib import data, heads, places
-from course_lib.model import CHECKPOINT_DIR, ModelConfig, TinyTransformer
+from course_lib import corpus
+from course_lib.model import CHECKPOINT_DIR
+from course_lib.paths import ROOT
 from course_lib.runtime import evaluating
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How one training run goes; saved in each checkpoint's card."""
+    """How one training run goes; saved in each checkpoint's card (lesson 11)."""
 
     steps: int = 1000  # optimizer steps
     batch_size: int = 32  # sequences per step
@@ -39,7 +51,7 @@ class TrainConfig:
 
 @dataclass
 class History:
-    """What a run recorded: per step, and validation loss at intervals (lesson 06)."""
+    """What a run recorded: per step, and validation loss at intervals (lesson 11)."""
 
     step: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
@@ -58,7 +70,7 @@ def lm_loss(model, ids: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def loss_by_position(model, ids: torch.Tensor, batch_size: int = 100) -> torch.Tensor:
-    """(T-1,): mean loss of the prediction made at each position t, over ids (N, T) (lesson 04)."""
+    """(T-1,): mean loss of the prediction made at each position t, over ids (N, T) (lesson 11)."""
     total = torch.zeros(ids.shape[1] - 1)
     with evaluating(model):
         for i in range(0, len(ids), batch_size):
@@ -82,12 +94,13 @@ def token_losses(model, ids: torch.Tensor, batch_size: int = 100) -> torch.Tenso
 
 
 def evaluate(model, ids: torch.Tensor) -> float:
-    """Mean next-token loss over ids (N, T), in eval mode, without gradients (lesson 06)."""
+    """Mean next-token loss over ids (N, T), in eval mode, without gradients (lesson 11)."""
     return float(loss_by_position(model, ids).mean())
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:
-    """Linear warm-up to config.lr, then a cosine decay to config.lr / 10 at the last step."""
+    """Linear warm-up to config.lr, then a cosine decay to config.lr / 10 at the last step
+    (lesson 11)."""
     if step < config.warmup_steps:
         return config.lr * (step + 1) / config.warmup_steps
     progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
@@ -96,7 +109,7 @@ def learning_rate(step: int, config: TrainConfig) -> float:
 
 def batches(train_ids: torch.Tensor, batch_size: int, generator: torch.Generator):
     """Endless batches (batch_size, T) of rows of train_ids (N, T), drawn with replacement
-    from generator: the order train() sees them in, for a given seed (lesson 06)."""
+    from generator: the order train() sees them in, for a given seed (lesson 11)."""
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator: expected a torch.Generator, got {type(generator).__name__}")
     while True:
@@ -104,7 +117,7 @@ def batches(train_ids: torch.Tensor, batch_size: int, generator: torch.Generator
 
 
 class StepResult(NamedTuple):
-    """What one training step reports: its loss and each block's gradient norm (lesson 06)."""
+    """What one training step reports: its loss and each block's gradient norm (lesson 11)."""
 
     loss: float  # the batch's loss before the update
     grad_norms: list[float]  # per block, before clipping
@@ -113,7 +126,7 @@ class StepResult(NamedTuple):
 def train_step(model, optimizer, ids: torch.Tensor, step: int, config: TrainConfig) -> StepResult:
     """One step of train(): the schedule's lr at `step` into every param group, this batch's
     gradients only, the global norm clipped to config.grad_clip (unless None), the update
-    (lesson 06)."""
+    (lesson 11)."""
     lr = learning_rate(step, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -136,7 +149,7 @@ def train(
     progress=True,
     callback=None,
 ):
-    """Train on random batches of train_ids (N, T) with AdamW; return a History (lesson 06).
+    """Train on random batches of train_ids (N, T) with AdamW; return a History (lesson 11).
 
     callback(steps_done, model), if given, runs after each validation (every eval_every steps
     and after the last), e.g. to score the heads as they specialise; it must not train.
@@ -174,144 +187,95 @@ def _grad_norm(module) -> float:
     return float(torch.stack(norms).norm()) if norms else 0.0
 
 
-# ---------------------------------------------------------------- the shipped checkpoints
+# ---------------------------------------------------------------- the shipped files
 
-_BASE = ModelConfig(vocab_size=len(data.VOCAB), max_len=data.LONG_LEN)
-RECIPES = {  # name -> (model config, training config)
-    "rope-h1": (ModelConfig(**{**asdict(_BASE), "num_heads": 1}), TrainConfig()),
-    "rope-h2": (ModelConfig(**{**asdict(_BASE), "num_heads": 2}), TrainConfig()),
-    "rope-h4": (_BASE, TrainConfig()),
-    "rope-h8": (ModelConfig(**{**asdict(_BASE), "num_heads": 8}), TrainConfig()),
-    "sinusoidal-h4": (ModelConfig(**{**asdict(_BASE), "positional": "sinusoidal"}), TrainConfig()),
-    "none-h4": (ModelConfig(**{**asdict(_BASE), "positional": "none"}), TrainConfig()),
-    "rope-h4-noscale": (ModelConfig(**{**asdict(_BASE), "scale": False}), TrainConfig()),
-}
-# lesson 03's three-places task (course_lib.places): one layer, D = 64, 1 to 8 heads, a budget
-# of 400 steps, about 5 s of CPU each; tools/heads_sweep.py repeats them over seeds
-_PLACES = ModelConfig(len(places.VOCAB), d_model=64, d_ff=128, num_layers=1, max_len=places.SEQ_LEN)
-for _h in (1, 2, 4, 8):
-    RECIPES[f"places-h{_h}"] = (
-        replace(_PLACES, num_heads=_h),
-        TrainConfig(steps=400, eval_every=50),
-    )
-# lesson 06's live run: the rope-h4 recipe cut to 400 steps (same warm-up), which still
-# reaches every detector's bar (previous >= 0.9, bracket >= 0.7, subject >= 0.7) in ~30 s
-CAPSTONE = (_BASE, TrainConfig(steps=400, eval_every=50))
+STAND_IN = "lesson11-stand-in"  # data/checkpoints/lesson11-stand-in.pt (course_lib.capstone)
 
 
-def build_checkpoint(name: str, directory=CHECKPOINT_DIR, *, progress=True) -> dict:
-    """Train recipe `name` from its seed, save NAME.pt and NAME.json; return the card."""
-    if name not in RECIPES:
-        raise ValueError(f"name: expected one of {', '.join(RECIPES)}; got {name!r}")
-    model_config, train_config = RECIPES[name]
-    if name.startswith("places-"):
-        return _save(name, *places_run(model_config, train_config, progress=progress), directory)
-    train_ids, valid_ids, long_ids = (data.load_split(s) for s in ("train", "valid", "long"))
-    course_lib.set_seed(train_config.seed)
-    model = TinyTransformer.from_config(model_config)
-    cpu_start = time.process_time()
-    history = train(model, train_ids, valid_ids, train_config, progress=progress)
-    cpu_time = time.process_time() - cpu_start
-    weights = heads.attention_weights(model, valid_ids)
-    scores = {k: heads.detector_score(weights, valid_ids, k) for k in heads.DETECTORS}
-    by_position = loss_by_position(model, long_ids)
-    L = data.SEQ_LEN
-    card = {
-        "name": name,
-        "config": asdict(model_config),
-        "train": asdict(train_config),
-        **_run_facts(model, history, cpu_time),
-        "load_average": round(os.getloadavg()[0], 2),
-        "torch": torch.__version__,
-        "val_loss": round(history.val_loss[-1], 4),
-        "detectors": {k: _rounded(v) for k, v in scores.items()},
-        "best_heads": {k: [i, j, round(s, 3)] for k, (i, j, s) in heads.best_heads(scores).items()},
-        # mass on t - 1 over every position, not only inside songs
-        "previous_everywhere": _rounded(heads.offset_score(weights)),
-        "length_generalisation": {
-            "train_len": L,
-            "eval_len": long_ids.shape[1],
-            "loss_by_position": [round(float(x), 4) for x in by_position],
-            "note": "loss_by_position[t]: loss of predicting token t + 1 from tokens 0..t",
-            "mean_loss": {  # by ranges of t, both ends included
-                f"{lo}-{hi - 1}": round(float(by_position[lo:hi].mean()), 4)
-                for lo, hi in ((0, L), (L, 2 * L), (2 * L, 4 * L - 1))
-            },
-        },
-    }
-    return _save(name, model, card, directory)
+def _trained_variants() -> dict[str, tuple[str, int]]:
+    """Each shipped trained variant's name and what it is trained as: "lang-base-s0" ->
+    ("base", 0)."""
+    from course_lib import variants  # imported here: variants trains with this module
 
-
-def _run_facts(model, history: History, cpu_time: float) -> dict:
-    """What every card says about the run itself: size, time and threads."""
     return {
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "wall_time_s": round(history.wall_time, 1),
-        "cpu_time_s": round(cpu_time, 1),
-        "threads": torch.get_num_threads(),
+        variants.checkpoint_name(variant, seed): (variant, seed)
+        for variant, seeds in variants.CHECKPOINTS.items()
+        for seed in seeds
     }
 
 
-def _save(name: str, model, card: dict, directory) -> dict:
+def shipped_checkpoints() -> list[str]:
+    """Every shipped checkpoint's name, in the order a rebuild trains them: the trained variants
+    ("lang-base-s0", ...), then lesson 11's stand-in, whose run reads the base model (lesson 11)."""
+    return [*_trained_variants(), STAND_IN]
+
+
+def _save_variant(job: tuple[str, int, Path]) -> str:
+    from course_lib import variants
+
+    card = variants.save_trained(*job)
+    return f"{card['name']}: excess over the floor {card['excess']['valid']['all']:.4f} (valid)"
+
+
+def build_stand_in(target: Path) -> Path:
+    """Run tools/lesson11_stand_in.py in a process of its own, writing lesson 11's run to
+    target; it runs the lesson, which only the repository has (lesson 11)."""
+    tool = ROOT / "tools" / "lesson11_stand_in.py"
+    if not tool.is_file():
+        raise FileNotFoundError(
+            f"{STAND_IN}: its tool runs lesson 11 from the repository, and there is no {tool} "
+            "here (an installed course has none): rebuild it from a clone"
+        )
+    command = [sys.executable, "-m", "tools.lesson11_stand_in", str(target)]
+    subprocess.run(command, cwd=ROOT, check=True)
+    return target
+
+
+def rebuild(names=None, directory=CHECKPOINT_DIR, *, jobs: int = 1, say=print) -> None:
+    """Train the shipped checkpoints `names` (default: all, shipped_checkpoints) again from
+    their seeds into directory, `jobs` trainings at a time; the stand-in last (lesson 11)."""
+    known = shipped_checkpoints()
+    names = known if names is None else list(names)
+    for name in names:
+        if name not in known:
+            raise ValueError(f"names: expected some of {', '.join(known)}; got {name!r}")
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), directory / f"{name}.pt")
-    (directory / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
-    return card
-
-
-def places_run(model_config: ModelConfig, train_config: TrainConfig, *, progress=False):
-    """Train one model on lesson 03's three-places task; return (model, card) (lesson 03).
-
-    The card records the answers' accuracy every eval_every steps, and each head's attention
-    mass from "?" to the words 1, 2 and 3 back (its detectors) on the task's validation split.
-    """
-    train_ids, valid_ids = places.load_split("train"), places.load_split("valid")
-    course_lib.set_seed(train_config.seed)
-    model = TinyTransformer.from_config(model_config)
-    curve = []
-
-    def record(step, m):
-        curve.append([step, round(places.task_scores(m, valid_ids)["accuracy"], 4)])
-
-    cpu_start = time.process_time()
-    history = train(model, train_ids, valid_ids, train_config, progress=progress, callback=record)
-    cpu_time = time.process_time() - cpu_start
-    scores = places.place_scores(heads.attention_weights(model, valid_ids), valid_ids)
-    card = {
-        "name": f"places-h{model_config.num_heads}",
-        "task": "places",
-        "config": asdict(model_config),
-        "train": asdict(train_config),
-        **_run_facts(model, history, cpu_time),
-        "torch": torch.__version__,
-        "val_loss": round(history.val_loss[-1], 4),
-        **{k: round(v, 4) for k, v in places.task_scores(model, valid_ids).items()},
-        "accuracy_by_step": curve,
-        "detectors": {k: _rounded(v) for k, v in scores.items()},
-        "best_heads": {k: [i, j, round(s, 3)] for k, (i, j, s) in heads.best_heads(scores).items()},
-    }
-    return model, card
-
-
-def _rounded(table: torch.Tensor) -> list[list[float]]:
-    return [[round(float(s), 3) for s in row] for row in table]
+    variants = _trained_variants()
+    trained = [(*variants[name], directory) for name in names if name != STAND_IN]
+    if jobs == 1:
+        for line in map(_save_variant, trained):
+            say(line)
+    elif trained:
+        with get_context("spawn").Pool(jobs) as pool:
+            for line in pool.imap(_save_variant, trained):
+                say(line)
+    if STAND_IN in names:
+        say(f"{STAND_IN}: wrote {build_stand_in(directory / f'{STAND_IN}.pt')}")
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description="Rebuild the course's shipped checkpoints.")
-    parser.add_argument("names", nargs="*", help=f"default: all of {', '.join(RECIPES)}")
-    parser.add_argument("--data", action="store_true", help="regenerate data/*.txt first")
-    # one thread: on a busy 2-core machine two threads ran ten times slower here
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    """python -m course_lib.train, as the module's docstring says (lesson 11)."""
+    names = shipped_checkpoints()
+    parser = argparse.ArgumentParser(
+        prog="python -m course_lib.train",
+        description="Rebuild the course's shipped data: with --data the toy language's splits "
+        "(data/language/), then every shipped checkpoint (data/checkpoints/), each trained "
+        "again from its seed on one torch thread, lesson 11's stand-in last.",
+    )
+    parser.add_argument(
+        "names", nargs="*", help=f"only these checkpoints (default: all of {', '.join(names)})"
+    )
+    parser.add_argument(
+        "--data", action="store_true", help="first write data/language/ again (corpus.write_data)"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="trainings at a time, one torch thread each"
+    )
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
     if args.data:
-        data.write_data()
-    for name in args.names or RECIPES:
-        card = build_checkpoint(name)
-        best = ", ".join(f"{k} {v[2]:.2f}" for k, v in card["best_heads"].items())
-        print(f"{name}: {card['wall_time_s']} s, val loss {card['val_loss']}, best heads: {best}")
+        for path in corpus.write_data():
+            print(f"wrote {path}", flush=True)
+    rebuild(args.names or None, jobs=args.jobs, say=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":

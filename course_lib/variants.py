@@ -1,9 +1,10 @@
-"""Every trained comparison the course makes, over three seeds, as one table (lessons 03-06).
+"""Every trained comparison the course makes, over three seeds, as one table (lesson 01 on).
 
     python -m course_lib.variants            # train every variant, write data/variants.json
     python -m course_lib.variants --jobs 2   # two at a time, one torch thread each
     python -m course_lib.variants --missing  # train only variants not yet in the file
     python -m course_lib.variants --save     # train and ship the models of CHECKPOINTS
+    python -m course_lib.train               # the same models, then lesson 11's stand-in
 
 Each variant is one model with one thing changed (D = 64, 4 heads, d_ff = 256, two layers,
 RoPE), trained for 2,000 AdamW steps of 32 lines from each seed on the toy language of
@@ -78,45 +79,46 @@ VARIANTS["layers-2"] = BASE  # names for one config share its runs: each trains 
 
 @dataclass(frozen=True)
 class Row:
-    """One comparison: each (better, worse) pair is a claim, on `skill` and overall."""
+    """One comparison: each (better, worse) pair is a claim, on `skill` and overall
+    (lesson 01)."""
 
     name: str
     lesson: str
     skill: str
     pairs: tuple[tuple[str, str], ...]
-    split: str = "valid"  # "valid" or "long" (positions 32-126 of data/long.txt)
+    split: str = "valid"  # "valid" or "long" (positions 32-126 of data/language/long.txt)
 
 
 ROWS = (
-    Row("several heads at one layer", "03", "mark",
+    Row("several heads at one layer", "04", "mark",
         (("1-layer-heads-4", "1-layer-heads-1"), ("1-layer-heads-8", "1-layer-heads-1"))),
-    Row("two heads against one, at one layer", "03", "mark",
+    Row("two heads against one, at one layer", "04", "mark",
         (("1-layer-heads-2", "1-layer-heads-1"),)),
-    Row("several heads at two layers", "03", "mark", (("base", "heads-1"),)),
-    Row("the feed-forward layer, at one layer", "05", "object",
+    Row("several heads at two layers", "04", "mark", (("base", "heads-1"),)),
+    Row("the feed-forward layer, at one layer", "09", "object",
         (("1-layer-heads-4", "1-layer-no-feed-forward"),)),
-    Row("the feed-forward layer", "05", "object", (("base", "no-feed-forward"),)),
-    Row("positions, inside the trained length, at one layer", "04", "song",
+    Row("the feed-forward layer", "09", "object", (("base", "no-feed-forward"),)),
+    Row("positions, inside the trained length, at one layer", "06", "song",
         (("1-layer-heads-4", "1-layer-no-positions"),
          ("1-layer-sinusoidal", "1-layer-no-positions"))),
-    Row("positions, inside the trained length", "04", "song",
+    Row("positions, inside the trained length", "06", "song",
         (("base", "no-positions"), ("sinusoidal", "no-positions"))),
-    Row("positions, beyond the trained length", "04", "song",
+    Row("positions, beyond the trained length", "07", "song",
         (("base", "sinusoidal"), ("no-positions", "sinusoidal")), split="long"),
-    Row("RoPE against no positions, beyond the trained length", "04", "song",
+    Row("RoPE against no positions, beyond the trained length", "07", "song",
         (("base", "no-positions"),), split="long"),
     # issue 26: learned absolute positions (GPT-2) beside RoPE, sinusoidal and none
-    Row("learned positions against none, inside the trained length", "04", "song",
+    Row("learned positions against none, inside the trained length", "07", "song",
         (("learned-positions", "no-positions"),)),
-    Row("RoPE and no positions against learned positions, beyond the trained length", "04",
+    Row("RoPE and no positions against learned positions, beyond the trained length", "07",
         "song", (("base", "learned-positions"), ("no-positions", "learned-positions")),
         split="long"),
-    Row("the 1/sqrt(d) scale at head width 64", "02", "mark", (("heads-1", "heads-1-no-scale"),)),
-    Row("the 1/sqrt(d) scale at head width 128, one layer", "02", "object",
+    Row("the 1/sqrt(d) scale at head width 64", "03", "mark", (("heads-1", "heads-1-no-scale"),)),
+    Row("the 1/sqrt(d) scale at head width 128, one layer", "03", "object",
         (("1-layer-width-128", "1-layer-width-128-no-scale"),)),
-    Row("residuals and normalisation at depth 4", "05", "all", (("layers-4", "layers-4-bare"),)),
-    Row("residuals and normalisation at depth 2", "05", "all", (("layers-2", "layers-2-bare"),)),
-    Row("a skill that needs two layers", "06", "induction", (("layers-2", "layers-1"),)),
+    Row("residuals and normalisation at depth 4", "08", "all", (("layers-4", "layers-4-bare"),)),
+    Row("residuals and normalisation at depth 2", "08", "all", (("layers-2", "layers-2-bare"),)),
+    Row("a skill that needs two layers", "11", "induction", (("layers-2", "layers-1"),)),
     # the head tied to the embedding, V * D fewer weights: Press and Wolf (2017) found it better
     Row("the output layer tied to the embedding", "01_language_and_loss", "all",
         (("tied", "base"),)),
@@ -148,28 +150,30 @@ CHECKPOINTS = {
 
 
 def load_split(name: str) -> torch.Tensor:
-    """The toy language's split `name` as ids (N, T): data/language/ (course_lib.corpus)."""
+    """The toy language's split `name` as ids (N, T): data/language/ (course_lib.corpus)
+    (lesson 01)."""
     return corpus.load_split(name)
 
 
 def floored_split(name: str):
-    """(ids, floor, skills) of split `name`: see language.floor_losses."""
+    """(ids, floor, skills) of split `name`: see language.floor_losses (lesson 01)."""
     return corpus.floored_split(name)
 
 
 def excess_loss(model, split: str) -> dict[str, float]:
     """Loss minus floor on a split, overall and per skill; on "long" only the predictions made
-    beyond the trained length count."""
+    beyond the trained length count (lesson 01)."""
     return corpus.excess_loss(token_losses(model, corpus.load_split(split)), split)
 
 
 def split_floor(split: str) -> dict[str, float]:
-    """A split's floor, overall and per skill, in nats per prediction."""
+    """A split's floor, overall and per skill, in nats per prediction (lesson 01)."""
     return corpus.split_floor(split)
 
 
 def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:
-    """Train one variant from `seed` with the capstone's recipe; return its measurements."""
+    """Train one variant from `seed` with the capstone's recipe; return its measurements
+    (lesson 01)."""
     return _trained(variant, seed, curve=curve)[1]
 
 
@@ -211,7 +215,7 @@ def _trained(variant: str, seed: int, *, curve: bool) -> tuple[TinyTransformer, 
 
 
 def checkpoint_name(variant: str, seed: int) -> str:
-    """The file stem of a shipped trained variant: "lang-base-s0"."""
+    """The file stem of a shipped trained variant: "lang-base-s0" (lesson 04)."""
     if variant not in CHECKPOINTS:
         raise ValueError(f"variant: expected one of {', '.join(CHECKPOINTS)}, got {variant!r}")
     if seed not in CHECKPOINTS[variant]:
@@ -222,7 +226,7 @@ def checkpoint_name(variant: str, seed: int) -> str:
 
 def save_trained(variant: str, seed: int, directory=CHECKPOINT_DIR) -> dict:
     """Train `variant` from `seed` as the table does (its curve too, which the base run records)
-    and save its weights and card; return the card."""
+    and save its weights and card; return the card (lesson 04)."""
     name = checkpoint_name(variant, seed)
     model, run = _trained(variant, seed, curve=variant == "base")
     card = {
@@ -247,19 +251,20 @@ def save_trained(variant: str, seed: int, directory=CHECKPOINT_DIR) -> dict:
 
 
 def card_floor() -> dict[str, dict[str, float]]:
-    """The floor of each split a card reports on, overall and per skill (as a card rounds it)."""
+    """The floor of each split a card reports on, overall and per skill (as a card rounds it)
+    (lesson 04)."""
     return {split: _round(split_floor(split)) for split in ("valid", "long")}
 
 
 def trained_card(variant: str = "base", seed: int = 0) -> dict:
-    """The card of a shipped trained variant: config, recipe and its excess losses."""
+    """The card of a shipped trained variant: config, recipe and its excess losses (lesson 04)."""
     path = CHECKPOINT_DIR / f"{checkpoint_name(variant, seed)}.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 
 def load_trained(variant: str = "base", seed: int = 0) -> TinyTransformer:
-    """A shipped trained variant (the run of the table with this seed), in eval mode: the
-    lessons after the capstone study these instead of training their own."""
+    """A shipped trained variant (the run of the table with this seed), in eval mode: a lesson
+    studies these instead of training its own (lesson 04)."""
     card = trained_card(variant, seed)
     model = TinyTransformer.from_config(ModelConfig(**card["config"]))
     path = CHECKPOINT_DIR / f"{card['name']}.pt"
@@ -281,7 +286,8 @@ def _gap(runs_by_variant, better, worse, split, skill) -> dict:
 
 
 def verdicts(runs: list[dict]) -> list[dict]:
-    """Each row's claims checked against the runs: gap of means against 3x the seed range."""
+    """Each row's claims checked against the runs: gap of means against 3x the seed range
+    (lesson 01)."""
     by_variant: dict[str, list[dict]] = {}
     for run in runs:
         by_variant.setdefault(run["variant"], []).append(run)
@@ -299,7 +305,7 @@ def verdicts(runs: list[dict]) -> list[dict]:
 def jump_step(curve: list[list[float]]) -> int:
     """The step that ends the largest fall, by factor, of the copy positions' excess between
     two validations: where the induction circuit forms (the first steps' general fall is
-    large in nats but small as a factor)."""
+    large in nats but small as a factor) (lesson 11)."""
     falls = [(b[1] / a[1], b[0]) for a, b in zip(curve, curve[1:], strict=False) if a[1] > 0]
     return min(falls)[1]
 
@@ -310,6 +316,7 @@ def _job(args):
 
 
 def main(argv=None) -> None:
+    """python -m course_lib.variants, as the module's docstring says (lesson 01)."""
     parser = argparse.ArgumentParser(description="Train every variant over three seeds.")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
     parser.add_argument(
@@ -373,7 +380,7 @@ def main(argv=None) -> None:
 
 def stored_runs(names: list[str]) -> list[dict]:
     """The runs in data/variants.json that this module would train again unchanged: same
-    recipe, seeds and torch, and the variant's config as it is now."""
+    recipe, seeds and torch, and the variant's config as it is now (lesson 01)."""
     if not RESULTS.exists():
         return []
     table = json.loads(RESULTS.read_text(encoding="utf-8"))
@@ -397,7 +404,8 @@ def _same_config(stored: dict | None, config: ModelConfig) -> bool:
 
 
 def markdown(table: dict) -> str:
-    """The stored table's rows as markdown: each claim's gap of means against its bar."""
+    """The stored table's rows as markdown: each claim's gap of means against its bar
+    (lesson 01)."""
     lines = [
         "| row | lesson | better | worse | skill | gap | bar (3x range) | holds |",
         "|---|---|---|---|---|---|---|---|",

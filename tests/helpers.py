@@ -82,23 +82,6 @@ def stack_inputs(seed, B=2, T=8, D=16, dtype=torch.float32):
     )
 
 
-def built_checkpoint(name: str, model_config, train_config, folder, monkeypatch):
-    """(card, model): shipped recipe `name` swapped for a tiny one, built into folder as
-    `python -m course_lib.train` builds it; the card read back equals the one returned and
-    the saved weights load (weights_only) into the model its config describes."""
-    import json
-
-    from course_lib import train
-    from course_lib.model import ModelConfig, TinyTransformer
-
-    monkeypatch.setitem(train.RECIPES, name, (model_config, train_config))
-    card = train.build_checkpoint(name, folder, progress=False)
-    assert json.loads((folder / f"{name}.json").read_text()) == card
-    model = TinyTransformer.from_config(ModelConfig(**card["config"]))
-    model.load_state_dict(torch.load(folder / f"{name}.pt", weights_only=True))
-    return card, model
-
-
 def tree_files(*pathspecs: str) -> list[str]:
     """The course's files as git sees them (a clone's, plus new ones not ignored), relative to
     the repository's top; only those matching pathspecs (e.g. "*.py") when given."""

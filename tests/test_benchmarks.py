@@ -163,3 +163,27 @@ def test_attention_growth_runs_at_tiny_sizes_and_fits_both_exponents():
     for key in ("scratch_s_exponent", "fused_s_exponent", "scratch_peak_exponent"):
         assert math.isfinite(result[key])
     assert isinstance(result["ok"], bool)
+
+
+def test_training_measures_lesson_11s_run_at_a_tiny_size():
+    from dataclasses import replace
+
+    from benchmarks import training
+
+    assert (training.RECIPE.steps, training.RECIPE.seed) == (600, 0)  # lesson 11's live run
+    tiny = replace(training.RECIPE, steps=4, eval_every=2, warmup_steps=1, batch_size=4)
+    result = training.measure(tiny)
+    assert result["steps"] == 4 and result["jump_step"] in (2, 4)
+    assert 0 < result["jump_s"] <= result["train_s"] and result["excess"] > 1.0
+    (line,) = training.report(result)
+    assert "4 steps" in line and "Target <= 60 s: met." in line
+
+
+def test_the_kernel_benchmarks_model_is_the_shipped_base_models_shape():
+    from dataclasses import replace
+
+    from course_lib import variants
+
+    model = kernels.random_model(max_len=64)
+    assert model.config == replace(variants.BASE, max_len=64)
+    assert model.config.vocab_size == 104

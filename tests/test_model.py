@@ -5,20 +5,13 @@ import torch
 from torch import nn
 from torch.testing import assert_close
 
-from course_lib import data
+from course_lib import language, variants
 from course_lib.attention import causal_mask
 from course_lib.block import TransformerBlock
-from course_lib.model import (
-    CHECKPOINT_DIR,
-    PRETRAINED,
-    ModelConfig,
-    TinyTransformer,
-    load_card,
-    load_pretrained,
-)
+from course_lib.model import CHECKPOINT_DIR, ModelConfig, TinyTransformer
 from course_lib.multihead import MultiHeadAttention
 
-V = len(data.VOCAB)
+V = len(language.VOCAB)
 
 
 def small(positional="rope", **kw):
@@ -145,55 +138,34 @@ def test_bad_configuration_raises():
         TinyTransformer(V, 32, 5, 64, 2, 24)
 
 
-@pytest.mark.parametrize("name", PRETRAINED)
-def test_every_shipped_checkpoint_loads_and_matches_its_card(name):
-    model = load_pretrained(name)
-    card = load_card(name)
-    assert card["name"] == name  # the card of this checkpoint, not another's
-    assert model.config == ModelConfig(**card["config"])
-    assert not model.training
-    # a plain state dict of tensors: loadable without unpickling arbitrary objects
-    state = torch.load(CHECKPOINT_DIR / f"{name}.pt", weights_only=True)
-    assert all(isinstance(v, torch.Tensor) for v in state.values())
-    loaded = model.state_dict()  # the file's weights, every one, unchanged
-    assert loaded.keys() == state.keys()
-    assert all(torch.equal(loaded[k], v) for k, v in state.items())
-    for key in ("seed", "steps"):
-        assert key in card["train"]
-    for key in ("wall_time_s", "val_loss", "detectors", "torch"):
-        assert key in card
-    # lesson 03's three-places models are not trained on the toy language
-    assert ("length_generalisation" in card) == (not name.startswith("places-"))
+@pytest.fixture(scope="module")
+def base():
+    return variants.load_trained("base", 0)  # the new language's shipped base model, V = 104
+
+
+def test_every_shipped_model_is_a_plain_state_dict_its_card_describes():
+    names = {path.stem for path in CHECKPOINT_DIR.glob("*.json")}
+    assert names == {f"lang-{v}-s{s}" for v, seeds in variants.CHECKPOINTS.items() for s in seeds}
+    for variant, seeds in variants.CHECKPOINTS.items():
+        for seed in seeds:
+            card = variants.trained_card(variant, seed)
+            model = TinyTransformer.from_config(ModelConfig(**card["config"]))
+            # a plain state dict of tensors: loadable without unpickling arbitrary objects
+            state = torch.load(CHECKPOINT_DIR / f"{card['name']}.pt", weights_only=True)
+            assert all(isinstance(v, torch.Tensor) for v in state.values())
+            model.load_state_dict(state)  # strict: every name and shape the card's config has
+            assert (card["variant"], card["seed"]) == (variant, seed)
+            assert card["parameters"] == sum(p.numel() for p in model.parameters())
 
 
 def test_checkpoints_are_a_few_megabytes():
-    # 5.2 MB: eleven toy-language checkpoints of the earlier language, three of the new one
-    # (data/checkpoints/lang-base-s*.pt, 0.44 MB each) and their cards
+    # 12.74 MB (12,736,004 bytes), everything the course ships: the toy language's 16 trained
+    # variants, 6.73 MB (base, sinusoidal, no positions and learned positions over 3 seeds,
+    # 0.46-0.50 MB each; the one-layer models of 1, 2, 4 and 8 heads, 0.26 MB each; a 1.5 KB
+    # card each), and lesson 11's stand-in, 6.01 MB (its final weights and the 12 snapshots
+    # lesson 12 reads, every 50th of its 600 steps, 0.46 MB each). Another model crosses the bar.
     total = sum(p.stat().st_size for p in CHECKPOINT_DIR.iterdir())
-    assert total < 6e6
-
-
-def test_pretrained_heads_positions_and_scale_are_as_named():
-    for name in PRETRAINED:
-        config = load_card(name)["config"]
-        positional, heads = name.removesuffix("-noscale").split("-h")
-        positional = "rope" if positional == "places" else positional  # lesson 03's task
-        assert (config["positional"], config["num_heads"]) == (positional, int(heads))
-        assert config["d_model"] == 64  # same total width whatever the head count
-        # cards from before the scale option have no "scale": they all used it
-        assert config.get("scale", True) == (not name.endswith("-noscale"))
-        assert load_pretrained(name).blocks[0].attn.scale == config.get("scale", True)
-
-
-def test_unknown_name_lists_the_valid_ones():
-    names = (
-        "rope-h1, rope-h2, rope-h4, rope-h8, sinusoidal-h4, none-h4, rope-h4-noscale, "
-        "places-h1, places-h2, places-h4, places-h8"
-    )
-    with pytest.raises(ValueError, match=names):
-        load_pretrained("rope-h3")
-    with pytest.raises(ValueError, match="got 'gpt2'"):
-        load_card("gpt2")
+    assert total < 13e6
 
 
 def test_causal_mask_and_rope_tables_are_built_once_and_not_saved(monkeypatch):
@@ -229,11 +201,11 @@ def test_layers_inside_the_model_skip_the_mask_check_a_lone_layer_keeps_it(monke
         MultiHeadAttention(32, 4)(torch.randn(1, 5, 32), empty_row)
 
 
-# ---------------------------------------------------------------- sampling (lessons 06 and 10)
+# ---------------------------------------------------------------- sampling (lesson 10)
 
 
 def _generate_before_top_k(model, prompt, num_tokens, temperature, seed):
-    """generate as lessons 06 and 13 stored their outputs with it, before top_k came."""
+    """generate as the lessons stored their outputs with it, before top_k came."""
     generator = torch.Generator().manual_seed(seed)
     ids = prompt
     with torch.no_grad():
@@ -245,20 +217,19 @@ def _generate_before_top_k(model, prompt, num_tokens, temperature, seed):
 
 
 @pytest.mark.parametrize("temperature, seed", [(1.0, 0), (0.7, 3), (1.5, 11)])
-def test_generate_draws_the_tokens_it_drew_before_top_k(temperature, seed):
+def test_generate_draws_the_tokens_it_drew_before_top_k(base, temperature, seed):
     from course_lib.model import generate
 
-    model = load_pretrained("rope-h4")
-    prompt = torch.randint(len(data.VOCAB), (3, 5), generator=torch.Generator().manual_seed(seed))
-    expected = _generate_before_top_k(model, prompt, 20, temperature, seed)
-    assert torch.equal(generate(model, prompt, 20, temperature=temperature, seed=seed), expected)
+    prompt = torch.randint(V, (3, 5), generator=torch.Generator().manual_seed(seed))
+    expected = _generate_before_top_k(base, prompt, 20, temperature, seed)
+    assert torch.equal(generate(base, prompt, 20, temperature=temperature, seed=seed), expected)
 
 
-def test_generate_greedy_top_k_and_crop():
+def test_generate_greedy_top_k_and_crop(base):
     from course_lib.model import generate
 
-    model = load_pretrained("rope-h4")
-    prompt = torch.randint(len(data.VOCAB), (2, 4), generator=torch.Generator().manual_seed(1))
+    model = base
+    prompt = torch.randint(V, (2, 4), generator=torch.Generator().manual_seed(1))
     greedy = generate(model, prompt, 12, temperature=0)
     with torch.no_grad():
         assert torch.equal(greedy[:, 4:], model(greedy)[:, 3:-1].argmax(-1))
@@ -270,16 +241,16 @@ def test_generate_greedy_top_k_and_crop():
     everything = model.config.vocab_size
     assert torch.equal(generate(model, prompt, 8, top_k=everything, seed=2),
                        generate(model, prompt, 8, seed=2))  # fmt: skip
-    long = torch.randint(len(data.VOCAB), (1, model.config.max_len + 9))
+    long = torch.randint(V, (1, model.config.max_len + 9))
     out = generate(model, long, 3, temperature=0)
     cropped = generate(model, long[:, -model.config.max_len :], 3, temperature=0)
     assert torch.equal(out[:, -3:], cropped[:, -3:])
 
 
-def test_generate_names_each_bad_argument():
+def test_generate_names_each_bad_argument(base):
     from course_lib.model import generate
 
-    model = load_pretrained("rope-h4")
+    model = base
     prompt = torch.zeros(1, 2, dtype=torch.long)
     V = model.config.vocab_size
     cases = [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib import data, ffn_width, model, paths
+from course_lib import corpus, model, paths, train, variants
 from helpers import ROOT, build_script, tree_files
 
 # files and paths only: the same on every kernel path (`make test` runs it on one)
@@ -16,14 +16,14 @@ pytestmark = pytest.mark.path_independent
 def test_in_the_repository_data_and_lessons_are_at_its_top():
     assert paths.ROOT == ROOT
     assert paths.DATA_DIR == ROOT / "data" and paths.LESSONS_DIR == ROOT / "notebooks"
-    assert (paths.DATA_DIR / "vocab.txt").is_file()
+    assert (paths.DATA_DIR / "language" / "vocab.txt").is_file()
     assert (paths.LESSONS_DIR / "00_start_here.ipynb").is_file()
 
 
 def test_every_module_finds_them_by_that_rule():
-    assert data.DATA_DIR == paths.DATA_DIR
+    assert corpus.DIRECTORY == paths.DATA_DIR / "language"
     assert model.CHECKPOINT_DIR == paths.DATA_DIR / "checkpoints"
-    assert ffn_width.RESULTS.parent == paths.DATA_DIR
+    assert variants.RESULTS.parent == paths.DATA_DIR
     # and none looks for files beside itself: a second rule would miss the installed copy
     others = [
         path.relative_to(ROOT).as_posix()
@@ -47,7 +47,7 @@ def test_the_wheel_carries_every_data_file_and_lesson_where_the_rule_looks():
     assert build.INSTALLED == Path("course_lib", paths.INSTALLED)
     carried = [path.as_posix() for path in build.carried(ROOT)]
     assert carried == sorted(tree_files("data", "notebooks/*.ipynb"))
-    for name in model.PRETRAINED:
-        assert {f"data/checkpoints/{name}.pt", f"data/checkpoints/{name}.json"} <= set(carried)
+    for name in train.shipped_checkpoints():
+        assert f"data/checkpoints/{name}.pt" in carried
     lessons = [name for name in carried if name.startswith("notebooks/")]
     assert lessons == [f"notebooks/{p.name}" for p in sorted(paths.LESSONS_DIR.glob("*.ipynb"))]

@@ -1,13 +1,17 @@
 """Write lesson 12's stand-in, data/checkpoints/lesson11-stand-in.pt: the file lesson 11 saves
 when it runs with the course's solutions (course_lib.capstone).
 
-    python -m tools.lesson11_stand_in
+    python -m tools.lesson11_stand_in            # data/checkpoints/lesson11-stand-in.pt
+    python -m tools.lesson11_stand_in OUT.pt     # the same run, written to OUT.pt
+
+`python -m course_lib.train` runs it after the trained variants, with every other shipped file.
 
 It runs lesson 11 top to bottom in a fresh kernel, on one thread, in a temporary copy of the
 lessons (lesson 11 reads the earlier lessons' solutions there, as a learner's workspace holds
 their own), and copies the my_model_11.pt it saved. About a minute and a half.
 """
 
+import argparse
 import os
 import shutil
 import tempfile
@@ -32,4 +36,7 @@ def build(lessons: Path = LESSONS_DIR, target: Path = capstone.STAND_IN) -> Path
 
 
 if __name__ == "__main__":
-    print(f"wrote {build()}")
+    parser = argparse.ArgumentParser(description="Run lesson 11 and keep its run as the stand-in.")
+    parser.add_argument("target", nargs="?", type=Path, default=capstone.STAND_IN,
+                        help="where to write it (default: the shipped stand-in)")  # fmt: skip
+    print(f"wrote {build(target=parser.parse_args().target)}")

@@ -36,7 +36,7 @@ def stub_source(name: str | None = None, indent: str = "") -> str:
 
 def not_written(name: str | None = None) -> NotImplementedError:
     """The error a stub raises for exercise name, for code that must raise it on the learner's
-    behalf (lesson 06's checker, when the learner's class raises one) (lesson 00)."""
+    behalf (lesson 11's checker, when the learner's class raises one)."""
     return NotImplementedError(stub_message(name))
 
 
@@ -52,7 +52,7 @@ def named_in(err: BaseException) -> str | None:
 
 def is_stub(node: ast.AST) -> bool:
     """Whether a def (or class) still raises NotImplementedError somewhere in its body: the
-    learner has not replaced its stub yet (lesson 03)."""
+    learner has not replaced its stub yet (lesson 04)."""
     for child in ast.walk(node):
         if isinstance(child, ast.Raise) and child.exc is not None:
             exc = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
@@ -63,7 +63,8 @@ def is_stub(node: ast.AST) -> bool:
 
 @dataclass(frozen=True)
 class Attempt:
-    """What running the learner's exercise `name` once gave: its value, or why there is none."""
+    """What running the learner's exercise `name` once gave: its value, or why there is none
+    (lesson 04)."""
 
     name: str  # the exercise tried
     value: object = None  # what it returned, when it ran
@@ -89,7 +90,7 @@ class Attempt:
 
 def attempt(name: str, fn: Callable, *args, **kwargs) -> Attempt:
     """Run the learner's fn(*args, **kwargs) for exercise name; an error becomes part of the
-    Attempt, a stub's NotImplementedError says which exercise is missing (lesson 03)."""
+    Attempt, a stub's NotImplementedError says which exercise is missing (lesson 04)."""
     try:
         return Attempt(name, value=fn(*args, **kwargs))
     except NotImplementedError as err:
@@ -101,7 +102,7 @@ def attempt(name: str, fn: Callable, *args, **kwargs) -> Attempt:
 def yours_or_course(name: str, yours: Callable, course: Callable, *args, **kwargs):
     """(value, reason): yours(*args, **kwargs) when it is written and runs, else course's
     value; reason is "yours" or "the course's (yours is not written yet)" and the like
-    (lesson 03)."""
+    (lesson 09)."""
     tried = attempt(name, yours, *args, **kwargs)
     if tried.ran:
         return tried.value, "yours"

@@ -146,7 +146,6 @@ __all__ = [
     "curve_panels",
     "depth_profile_figure",
     "detector_figure",
-    "detector_heatmap",
     "draw_attention",
     "draw_block_diagram",
     "draw_cross_map",

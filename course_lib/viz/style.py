@@ -31,7 +31,7 @@ VIRIDIS_DARK = "#440154"  # viridis at 0: the background of an attention map
 
 # one colour per meaning, in every lesson (a label names its meaning, see `meaning`)
 COLOURS = {
-    "scaled": BLUE,  # lesson 02: scores divided by sqrt(d_k)
+    "scaled": BLUE,  # lesson 03: scores divided by sqrt(d_k)
     "q . k / sqrt(d_k)": BLUE,
     "unscaled": VERMILLION,
     "q . k": VERMILLION,
@@ -46,7 +46,7 @@ COLOURS = {
     "no norm": PURPLE,
     "GELU": BLUE,  # lesson 09: the feed-forward layer's activation
     "ReLU": VERMILLION,
-    "training": BLUE,  # lesson 06: loss curves
+    "training": BLUE,  # lesson 01: loss curves
     "validation": ORANGE,
     "cached": BLUE,  # lesson 13: generation with and without a KV cache
     "recomputed": VERMILLION,
@@ -72,7 +72,7 @@ LINE_MARKERS = ("o", "s", "^", "D", "v", "P")  # for lines told apart by marker
 
 def meaning(label: str) -> str | None:
     """The meaning a legend label names, if COLOURS has one: the label itself, or its part
-    before ", " or " (" ("layer norm, residual off" -> "layer norm") (lessons 02-06)."""
+    before ", " or " (" ("layer norm, residual off" -> "layer norm") (lesson 01 on)."""
     for name in (label, label.split(", ")[0], label.split(" (")[0]):
         if name in COLOURS:
             return name
@@ -80,7 +80,8 @@ def meaning(label: str) -> str | None:
 
 
 def colour(label: str):
-    """The course's colour for what a label names; None (the axes' next colour) otherwise."""
+    """The course's colour for what a label names; None (the axes' next colour) otherwise
+    (lesson 01 on)."""
     return COLOURS.get(meaning(label))
 
 

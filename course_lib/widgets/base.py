@@ -34,7 +34,8 @@ STATIC_BUDGET = 256
 
 
 class Picture(widgets.Image):
-    """An explorer's picture, whose tooltip is its text alternative (the title screen readers read).
+    """An explorer's picture, whose tooltip is its text alternative (the title screen readers read)
+    (lesson 00).
 
     ipywidgets 8's front end reads a widget's description before it sets the tooltip, and an
     Image has none: the view fails to render. An empty description lets the title through.
@@ -44,7 +45,7 @@ class Picture(widgets.Image):
 
 
 class Explorer:
-    """Base class: subclasses build controls and a figure, then implement `update()`.
+    """Base class: subclasses build controls and a figure, then implement `update()` (lesson 00).
 
     Speed (every change should redraw in well under 100 ms on a 2-core laptop): artists
     listed in `self.dynamic` are drawn over a cached picture of everything else
@@ -199,7 +200,7 @@ class Explorer:
 
 def value_label(control, value) -> str:
     """What the learner reads for one value of a control: the option's name where it has one,
-    on or off for a switch, a float without trailing zeros."""
+    on or off for a switch, a float without trailing zeros (lesson 00)."""
     for option in getattr(control, "options", ()):
         if isinstance(option, tuple) and option[1] == value:
             return str(option[0])
@@ -215,7 +216,7 @@ def compare_learner(fn, args: tuple, course_value, what: str, setting: str, atol
 
     The picture shows the learner's numbers when their function runs and returns the right
     shape; the note says, in words, whether and how far they differ from the course's at this
-    control setting (lessons 01-05, `AttentionExplorer(attention=my_attention)` and friends).
+    control setting (lesson 02 on, `AttentionExplorer(attention=my_attention)` and friends).
     With fn None there is nothing to compare: the course's value and an empty note.
     """
     if fn is None:
@@ -263,7 +264,8 @@ def compare_learner(fn, args: tuple, course_value, what: str, setting: str, atol
 def control_rows(controls: dict, rows=None) -> list:
     """The controls laid out in rows: `rows` lists the names on each row (default: all on
     one). A row wraps only where the notebook is too narrow for it: between controls, or
-    between the buttons of a long row of buttons, never between a label and its control."""
+    between the buttons of a long row of buttons, never between a label and its control
+    (lesson 00)."""
     rows = [list(controls)] if rows is None else [list(row) for row in rows]
     placed = [name for row in rows for name in row]
     if sorted(placed) != sorted(controls):
@@ -283,7 +285,7 @@ def control_rows(controls: dict, rows=None) -> list:
 
 def control_settings(control, start) -> list:
     """Every value of a small control; for a slider with more than MAX_SETTINGS steps, an even
-    grid of them that holds its ends and its starting value."""
+    grid of them that holds its ends and its starting value (lesson 00)."""
     if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
         return [False, True]
     if hasattr(control, "options"):  # Dropdown, ToggleButtons, SelectionSlider
@@ -324,7 +326,7 @@ def slider(description: str, value, low, high, step=1, **kw):
 
 
 def choice_slider(description: str, options, value):
-    """A slider over a list of values (say head widths), firing on release (lessons 01-04)."""
+    """A slider over a list of values (say head widths), firing on release (lesson 02 on)."""
     return widgets.SelectionSlider(
         options=options, value=value, description=description, continuous_update=False,
         style=STYLE,
@@ -332,7 +334,7 @@ def choice_slider(description: str, options, value):
 
 
 def toggle_buttons(description: str, options, value, button_width: str | None = None):
-    """A row of buttons, one pressed: a few named choices side by side (lessons 03-06)."""
+    """A row of buttons, one pressed: a few named choices side by side (lesson 04 on)."""
     style = STYLE if button_width is None else {**STYLE, "button_width": button_width}
     # ipywidgets lays its ToggleButtons out as a block, so the label sits above the buttons;
     # as a flex row the label stays beside them, like every other control's
@@ -343,12 +345,12 @@ def toggle_buttons(description: str, options, value, button_width: str | None = 
 
 
 def checkbox(description: str, value: bool):
-    """A switch: on or off (lessons 01-06)."""
+    """A switch: on or off (lesson 02 on)."""
     return widgets.Checkbox(value=value, description=description, style=STYLE)
 
 
 def choice_buttons(description: str, options, value):
-    """Named choices as buttons, each as wide as its name (lessons 03-06).
+    """Named choices as buttons, each as wide as its name (lesson 04 on).
 
     Not a dropdown: in JupyterLab the arrow keys of a focused dropdown move between notebook
     cells instead of choosing, so a learner without a mouse could not use it. Buttons are
@@ -358,7 +360,7 @@ def choice_buttons(description: str, options, value):
 
 
 def text_box(description: str, placeholder: str, width: str | None = None):
-    """A text box that fires on Enter or when it loses focus (lesson 06)."""
+    """A text box that fires on Enter or when it loses focus (lesson 12)."""
     layout = {} if width is None else {"layout": {"width": width}}
     return widgets.Text(
         value="", placeholder=placeholder, description=description, continuous_update=False,
@@ -367,7 +369,8 @@ def text_box(description: str, placeholder: str, width: str | None = None):
 
 
 class ConceptCheck:
-    """Write your own answer first, then reveal the course's (used at the end of lessons)."""
+    """Write your own answer first, then reveal the course's (lesson 03 on, at the end of
+    lessons)."""
 
     def __init__(self, question: str, answer: str):
         self.question = question
