@@ -268,7 +268,7 @@ def floor_losses(lines) -> tuple[torch.Tensor, list[list[str]]]:
 
     Returns (floor, skills): floor (N, T - 1) holds -log p of each true next token under the
     generator itself, the least loss any model can expect there; skills[n][t] names the
-    skill that predicting lines[n][t + 1] asks for (lesson 06).
+    skill that predicting lines[n][t + 1] asks for (lesson 01).
     """
     rows, skills = [], []
     for tokens in lines:
@@ -302,7 +302,7 @@ def copy_pairs(tokens) -> list[tuple[int, int]]:
 def excess_by_skill(
     losses: torch.Tensor, floor: torch.Tensor, skills, start: int = 0, stop: int | None = None
 ) -> dict[str, float]:
-    """Mean loss minus floor, over all predictions and over each skill's own (lesson 06).
+    """Mean loss minus floor, over all predictions and over each skill's own (lesson 01).
 
     losses and floor: (N, T - 1), a model's loss and the floor at each prediction; skills:
     the labels floor_losses gave. Only predictions made at positions start..stop - 1 count.

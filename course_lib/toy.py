@@ -1,5 +1,5 @@
 """A toy sentence's random vectors: fixed random embeddings, one per distinct word, and
-untrained q/k/v projections (lesson 01)."""
+untrained q/k/v projections (lesson 06)."""
 
 import math
 
@@ -9,7 +9,7 @@ from course_lib._validation import float_tensor, positive_int
 
 
 def toy_embeddings(words, D: int = 16, seed: int = 0) -> torch.Tensor:
-    """(T, D) random embeddings, one fixed vector per distinct word: repeats match (lesson 01)."""
+    """(T, D) random embeddings, one fixed vector per distinct word: repeats match (lesson 06)."""
     if isinstance(words, str) or not all(isinstance(w, str) for w in words) or not words:
         raise TypeError(f"words: expected a non-empty list of strings, got {words!r}")
     positive_int("D", D)
@@ -19,7 +19,7 @@ def toy_embeddings(words, D: int = 16, seed: int = 0) -> torch.Tensor:
 
 
 def project_qkv(x, d: int, seed: int = 0):
-    """Random (untrained) projections of x (..., T, D) to q, k, v of width d (lesson 01).
+    """Random (untrained) projections of x (..., T, D) to q, k, v of width d (lesson 06).
 
     Weights are N(0, 1/D), so q, k and v components have about the variance of x's.
     """

@@ -102,7 +102,7 @@ def attempt(name: str, fn: Callable, *args, **kwargs) -> Attempt:
 def yours_or_course(name: str, yours: Callable, course: Callable, *args, **kwargs):
     """(value, reason): yours(*args, **kwargs) when it is written and runs, else course's
     value; reason is "yours" or "the course's (yours is not written yet)" and the like
-    (lesson 09)."""
+    (lesson 06)."""
     tried = attempt(name, yours, *args, **kwargs)
     if tried.ran:
         return tried.value, "yours"
