@@ -33,10 +33,12 @@ from course_lib.exercises.lesson11.my_transformer import (
     ARGUMENTS,
     MAX_LEN,
     MY_TRANSFORMER,
+    YOUR_FUNCTIONS,
     contract_of,
     model_logits,
     run_model,
     transformer_logits,
+    unused_functions,
 )
 from course_lib.exercises.lesson11.train_loop import (
     TRAIN_LOOP,
@@ -49,7 +51,7 @@ from course_lib.exercises.lesson11.train_loop import (
 EXERCISES = (MY_TRANSFORMER, TRAIN_LOOP)
 
 __all__ = [
-    "ARGUMENTS", "MAX_LEN", "MY_TRANSFORMER", "contract_of", "model_logits", "run_model",
-    "transformer_logits", "TRAIN_LOOP", "loop_reference", "loop_run", "run_loop",
-    "watched_copy", "EXERCISES",
+    "ARGUMENTS", "MAX_LEN", "MY_TRANSFORMER", "YOUR_FUNCTIONS", "contract_of", "model_logits",
+    "run_model", "transformer_logits", "unused_functions", "TRAIN_LOOP", "loop_reference",
+    "loop_run", "run_loop", "watched_copy", "EXERCISES",
 ]  # fmt: skip

@@ -2,18 +2,27 @@
 
 import functools
 import math
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from course_lib import corpus
 from course_lib.attention import causal_mask
+from course_lib.block import TransformerBlock
 from course_lib.exercises.core import FAILED, Bug, Case, Exercise, Verdict, run
 from course_lib.exercises.stub import attempt, not_written
 from course_lib.model import TinyTransformer
+from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import apply_rope
 
 ARGUMENTS = ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers")
+# the functions of the earlier lessons that the contract builds the model from: each must run
+# while the class is built and run (the learner's, from earlier_work, or the course's
+# reference that earlier_work hands out for one not written yet, named NAME_reference)
+YOUR_FUNCTIONS = ("token_embedding", "make_causal_mask", "multihead", "rope_heads",
+                  "feed_forward", "prenorm_block", "layer_norm", "output_layer")  # fmt: skip
 MAX_LEN = corpus.LONG_LEN  # the longest sequence a case feeds (the base model's max_len)
 
 # ---------------------------------------------------------------- MyTransformer
@@ -348,6 +357,18 @@ MY_TRANSFORMER = Exercise(
         "weights): its embed, its blocks[0](x, mask) and its norm and head are there to "
         "compare with your steps.",
     ),
+    # the course's model and its blocks: a class that builds a TinyTransformer (to borrow its
+    # modules) or runs the course's forward passes computes the course's numbers, not yours
+    forbidden=(
+        (TinyTransformer, "__init__"),
+        (TinyTransformer, "forward"),
+        (TransformerBlock, "forward"),
+        (MultiHeadAttention, "forward"),
+    ),
+    forbidden_hint="Your class builds or runs the course's model (a TinyTransformer, or its "
+    "TransformerBlock or MultiHeadAttention): its logits are then the course's, not yours. Make "
+    "the submodules yourself (nn.Embedding, nn.Linear, nn.LayerNorm, nn.ModuleList, ...), to "
+    "hold the weights, and compute the forward pass with your functions in mine.",
     # 1e-4: right models written another way (RoPE's angles from exp and log, an einsum
     # attention, layer norm with rsqrt) drift from the course's by 1.9e-5 to 2.2e-5 times
     # (1 + |logit|) on these cases, by kernel path (tests/test_exercises_lesson11_my_transformer
@@ -441,4 +462,52 @@ def run_model(cls) -> Verdict:
                 FAILED,
                 "state_dict",
             )
-    return run(MY_TRANSFORMER, model_logits(cls))
+    verdict = run(MY_TRANSFORMER, model_logits(cls))
+    if not verdict.passed:
+        return verdict
+    unused = unused_functions(cls, MY_TRANSFORMER.case_list()[-1])
+    if unused:
+        listed = ", ".join(unused)
+        return Verdict(
+            False,
+            f"MyTransformer: your logits are right, but building and running your class never "
+            f"calls {listed}: the contract makes every computation one of your functions in "
+            "mine.",
+            (
+                f"Call mine.{unused[0]} where your forward now computes that step another way "
+                "(a module called directly, such as self.embed(idx), or a torch function): "
+                "the modules only hold the weights. Functions that want a function of one "
+                "tensor take a partial or a lambda around yours.",
+                f"See {MY_TRANSFORMER.idea}.",
+            ),
+            FAILED,
+            "not_your_functions",
+        )
+    return verdict
+
+
+def unused_functions(cls, case: Case) -> list[str]:
+    """The names of YOUR_FUNCTIONS that never run while cls is built with case's arguments and
+    run on its ids: a function counts by its name (yours, as you wrote it) or as the course's
+    NAME_reference (what earlier_work hands out for one you have not written); functions of
+    torch itself (F.layer_norm, which nn.LayerNorm calls) do not count."""
+    config, weights, idx = case.args
+    called: set[str] = set()
+    previous = sys.getprofile()
+    torch_files = str(Path(torch.__file__).parent)  # torch's own layer_norm is not yours
+
+    def profile(frame, event, arg):
+        if event == "call" and not frame.f_code.co_filename.startswith(torch_files):
+            called.add(frame.f_code.co_name)
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(profile)
+    try:
+        model = cls(**config)
+        model.load_state_dict(weights)
+        with torch.no_grad():
+            model.eval()(idx[:1, :5])  # (1, 5, V)
+    finally:
+        sys.setprofile(previous)
+    return [n for n in YOUR_FUNCTIONS if n not in called and f"{n}_reference" not in called]
