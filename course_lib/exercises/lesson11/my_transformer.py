@@ -2,8 +2,6 @@
 
 import functools
 import math
-import sys
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -12,17 +10,13 @@ from course_lib import corpus
 from course_lib.attention import causal_mask
 from course_lib.block import TransformerBlock
 from course_lib.exercises.core import FAILED, Bug, Case, Exercise, Verdict, run
+from course_lib.exercises.lesson11.your_functions import unused_functions
 from course_lib.exercises.stub import attempt, not_written
 from course_lib.model import TinyTransformer
 from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import apply_rope
 
 ARGUMENTS = ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers")
-# the functions of the earlier lessons that the contract builds the model from: each must run
-# while the class is built and run (the learner's, from earlier_work, or the course's
-# reference that earlier_work hands out for one not written yet, named NAME_reference)
-YOUR_FUNCTIONS = ("token_embedding", "make_causal_mask", "multihead", "rope_heads",
-                  "feed_forward", "prenorm_block", "layer_norm", "output_layer")  # fmt: skip
 MAX_LEN = corpus.LONG_LEN  # the longest sequence a case feeds (the base model's max_len)
 
 # ---------------------------------------------------------------- MyTransformer
@@ -484,30 +478,3 @@ def run_model(cls) -> Verdict:
             "not_your_functions",
         )
     return verdict
-
-
-def unused_functions(cls, case: Case) -> list[str]:
-    """The names of YOUR_FUNCTIONS that never run while cls is built with case's arguments and
-    run on its ids: a function counts by its name (yours, as you wrote it) or as the course's
-    NAME_reference (what earlier_work hands out for one you have not written); functions of
-    torch itself (F.layer_norm, which nn.LayerNorm calls) do not count."""
-    config, weights, idx = case.args
-    called: set[str] = set()
-    previous = sys.getprofile()
-    torch_files = str(Path(torch.__file__).parent)  # torch's own layer_norm is not yours
-
-    def profile(frame, event, arg):
-        if event == "call" and not frame.f_code.co_filename.startswith(torch_files):
-            called.add(frame.f_code.co_name)
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profile)
-    try:
-        model = cls(**config)
-        model.load_state_dict(weights)
-        with torch.no_grad():
-            model.eval()(idx[:1, :5])  # (1, 5, V)
-    finally:
-        sys.setprofile(previous)
-    return [n for n in YOUR_FUNCTIONS if n not in called and f"{n}_reference" not in called]
