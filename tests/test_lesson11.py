@@ -115,7 +115,7 @@ def test_the_stored_run_is_yours_and_learns_subject_then_copy_and_leaves_object_
     final = table[600]
     assert {s for s, e in final.items() if e >= 0.2} == {"object", "mark"}
     assert max(final, key=final.get) == "object" and final["object"] == 1.14
-    assert "0.76 at step 250, then to 0.12 at step 300" in MARKDOWN.replace("\n", " ")
+    assert "then from 0.76 to 0.12 in the 50 steps to step 300" in MARKDOWN.replace("\n", " ")
 
 
 def test_on_seeds_0_and_2_the_copy_jumps_and_on_seed_1_it_creeps():

@@ -157,7 +157,7 @@ def test_the_copy_heads_forming(run):
     assert rows[300] == ["0.71", "0.31", "0.19", "0.12"]
     text = MARKDOWN.replace("\n", " ")
     for words in ("0.12 at step 50, 0.36 at step 150, 0.49 at step 250, then 0.71 at step 300",
-                  "last 50 steps (0.22) is smaller than over its first 100 (0.24)",
+                  "last 50 steps (0.22) is smaller than in the 100 steps from 50 to 150 (0.24)",
                   "from 0.12 to 0.31", "from 0.76 to 0.12", "from 0.13 to 0.19 only"):  # fmt: skip
         assert words in text, words
     assert "(https://arxiv.org/abs/2209.11895)" in text
