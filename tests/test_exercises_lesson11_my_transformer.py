@@ -30,12 +30,12 @@ EARLIER = ("token_embedding", "output_layer", "make_causal_mask", "multihead", "
 
 
 def course_functions() -> SimpleNamespace:
-    """What `earlier_work` hands a learner who skipped lessons 01-05: the course's functions."""
+    """What `earlier_work` hands a learner who skipped lessons 01-09: the course's functions."""
     return SimpleNamespace(**{name: by_name(name).reference for name in EARLIER})
 
 
 def hand_written_functions() -> SimpleNamespace:
-    """Lessons 01-05's functions as a learner writes them: softmax and layer norm by hand,
+    """Lessons 01-09's functions as a learner writes them: softmax and layer norm by hand,
     no fused kernels (the course's references may call torch's)."""
 
     def attention(q, k, v, mask=None):
