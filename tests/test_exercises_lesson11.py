@@ -7,15 +7,18 @@ course_lib/exercises/lesson11/; each names the bug its hint must be.
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 import torch
 import torch.nn.functional as F
 
+from course_lib import train
 from course_lib.checks import check_train_loop
-from course_lib.exercises.core import run
+from course_lib.exercises import by_name
+from course_lib.exercises.core import dead_bugs, run
 from course_lib.exercises.lesson11 import TRAIN_LOOP, loop_reference, loop_run
-from course_lib.train import learning_rate
-from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
+from helpers import assert_stubs_not_implemented, solution_cells, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11_build_and_train.ipynb"
 
@@ -77,8 +80,48 @@ def learner_loop(model, train_ids, config, callback=None, *, shift=True, zero=Tr
     return losses
 
 
+def _notebook_loop():
+    """train_loop as lesson 11's cell defines it, with the course's lesson-01 loss in `mine`."""
+    loss = by_name("next_token_cross_entropy").reference
+    namespace = {"torch": torch, "nn": torch.nn, "math": math,
+                 "mine": SimpleNamespace(next_token_cross_entropy=loss)}  # fmt: skip
+    return solution_cells(NOTEBOOK, namespace)["train_loop"]
+
+
 def test_the_lessons_solution_passes():
-    assert run(TRAIN_LOOP, loop_run(notebook_functions("train_loop")["train_loop"])).passed
+    assert run(TRAIN_LOOP, loop_run(_notebook_loop())).passed
+
+
+def test_a_loop_on_a_learners_own_next_token_loss_passes():
+    """The lesson's loop scores the whole batch with lesson 01's next_token_cross_entropy,
+    model(ids) with its last position dropped inside the loss: as right as model(ids[:, :-1])."""
+
+    def next_token_cross_entropy(logits, ids):
+        logp = logits[:, :-1].log_softmax(dim=-1)  # (B, T-1, V)
+        return -logp.gather(-1, ids[:, 1:, None]).mean()
+
+    def loop(model, train_ids, config, callback=None):
+        opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        g = torch.Generator().manual_seed(config.seed)
+        model.train()
+        losses = []
+        for step in range(config.steps):
+            ids = train_ids[torch.randint(len(train_ids), (config.batch_size,), generator=g)]
+            for group in opt.param_groups:
+                group["lr"] = _lr(step, config)
+            loss = next_token_cross_entropy(model(ids), ids)
+            opt.zero_grad()
+            loss.backward()
+            if config.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            opt.step()
+            losses.append(loss.item())
+            if callback is not None and _due(step, config):
+                callback(step + 1, model)
+                model.train()
+        return losses
+
+    assert run(TRAIN_LOOP, loop_run(loop)).passed
 
 
 def test_a_right_loop_written_another_way_passes():
@@ -95,6 +138,12 @@ def test_the_reference_is_the_courses_train():
         history = train.train(loop_reference.__globals__["watched_copy"](model), rows,
                               rows[:2], config, progress=False)  # fmt: skip
         assert losses.tolist() == history.train_loss
+
+
+@pytest.mark.slow
+def test_no_bug_is_dead():
+    """Every wrong loop gets its own hint; none calls the pieces a learner's loop may not."""
+    assert dead_bugs(TRAIN_LOOP) == []
 
 
 def test_a_stub_is_not_implemented_yet(capsys):
@@ -157,7 +206,7 @@ def test_a_generator_seeded_inside_the_loop_is_named():
             g = torch.Generator().manual_seed(config.seed)
             batch = train_ids[torch.randint(len(train_ids), (config.batch_size,), generator=g)]
             for group in opt.param_groups:
-                group["lr"] = learning_rate(step, config)
+                group["lr"] = _lr(step, config)
             loss = F.cross_entropy(model(batch[:, :-1]).transpose(1, 2), batch[:, 1:])
             opt.zero_grad()
             loss.backward()
@@ -176,3 +225,72 @@ def test_a_generator_seeded_inside_the_loop_is_named():
 def test_the_check_prints_the_symptom(capsys):
     out = verdict(check_train_loop, lambda *a: learner_loop(*a, zero=False), capsys)
     assert out.startswith("TRY AGAIN") and "first step matches" in out
+
+
+# ---------------------------------------------------------------- the course's loop and pieces
+
+
+def _refused(fn, name):
+    result = run(TRAIN_LOOP, loop_run(fn))
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert f"calls course_lib.train.{name}" in result.message
+    assert result.steps[0] == TRAIN_LOOP.forbidden_hint
+    assert result.steps[-1] == f"See {TRAIN_LOOP.idea}."
+
+
+def test_a_loop_that_runs_the_courses_train_is_refused():
+    def loop(model, train_ids, config, callback=None):
+        history = train.train(model, train_ids, train_ids[:2], config, progress=False,
+                              callback=callback)  # fmt: skip
+        return history.train_loss
+
+    _refused(loop, "train")
+
+
+def test_a_loop_of_the_courses_train_step_is_refused():
+    def loop(model, train_ids, config, callback=None):
+        opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        g = torch.Generator().manual_seed(config.seed)
+        model.train()
+        losses = []
+        for step in range(config.steps):
+            ids = train_ids[torch.randint(len(train_ids), (config.batch_size,), generator=g)]
+            losses.append(train.train_step(model, opt, ids, step, config).loss)
+            if callback is not None and _due(step, config):
+                callback(step + 1, model)
+                model.train()
+        return losses
+
+    _refused(loop, "train_step")
+
+
+def test_the_courses_schedule_inside_a_loop_is_refused():
+    from course_lib.train import learning_rate  # imported by name: seen all the same
+
+    _refused(lambda *a: learner_loop(*a, lr=learning_rate), "learning_rate")
+
+
+def test_the_courses_batches_inside_a_loop_is_refused():
+    def loop(model, train_ids, config, callback=None):
+        opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        drawn = train.batches(train_ids, config.batch_size,
+                              torch.Generator().manual_seed(config.seed))  # fmt: skip
+        model.train()
+        losses = []
+        for step in range(config.steps):
+            ids = next(drawn)
+            for group in opt.param_groups:
+                group["lr"] = _lr(step, config)
+            loss = F.cross_entropy(model(ids[:, :-1]).transpose(1, 2), ids[:, 1:])
+            opt.zero_grad()
+            loss.backward()
+            if config.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            opt.step()
+            losses.append(loss.item())
+            if callback is not None and _due(step, config):
+                callback(step + 1, model)
+                model.train()
+        return losses
+
+    _refused(loop, "batches")

@@ -21,7 +21,6 @@ from course_lib.checks import check_my_transformer
 from course_lib.exercises import by_name
 from course_lib.exercises.core import NOT_IMPLEMENTED, PASSED, dead_bugs
 from course_lib.exercises.lesson11 import MY_TRANSFORMER, model_logits, run_model
-from course_lib.exercises.stub import attempt
 from course_lib.model import TinyTransformer
 from helpers import verdict
 
@@ -31,12 +30,12 @@ EARLIER = ("token_embedding", "output_layer", "make_causal_mask", "multihead", "
 
 
 def course_functions() -> SimpleNamespace:
-    """What `earlier_work` hands a learner who skipped lessons 01-05: the course's functions."""
+    """What `earlier_work` hands a learner who skipped lessons 01-09: the course's functions."""
     return SimpleNamespace(**{name: by_name(name).reference for name in EARLIER})
 
 
 def hand_written_functions() -> SimpleNamespace:
-    """Lessons 01-05's functions as a learner writes them: softmax and layer norm by hand,
+    """Lessons 01-09's functions as a learner writes them: softmax and layer norm by hand,
     no fused kernels (the course's references may call torch's)."""
 
     def attention(q, k, v, mask=None):
@@ -58,13 +57,25 @@ def hand_written_functions() -> SimpleNamespace:
         mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
         return (x - mean) / torch.sqrt(var + eps) * weight + bias
 
+    def token_embedding(idx, weight):
+        return weight[idx]
+
+    def output_layer(x, weight):
+        return x @ weight.T
+
+    def make_causal_mask(T):
+        return torch.ones(T, T).tril().bool()
+
+    def feed_forward(x, lin1, lin2):
+        return lin2(F.gelu(lin1(x)))
+
     return SimpleNamespace(
-        token_embedding=lambda idx, weight: weight[idx],
-        output_layer=lambda x, weight: x @ weight.T,
-        make_causal_mask=lambda T: torch.ones(T, T).tril().bool(),
+        token_embedding=token_embedding,
+        output_layer=output_layer,
+        make_causal_mask=make_causal_mask,
         multihead=multihead,
         rope_heads=by_name("rope_heads").reference,
-        feed_forward=lambda x, lin1, lin2: lin2(F.gelu(lin1(x))),
+        feed_forward=feed_forward,
         prenorm_block=by_name("prenorm_block").reference,
         layer_norm=layer_norm,
     )
@@ -230,9 +241,35 @@ class Written(nn.Module):
         return self.head(self.norm(x))
 
 
-def test_plain_modules_and_a_loop_of_lambdas_pass():
-    """torch's own LayerNorm and Sequential in place of the learner's functions: equally right."""
-    assert run_model(Written).status == PASSED
+def test_plain_modules_in_place_of_your_functions_are_refused_with_their_names():
+    """torch's own Embedding, LayerNorm, Sequential and Linear called as modules compute the right
+    logits, but the contract makes every computation one of the learner's functions."""
+    result = run_model(Written)
+    assert not result.passed and result.bug == "not_your_functions", result.message
+    assert "never calls token_embedding, feed_forward, layer_norm, output_layer" in result.message
+    assert result.steps[0].startswith("Call mine.token_embedding where your forward")
+    assert result.steps[-1] == f"See {MY_TRANSFORMER.idea}."
+
+
+def test_your_functions_through_lambdas_pass():
+    """The same class with every step one of the learner's functions, some through lambdas."""
+
+    class Yours(Written):
+        def forward(self, idx):
+            mask = mine.make_causal_mask(idx.shape[1])
+            x = mine.token_embedding(idx, self.embed.weight)
+            for b in self.blocks:
+                x = mine.prenorm_block(
+                    x,
+                    lambda h: self.attention(b, h, mask),  # noqa: B023 (called at once)
+                    lambda h: mine.feed_forward(h, b.ff[0], b.ff[2]),  # noqa: B023
+                    lambda h: mine.layer_norm(h, b.norm1.weight, b.norm1.bias),  # noqa: B023
+                    lambda h: mine.layer_norm(h, b.norm2.weight, b.norm2.bias),  # noqa: B023
+                )
+            x = mine.layer_norm(x, self.norm.weight, self.norm.bias)
+            return mine.output_layer(x, self.head.weight)
+
+    assert run_model(Yours).status == PASSED
 
 
 def _state_dict_verdict(cls):
@@ -401,54 +438,46 @@ def test_float64_logits_and_an_instance_are_named(capsys):
 # ---------------------------------------------------------------- the cells after the exercise
 
 
-def _fresh_model_cell(my_transformer):
-    """fresh_model from the lesson's cell, with the learner's class: (model, printed)."""
-    (source,) = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells
-                 if c.source.startswith("def fresh_model(")]  # fmt: skip
-    tree = ast.parse(source)
-    namespace = {"attempt": attempt, "TinyTransformer": TinyTransformer,
-                 "MyTransformer": my_transformer, "config": variants.BASE,
-                 "ARGS": {name: getattr(variants.BASE, name) for name in
-                          ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers")},
-                 "valid_ids": corpus.load_split("valid")[:4]}  # fmt: skip
-    exec(ast.unparse(tree.body[0]), namespace)
-    return namespace["fresh_model"](variants.load_trained("base", 0).state_dict())
+def _your_model(cls):
+    """What lesson 11's cells build from the learner's class: (model, whose), the class only
+    once it has passed its check (the lesson's `passed = run_model(MyTransformer).passed`)."""
+    from course_lib import capstone
+
+    weights = variants.load_trained("base", 0).state_dict()
+    return capstone.your_model(cls, run_model(cls).passed, weights)
 
 
-@pytest.mark.parametrize(
-    "kind, said",
-    [
-        ("stub", "MyTransformer: yours is not written yet"),
-        (
-            "a name wrong",
-            "MyTransformer: yours raised RuntimeError: Error(s) in loading state_dict",
-        ),
-        ("forward crashes", "MyTransformer: yours raised RuntimeError: mat1 and mat2"),
-    ],
-)
-def test_a_half_written_model_lets_the_lesson_go_on_with_the_courses(capsys, kind, said):
-    class HalfWritten(SOLVED.MyTransformer):
-        def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers):
-            if kind == "stub":
-                raise NotImplementedError("Exercise MyTransformer: write your code here")
-            super().__init__(vocab_size, d_model, num_heads, d_ff, num_layers)
-            if kind == "a name wrong":
-                self.final_norm = self.norm
+class _HalfWritten(nn.Module):
+    def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers):
+        super().__init__()
+        raise NotImplementedError("Exercise MyTransformer: write your code here")
 
-        def forward(self, idx):
-            if kind == "forward crashes":
-                return self.head(self.embed(idx).transpose(1, 2))
-            return super().forward(idx)
 
-    model = _fresh_model_cell(HalfWritten)
-    out = capsys.readouterr().out.strip()
+class _NoMask(Written):
+    """Loads and runs, but attends to the future: it fails its check."""
+
+    def forward(self, idx):
+        x = mine.token_embedding(idx, self.embed.weight)
+        for b in self.blocks:
+            attn = partial(mine.multihead, qkv=b.attn.qkv, out=b.attn.out, num_heads=self.heads)
+            x = mine.prenorm_block(x, attn, b.ff, b.norm1, b.norm2)
+        return mine.output_layer(self.norm(x), self.head.weight)
+
+
+@pytest.mark.parametrize("cls", [_HalfWritten, _NoMask], ids=["stub", "runs but fails"])
+def test_the_course_stands_in_until_your_class_passes_its_check(cls):
+    model, whose = _your_model(cls)
     assert type(model) is TinyTransformer
-    assert out.startswith(said) and "the course's TinyTransformer stands in" in out, out
-    assert "\n" not in out and len(out) < 220, out  # one line
+    assert whose == "the course's TinyTransformer (your MyTransformer has not passed its check)"
 
 
-def test_a_written_model_is_used():
-    assert type(_fresh_model_cell(SOLVED.MyTransformer)) is SOLVED.MyTransformer
+def test_a_class_that_passed_is_used():
+    model, whose = _your_model(SOLVED.MyTransformer)
+    assert type(model) is SOLVED.MyTransformer and whose == "your MyTransformer"
+    shipped = variants.load_trained("base", 0)
+    ids = corpus.load_split("valid")[:4]
+    with torch.no_grad():
+        assert (model.eval()(ids) - shipped(ids)).abs().max() < 1e-4
 
 
 def test_a_subclass_of_the_courses_model_is_refused():
@@ -459,6 +488,60 @@ def test_a_subclass_of_the_courses_model_is_refused():
     verdict = run_model(MyTransformer)
     assert not verdict.passed and verdict.bug == "subclass"
     assert "built on the course's TinyTransformer" in verdict.message
+
+
+def _refused(cls, called):
+    result = run_model(cls)
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert f"calls {called}" in result.message
+    assert result.steps[0] == MY_TRANSFORMER.forbidden_hint
+    return result
+
+
+def test_a_module_that_borrows_a_tiny_transformers_parts_and_forward_is_refused():
+    """Not a subclass: it builds the course's model, takes its modules, runs its forward."""
+
+    class MyTransformer(nn.Module):
+        def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers):
+            super().__init__()
+            inner = TinyTransformer(vocab_size, d_model, num_heads, d_ff, num_layers, 128)
+            self.embed, self.blocks, self.norm, self.head = (inner.embed, inner.blocks,
+                                                             inner.norm, inner.head)  # fmt: skip
+            self.register_buffer("causal", inner.causal, persistent=False)
+            self.config = inner.config
+
+        def forward(self, idx):
+            return TinyTransformer.forward(self, idx)
+
+    _refused(MyTransformer, "TinyTransformer.__init__")
+
+
+def test_a_module_that_runs_the_courses_blocks_is_refused():
+    """Its own embedding, norm and head, but the course's TransformerBlock for every layer:
+    the names fit, the blocks' forward is the course's."""
+    from course_lib.block import TransformerBlock
+    from course_lib.positional import RotaryEmbedding
+
+    class MyTransformer(nn.Module):
+        def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers):
+            super().__init__()
+            rope = RotaryEmbedding(d_model // num_heads, max_len=128)
+            self.embed = nn.Embedding(vocab_size, d_model)
+            self.blocks = nn.ModuleList(
+                TransformerBlock(d_model, num_heads, d_ff, rope=rope) for _ in range(num_layers)
+            )
+            self.norm = nn.LayerNorm(d_model)
+            self.head = nn.Linear(d_model, vocab_size, bias=False)
+
+        def forward(self, idx):
+            mask = mine.make_causal_mask(idx.shape[1])
+            x = mine.token_embedding(idx, self.embed.weight)
+            for block in self.blocks:
+                x = block(x, mask)
+            x = mine.layer_norm(x, self.norm.weight, self.norm.bias)
+            return mine.output_layer(x, self.head.weight)
+
+    _refused(MyTransformer, "TransformerBlock.forward")
 
 
 def test_the_cases_leave_the_random_state():

@@ -190,3 +190,31 @@ def test_the_check_prints_the_symptom_and_hints_point_at_the_lesson(capsys):
 
     text = "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells)
     assert HEAD_DETECTOR.idea.split("'")[1] in text
+
+
+# ---------------------------------------------------------------- the course's detector
+
+
+def test_a_detector_wrapping_the_courses_is_refused_with_its_hint():
+    """The lesson imports course_lib.heads: its detector_score does the exercise's job whole,
+    and a learner can hand it the pairs through a finder of their own."""
+
+    def through_the_course(weights, pairs):
+        finder = {"mine": lambda n: pairs[int(n)]}
+        return heads.detector_score(weights, torch.arange(len(pairs)), "mine", finder)
+
+    result = run(HEAD_DETECTOR, through_the_course)
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert "calls course_lib.heads.detector_score" in result.message
+    assert result.steps[0] == HEAD_DETECTOR.forbidden_hint
+
+
+def test_a_detector_importing_the_courses_by_name_is_refused_too():
+    from course_lib.heads import detector_score
+
+    def imported(weights, pairs):
+        finder = {"x": lambda n: pairs[int(n)]}
+        return detector_score(weights, torch.arange(len(pairs)), "x", finder)
+
+    result = run(HEAD_DETECTOR, imported)
+    assert result.bug == "forbidden" and result.steps[0] == HEAD_DETECTOR.forbidden_hint

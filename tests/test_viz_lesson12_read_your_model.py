@@ -20,22 +20,27 @@ def test_the_detector_figure_boxes_the_scores_three_times_chance():
     assert [t.get_text() for t in ax.texts][:2] == ["0.90", "0.10"]
 
 
-def test_the_knockout_figure_tells_a_rise_of_5_from_a_rise_of_1():
-    fig = viz.knockout_figure([(0, 0), (1, 3)], [[5.5, 1.0], [-0.4, 0.0]], ("a", "b"), "t")
+def test_the_knockout_figure_tells_rises_of_1_2_and_4_apart_and_shows_falls():
+    fig = viz.knockout_figure([(0, 0), (1, 3)], [[4.4, 1.0], [-0.3, 2.0]], ("a", "b"), "t")
     image = fig.axes[0].images[0]
-    colours = image.cmap(image.norm(np.array([5.5, 1.0, 0.0, -0.4])))
-    assert np.abs(colours[0] - colours[1]).max() > 0.1  # not clipped alike
-    assert np.allclose(colours[2][:3], image.cmap(0.5)[:3])  # 0 is the middle, white
-    assert image.norm.vmax == 5.5 and image.norm.vmin == -5.5
-    assert [t.get_text() for t in fig.axes[0].texts] == ["+5.50", "+1.00", "-0.40", "+0.00"]
+    colours = image.cmap(image.norm(np.array([4.4, 2.0, 1.0, 0.0, -0.3])))
+    assert np.abs(colours[0] - colours[1]).max() > 0.1  # 4 and 2 apart, not clipped alike
+    assert np.abs(colours[1] - colours[2]).max() > 0.1  # 2 and 1 apart
+    assert np.abs(colours[4] - colours[3]).max() > 0.1  # a fall of 0.3 shows
+    assert np.allclose(colours[3][:3], image.cmap(0.5)[:3])  # 0 is the middle, white
+    assert image.norm.vmax == 4.4 and image.norm.vmin == -4.4  # symmetric: nothing clipped
+    assert [t.get_text() for t in fig.axes[0].texts] == ["+4.40", "+1.00", "-0.30", "+2.00"]
 
 
-def test_the_forming_figure_draws_both_scores_their_chance_and_the_excess():
-    fig = viz.forming_figure([50, 100, 150], [0.1, 0.1, 0.3], [0.2, 0.3, 0.7], [2.0, 1.0, 0.1],
-                             {"previous": 0.14, "induction": 0.08},
-                             {"previous": "L0 H3", "induction": "L1 H3"})  # fmt: skip
+def test_the_forming_figure_draws_each_heads_score_the_chance_levels_and_the_excess():
+    scores = {"L1 H3: induction": [0.2, 0.3, 0.7], "L0 H3: previous": [0.1, 0.1, 0.3],
+              "L0 H0: previous": [0.1, 0.2, 0.2]}  # fmt: skip
+    fig = viz.forming_figure([50, 100, 150], scores, {"previous": 0.14, "induction": 0.08},
+                             [2.0, 1.0, 0.1])  # fmt: skip
     top, bottom = fig.axes
-    labels = [line.get_label() for line in top.lines if not line.get_label().startswith("_")]
-    assert labels == ["L0 H3: previous score", "L1 H3: induction score"]
-    assert [float(line.get_ydata()[0]) for line in top.lines[1::2]] == [0.14, 0.08]
+    labels = [line.get_label() for line in top.lines]
+    assert labels == [*scores, "chance level, induction (0.08)", "chance level, previous (0.14)"]
+    assert [float(line.get_ydata()[0]) for line in top.lines[3:]] == [0.08, 0.14]
+    legend = [t.get_text() for t in top.get_legend().get_texts()]
+    assert legend == labels  # the chance lines are named in the legend
     assert bottom.get_yscale() == "log" and list(bottom.lines[0].get_ydata()) == [2.0, 1.0, 0.1]

@@ -122,3 +122,23 @@ def test_the_courses_generate_handed_out_by_earlier_work_is_not_called_yours(
     _, table = knockout_explorer
     explorer = KnockoutExplorer(run.model, table, generate=by_name("generate").reference)
     assert "written by the course's generate" in explorer.text_title.get_text()
+
+
+def test_the_bars_title_names_the_setting_shown(knockout_explorer):
+    explorer, _ = knockout_explorer
+    _set(explorer, head="none")
+    assert explorer.bars_title.get_text() == "each skill's excess, nothing knocked out"
+    assert [t.get_text() for t in explorer.values_shown][:1] == [f"{explorer.table[0, 0]:.2f}"]
+    _set(explorer, head=(0, 2))
+    assert explorer.bars_title.get_text() == "each skill's excess, L0 H2 knocked out"
+    _set(explorer, head="none")
+
+
+def test_the_query_bars_name_the_querys_token(heads_explorer):
+    _set(heads_explorer, example="the copy", query=27)
+    assert heads_explorer.ax_bars.get_title() == "query 27 'with': its weights over the keys"
+    assert heads_explorer.ax_bars.get_xlabel() == "key"
+    assert (
+        heads_explorer.ax_map.get_xlabel() == "key"
+        and heads_explorer.ax_map.get_ylabel() == "query"
+    )

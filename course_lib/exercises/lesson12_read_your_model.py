@@ -16,6 +16,7 @@ a way a learner gets the indexing or the mean wrong, written the way it comes ou
 
 import torch
 
+from course_lib import heads
 from course_lib.exercises.core import Bug, Case, Exercise
 
 
@@ -197,6 +198,11 @@ HEAD_DETECTOR = Exercise(
         "Collect every pair as three lists, line, query and key, one entry per pair; "
         "w[lines, :, queries, keys] then gives (P, H) for one layer's w.",
     ),
+    # the course's detectors: the lesson imports course_lib.heads for its other tools
+    forbidden=((heads, "detector_score"), (heads, "detector_scores")),
+    forbidden_hint="heads.detector_score is the course's detector, the function this exercise "
+    "asks you to write; the check compares yours with the course's, so a detector built on it "
+    "checks nothing of yours. Index the weights with the pairs yourself.",
 )
 
 EXERCISES = (HEAD_DETECTOR,)

@@ -69,11 +69,13 @@ from course_lib.viz.lesson08_transformer_block import (
     setup_depth_axes,
 )
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
-from course_lib.viz.lesson11 import copy_forming_figure, skill_curves_figure
+from course_lib.viz.lesson11 import copy_forming_figure, schedule_figure, skill_curves_figure
 from course_lib.viz.lesson12_read_your_model import (
+    RISE_TICKS,
     detector_figure,
     forming_figure,
     knockout_figure,
+    rise_norm,
 )
 from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
 from course_lib.viz.lesson14 import bends_figure
@@ -142,6 +144,7 @@ __all__ = [
     "colour",
     "cosine_scale",
     "copy_forming_figure",
+    "schedule_figure",
     "cross_map_figure",
     "curve_panels",
     "depth_profile_figure",
@@ -161,6 +164,8 @@ __all__ = [
     "excess_by_position_figure",
     "forming_figure",
     "knockout_figure",
+    "rise_norm",
+    "RISE_TICKS",
     "memory_figure",
     "METHOD_STYLES",
     "angles_figure",

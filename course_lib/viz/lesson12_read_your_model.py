@@ -2,11 +2,11 @@
 beside the copy skill's excess, and what knocking out each head costs each skill."""
 
 import numpy as np
-from matplotlib.colors import SymLogNorm
+from matplotlib.colors import FuncNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from course_lib.viz.style import BLUE, ORANGE, VERMILLION, new_figure
+from course_lib.viz.style import BLUE, GREEN, ORANGE, PURPLE, VERMILLION, new_figure
 
 # a head is said to do a job where its score is at least this many times the chance level
 JOB = 3.0
@@ -41,42 +41,58 @@ def detector_figure(scores: dict, chance: dict, title: str) -> Figure:
     return fig
 
 
-def forming_figure(steps, previous, induction, excess, chance: dict, heads: dict) -> Figure:
-    """The copy heads forming (lesson 12): above, the previous-token score of a layer-0 head
-    and the induction score of a layer-1 head after each saved step, with their chance
-    levels; below, the copy positions' excess at the same steps (log scale). heads names the
-    two heads ("L0 H3"), chance holds "previous" and "induction"."""
-    fig, (top, bottom) = new_figure(7.6, 5.6, nrows=2, sharex=True)
-    for values, name, colour, marker in ((previous, "previous", ORANGE, "s"),
-                                         (induction, "induction", BLUE, "o")):  # fmt: skip
-        top.plot(steps, values, "-", marker=marker, ms=5, lw=2, color=colour,
-                 label=f"{heads[name]}: {name} score")  # fmt: skip
-        top.axhline(chance[name], color=colour, lw=1, ls=":")
-    top.annotate("dotted: each detector's chance level", (steps[-1], chance["induction"]),
-                 xytext=(0, 4), textcoords="offset points", ha="right", fontsize=9,
-                 color="0.3")  # fmt: skip
+def forming_figure(steps, scores: dict, chance: dict, excess) -> Figure:
+    """The copy heads forming (lesson 12): above, each head's detector score after each saved
+    step, with the detectors' chance levels (dotted, named in the legend); below, the copy
+    positions' excess at the same steps (log scale). scores maps a label such as "L1 H3:
+    induction" to one score per step; the part after the colon names its detector, a key of
+    chance."""
+    fig, (top, bottom) = new_figure(8.4, 6.0, nrows=2, sharex=True, height_ratios=[1.3, 1])
+    looks = ((BLUE, "o", "-"), (ORANGE, "s", "-"), (GREEN, "D", "--"), (PURPLE, "v", "--"))
+    for (label, values), (colour, marker, style) in zip(scores.items(), looks, strict=False):
+        top.plot(steps, values, style, marker=marker, ms=5, lw=2, color=colour, label=label)
+    for job, colour in zip(dict.fromkeys(label.split(": ")[-1] for label in scores), (BLUE, ORANGE),
+                           strict=False):  # fmt: skip
+        top.axhline(chance[job], color=colour, lw=1.2, ls=":",
+                    label=f"chance level, {job} ({chance[job]:.2f})")  # fmt: skip
     top.set_ylim(0, 1)
     top.set_ylabel("detector score")
-    top.legend(fontsize=9, loc="upper left")
+    top.legend(fontsize=9, loc="upper left", ncols=2)
     top.set_title("Your model's copy heads after each saved step (400 validation lines)",
                   fontsize=11)  # fmt: skip
     bottom.plot(steps, excess, "-", marker="D", ms=5, lw=2, color=VERMILLION,
-                label="excess on copy positions")  # fmt: skip
+                label="excess on the copy positions")  # fmt: skip
     bottom.set_yscale("log")
     bottom.set(xlabel="training step", ylabel="excess (nats, log scale)")
     bottom.legend(fontsize=9)
     return fig
 
 
+def rise_norm(rises) -> FuncNorm:
+    """The colour scale of a table of rises in excess (lesson 12): symmetric about 0 (white) and
+    on the square root of the size, so that a rise of 2 looks clearly more than one of 1, a
+    rise of 4 more again, and a fall of 0.3 still shows."""
+    top = max(float(np.abs(np.asarray(rises, dtype=float)).max()), 0.1)
+
+    def forward(x):
+        return np.sign(x) * np.sqrt(np.abs(x))
+
+    def inverse(y):
+        return np.sign(y) * y**2
+
+    return FuncNorm((forward, inverse), vmin=-top, vmax=top)
+
+
+RISE_TICKS = (-4, -2, -1, -0.5, 0, 0.5, 1, 2, 4)
+
+
 def knockout_figure(labels, rises, skills, title: str) -> Figure:
     """What knocking out each head costs each skill (lesson 12): rises (heads, skills) is the
-    excess with the head knocked out minus the excess with nothing knocked out. The colour
-    scale is symmetric about 0, linear below 0.05 nats and logarithmic above, so that a rise
-    of 5 and one of 1 look different; every cell carries its number."""
+    excess with the head knocked out minus the excess with nothing knocked out, coloured on
+    rise_norm's square-root scale; every cell carries its number."""
     rises = np.asarray(rises, dtype=float)
-    top = max(float(np.abs(rises).max()), 0.1)
     fig, ax = new_figure(8.4, 0.5 * len(labels) + 1.9)
-    norm = SymLogNorm(linthresh=0.05, vmin=-top, vmax=top, base=10)
+    norm = rise_norm(rises)
     image = ax.imshow(rises, cmap="RdBu_r", norm=norm, aspect="auto")
     for i in range(rises.shape[0]):
         for j in range(rises.shape[1]):
@@ -89,8 +105,8 @@ def knockout_figure(labels, rises, skills, title: str) -> Figure:
     ax.set_xlabel("skill")
     ax.set_ylabel("head knocked out")
     ax.set_title(title, fontsize=11)
-    ticks = [t for t in (-1, -0.1, 0, 0.1, 1) if abs(t) <= top]
-    bar = fig.colorbar(image, ax=ax, label="rise in excess (nats; log scale beyond 0.05)",
+    ticks = [t for t in RISE_TICKS if norm.vmin <= t <= norm.vmax]
+    bar = fig.colorbar(image, ax=ax, label="rise in excess (nats; square-root scale)",
                        ticks=ticks)  # fmt: skip
     bar.ax.set_yticklabels([f"{t:g}" for t in ticks])
     return fig

@@ -8,7 +8,6 @@ import re
 import ipywidgets
 import numpy as np
 import torch
-from matplotlib.colors import SymLogNorm
 from matplotlib.patches import Rectangle
 
 from course_lib import viz
@@ -76,7 +75,7 @@ class TrainedHeadsExplorer(Explorer):
         first = next(iter(self.example_ids))
         self.ids = self.example_ids[first]
         self.message = ipywidgets.HTML()
-        fig, (self.ax_map, self.ax_bars) = viz.new_figure(11.0, 5.0, ncols=2, width_ratios=[1, 1.1])
+        fig, (self.ax_map, self.ax_bars) = viz.new_figure(11.0, 6.4, ncols=2, width_ratios=[1, 1.1])
         self.image_map = self.ax_map.imshow(np.zeros((2, 2)), vmin=0, vmax=1, cmap="viridis",
                                             aspect="auto")  # fmt: skip
         fig.colorbar(self.image_map, ax=self.ax_map, fraction=0.05, pad=0.02).set_label(
@@ -88,17 +87,21 @@ class TrainedHeadsExplorer(Explorer):
         looks = {"previous": ("s", viz.ORANGE), "induction": ("o", viz.VERMILLION),
                  "subject": ("D", viz.PALETTE[5]), "bracket": ("^", viz.PALETTE[4]),
                  "song": ("v", viz.GREEN)}  # fmt: skip
+        # small hollow marks, inside their cell: the weight under them stays visible
         self.marks = {
-            name: self.ax_map.scatter([], [], s=70, marker=looks[name][0], facecolors="none",
-                                      edgecolors=looks[name][1], linewidths=2.2, label=name)
+            name: self.ax_map.scatter([], [], s=22, marker=looks[name][0], facecolors="none",
+                                      edgecolors=looks[name][1], linewidths=1.4, label=name)
             for name in self.SHOWN
         }  # fmt: skip
         self.ax_map.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=5, fontsize=9,
-                           frameon=False, handletextpad=0.2, columnspacing=0.8)  # fmt: skip
+                           frameon=False, handletextpad=0.2, columnspacing=0.8,
+                           markerscale=1.8)  # fmt: skip
+        self.ax_map.set_xlabel("key")
+        self.ax_map.set_ylabel("query")
         self.bars = self.ax_bars.bar(range(self.MAX_T), [0.0] * self.MAX_T, color=viz.BLUE)
         self.ax_bars.set_ylim(0, 1)
         self.ax_bars.set_ylabel("attention weight")
-        self.ax_bars.set_xlabel("key position")
+        self.ax_bars.set_xlabel("key")
         layers, heads = self.run.model.config.num_layers, self.run.model.config.num_heads
         controls = {
             "example": choice_buttons("line", list(self.example_ids), first),
@@ -119,7 +122,7 @@ class TrainedHeadsExplorer(Explorer):
         controls["sentence"].sample_values = (*fresh_sentences(40), *TYPED_SAMPLES)
         self._seen = {"example": first, "sentence": ""}
         self._shown = None
-        self.words, self.numbers = TickStamp(fig, fontsize=9), TickStamp(fig)
+        self.words = TickStamp(fig, fontsize=10)
         self._base = None
         self._reserve_label_room()
         self._refitting = False
@@ -197,8 +200,10 @@ class TrainedHeadsExplorer(Explorer):
             "marks: the (query, key) cells of each detector on this line",
         )
         self.ax_map.set_title(f"layer {v['layer']}, head {v['head']}, after step {v['step']} "
-                              "(white box: the query)", fontsize=10, pad=22)  # fmt: skip
-        self.ax_bars.set_title(f"query {query}: its weights over the keys", fontsize=10)
+                              "\n(white box: the query; marks: the detectors' cells)", fontsize=10,
+                              pad=22)  # fmt: skip
+        self.ax_bars.set_title(f"query {query} '{tokens[query]}': its weights over the keys",
+                               fontsize=10)  # fmt: skip
         self.invalidate(key=(tuple(self.ids), v["step"], v["layer"], v["head"], query))
 
     def state(self) -> dict:
@@ -248,8 +253,7 @@ class TrainedHeadsExplorer(Explorer):
             tokens = self.corpus.to_tokens(self.ids)
             self.words.stamp(renderer, self.ax_map, "x90", tokens)
             self.words.stamp(renderer, self.ax_map, "y", tokens)
-            every = range(0, len(tokens), 5)
-            self.numbers.stamp(renderer, self.ax_bars, "x", every, positions=every)
+            self.words.stamp(renderer, self.ax_bars, "x90", tokens)
             for text in (self.ax_map.title, self.ax_bars.title):
                 text.draw(renderer)
             self._background = self.canvas.copy_from_bbox(self.fig.bbox)
@@ -258,17 +262,23 @@ class TrainedHeadsExplorer(Explorer):
     def _reserve_label_room(self) -> None:
         vocab = self.corpus.VOCAB
         wide_x, wide_y = self.words.widest(vocab, "x90"), self.words.widest(vocab, "y")
-        self.ax_map.set_xticks(range(self.MAX_T), [wide_x] * self.MAX_T, rotation=90, fontsize=9)
-        self.ax_map.set_yticks(range(self.MAX_T), [wide_y] * self.MAX_T, fontsize=9)
-        self.ax_bars.set_xticks(range(0, self.MAX_T, 5))
-        self.ax_map.set_title("layer 0, head 0, after step 600 (white box: the query)",
-                              fontsize=10, pad=22)  # fmt: skip
+        self.ax_map.set_xticks(range(self.MAX_T), [wide_x] * self.MAX_T, rotation=90, fontsize=10)
+        self.ax_map.set_yticks(range(self.MAX_T), [wide_y] * self.MAX_T, fontsize=10)
+        self.ax_bars.set_xticks(range(self.MAX_T), [wide_x] * self.MAX_T, rotation=90, fontsize=10)
+        self.ax_map.set_title("layer 0, head 0, after step 600\n(white box: the query; marks: "
+                              "the detectors' cells)", fontsize=10, pad=22)  # fmt: skip
 
     def _freeze_base(self) -> None:
-        label = self.ax_bars.xaxis.label  # placed below its tick labels; keep it there
-        top = label.get_transform().transform(label.get_position())[1]
-        self.ax_bars.xaxis.set_label_coords(
-            0.5, self.ax_bars.transAxes.inverted().transform((0, top))[1]
+        # the axis labels were placed beyond the room kept for the tick labels; keep them there
+        # when the ticks go (the tokens are stamped per picture, see redraw)
+        for ax in (self.ax_map, self.ax_bars):
+            label = ax.xaxis.label
+            top = label.get_transform().transform(label.get_position())[1]
+            ax.xaxis.set_label_coords(0.5, ax.transAxes.inverted().transform((0, top))[1])
+        label = self.ax_map.yaxis.label
+        left = label.get_transform().transform(label.get_position())[0]
+        self.ax_map.yaxis.set_label_coords(
+            self.ax_map.transAxes.inverted().transform((left, 0))[0], 0.5
         )
         self.ax_map.set_xticks([])
         self.ax_map.set_yticks([])
@@ -342,25 +352,27 @@ class KnockoutExplorer(Explorer):
                               transform=self.ax_text.transAxes, va="center")
             for i in range(len(self.PROMPTS))
         ]  # fmt: skip
+        for text in self.texts:  # a long line must not widen the layout's margins
+            text.set_in_layout(False)
         x = np.arange(len(self.skills))
         self.bars = self.ax_bars.bar(x, [0.0] * len(x), color=viz.PALETTE[0], width=0.6)
         self.base_marks = self.ax_bars.scatter(
             x, self.table[0].numpy(), marker="_", s=900, linewidths=2.5, color="black",
             zorder=3, label="nothing knocked out",
         )  # fmt: skip
-        self.ax_bars.set_yscale("symlog", linthresh=0.1)
-        self.ax_bars.set_ylim(
-            min(-0.05, float(self.table.min()) * 1.3), float(self.table.max()) * 1.6
-        )
-        self.ax_bars.set_yticks([0, 0.1, 1], ["0", "0.1", "1"])
+        self.values_shown = [
+            self.ax_bars.text(i, 0.0, "", ha="center", va="bottom", fontsize=9) for i in x
+        ]  # each bar's excess, above it
+        self.ax_bars.set_ylim(min(-0.5, float(self.table.min()) - 0.1),
+                              float(self.table.max()) * 1.15)  # fmt: skip
         self.ax_bars.axhline(0, color="0.4", lw=1)
         self.ax_bars.set_xticks(x, self.skills, rotation=30, ha="right")
-        self.ax_bars.set_ylabel("excess over the floor (nats; log above 0.1)")
+        self.ax_bars.set_ylabel("excess over the floor (nats)")
         self.ax_bars.legend(fontsize=9, loc="upper left", markerscale=0.4)
-        self.ax_bars.set_title("each skill's excess, the chosen head knocked out", fontsize=10)
+        self.bars_title = self.ax_bars.set_title("each skill's excess, nothing knocked out",
+                                                 fontsize=10)  # fmt: skip
         rises = (self.table[1:] - self.table[0]).numpy()
-        top = max(float(np.abs(rises).max()), 0.1)
-        norm = SymLogNorm(0.05, vmin=-top, vmax=top)  # 5 and 1 look different; 0 is white
+        norm = viz.rise_norm(rises)  # symmetric, square root: 1, 2 and 4 look different
         self.mesh = self.ax_map.imshow(rises, cmap="RdBu_r", aspect="auto", norm=norm)
         for (i, j), value in np.ndenumerate(rises):  # static: drawn once, with the map
             dark = abs(norm(value) - 0.5) > 0.3
@@ -372,17 +384,19 @@ class KnockoutExplorer(Explorer):
         self.ax_map.set_xticks(x, self.skills, rotation=30, ha="right")
         self.ax_map.set_yticks(range(len(self.heads)), [f"L{a} H{b}" for a, b in self.heads])
         self.ax_map.set_ylabel("head knocked out (box: the chosen one)")
-        self.ax_map.set_title("every head: rise in excess (log beyond 0.05)", fontsize=10)
-        ticks = [t for t in (-1, -0.1, 0, 0.1, 1) if abs(t) <= top]
-        bar = fig.colorbar(self.mesh, ax=self.ax_map, label="rise in excess (nats)", ticks=ticks)
+        self.ax_map.set_title("every head: rise in excess with it knocked out", fontsize=10)
+        ticks = [t for t in viz.RISE_TICKS if norm.vmin <= t <= norm.vmax]
+        bar = fig.colorbar(self.mesh, ax=self.ax_map, label="rise in excess (nats; square root)",
+                           ticks=ticks, fraction=0.05, pad=0.02)  # fmt: skip
         bar.ax.set_yticklabels([f"{t:g}" for t in ticks])
         options = [("none", "none")] + [(f"L{a} H{b}", (a, b)) for a, b in self.heads]
         controls = {
             "head": choice_buttons("knock out", options, "none"),
             "temperature": choice_buttons("temperature", self.TEMPERATURES, 0.0),
         }
-        super().__init__(controls, fig, dynamic=[*self.bars, self.base_marks, self.row_box,
-                                                 self.text_title, *self.texts])  # fmt: skip
+        super().__init__(controls, fig, dynamic=[*self.bars, *self.values_shown, self.base_marks,
+                                                 self.row_box, self.bars_title, self.text_title,
+                                                 *self.texts])  # fmt: skip
 
     def _lines(self, head, temperature: float) -> list:
         """(prompt tokens, new tokens, first broken position or None, its skill) per prompt,
@@ -419,8 +433,10 @@ class KnockoutExplorer(Explorer):
         v = self.values()
         head = None if v["head"] == "none" else tuple(v["head"])
         row = self.table[0 if head is None else 1 + self.heads.index(head)]  # (skills,)
-        for bar, height in zip(self.bars, row.tolist(), strict=True):
+        for bar, text, height in zip(self.bars, self.values_shown, row.tolist(), strict=True):
             bar.set_height(height)
+            text.set_position((bar.get_x() + bar.get_width() / 2, max(height, 0.0)))
+            text.set_text(f"{height:.2f}")
         self.row_box.set_visible(head is not None)
         if head is not None:
             self.row_box.set_y(self.heads.index(head) - 0.5)
@@ -433,6 +449,8 @@ class KnockoutExplorer(Explorer):
             text.set_text(f"{' '.join(prompt)} | {' '.join(shown)}   [{verdict}]")
             text.set_color("black" if at is None else viz.VERMILLION)
         what = "nothing knocked out" if head is None else f"layer {head[0]}, head {head[1]} out"
+        chosen = "nothing" if head is None else f"L{head[0]} H{head[1]}"
+        self.bars_title.set_text(f"each skill's excess, {chosen} knocked out")
         self.text_title.set_text(
             f"{what}, temperature {v['temperature']:g}: the prompt | the new tokens, up to the "
             f"first broken rule ({self.note})"

@@ -4,7 +4,9 @@ CONTRACTS (fixed: the lesson and its checks rely on them):
 - MyTransformer(vocab_size, d_model, num_heads, d_ff, num_layers), an nn.Module whose
   state_dict has exactly the names and shapes of a TinyTransformer's (the base model's,
   printed in the lesson); forward(idx (B, T) int64) -> logits (B, T, V): embedding, pre-norm
-  blocks (causal multi-head attention with RoPE on q and k, feed-forward), final norm, head.
+  blocks (causal multi-head attention with RoPE on q and k, feed-forward), final norm, head;
+  built and run without the course's TinyTransformer or its blocks (`forbidden`), calling each
+  of the learner's eight functions of YOUR_FUNCTIONS (your_functions.py).
 - train_loop(model, train_ids, config, callback=None) -> list of config.steps Python floats,
   the loss of each step's batch before its update; what course_lib.train.train does with
   the same arguments: one AdamW (lr config.lr, weight_decay config.weight_decay) made once;
@@ -14,7 +16,8 @@ CONTRACTS (fixed: the lesson and its checks rely on them):
   param group, the gradients of this batch's next-token loss alone, their global norm
   clipped to config.grad_clip unless None, optimizer.step(); after step s, when (s + 1) is a
   multiple of config.eval_every or s is the last step, callback(s + 1, model) if callback is
-  given, then train mode again (a callback may leave the model in eval mode).
+  given, then train mode again (a callback may leave the model in eval mode); without
+  course_lib.train's train, train_step, learning_rate or batches (`forbidden`).
 
 A class is not a function of tensors, so MyTransformer is checked through an adapter
 (`model_logits`) that builds the class, loads a model's weights and returns its logits; its
@@ -45,11 +48,12 @@ from course_lib.exercises.lesson11.train_loop import (
     run_loop,
     watched_copy,
 )
+from course_lib.exercises.lesson11.your_functions import YOUR_FUNCTIONS, unused_functions
 
 EXERCISES = (MY_TRANSFORMER, TRAIN_LOOP)
 
 __all__ = [
-    "ARGUMENTS", "MAX_LEN", "MY_TRANSFORMER", "contract_of", "model_logits", "run_model",
-    "transformer_logits", "TRAIN_LOOP", "loop_reference", "loop_run", "run_loop",
-    "watched_copy", "EXERCISES",
+    "ARGUMENTS", "MAX_LEN", "MY_TRANSFORMER", "YOUR_FUNCTIONS", "contract_of", "model_logits",
+    "run_model", "transformer_logits", "unused_functions", "TRAIN_LOOP", "loop_reference",
+    "loop_run", "run_loop", "watched_copy", "EXERCISES",
 ]  # fmt: skip

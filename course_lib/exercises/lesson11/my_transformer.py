@@ -8,9 +8,12 @@ import torch.nn.functional as F
 
 from course_lib import corpus
 from course_lib.attention import causal_mask
+from course_lib.block import TransformerBlock
 from course_lib.exercises.core import FAILED, Bug, Case, Exercise, Verdict, run
+from course_lib.exercises.lesson11.your_functions import unused_functions
 from course_lib.exercises.stub import attempt, not_written
 from course_lib.model import TinyTransformer
+from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import apply_rope
 
 ARGUMENTS = ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers")
@@ -348,6 +351,18 @@ MY_TRANSFORMER = Exercise(
         "weights): its embed, its blocks[0](x, mask) and its norm and head are there to "
         "compare with your steps.",
     ),
+    # the course's model and its blocks: a class that builds a TinyTransformer (to borrow its
+    # modules) or runs the course's forward passes computes the course's numbers, not yours
+    forbidden=(
+        (TinyTransformer, "__init__"),
+        (TinyTransformer, "forward"),
+        (TransformerBlock, "forward"),
+        (MultiHeadAttention, "forward"),
+    ),
+    forbidden_hint="Your class builds or runs the course's model (a TinyTransformer, or its "
+    "TransformerBlock or MultiHeadAttention): its logits are then the course's, not yours. Make "
+    "the submodules yourself (nn.Embedding, nn.Linear, nn.LayerNorm, nn.ModuleList, ...), to "
+    "hold the weights, and compute the forward pass with your functions in mine.",
     # 1e-4: right models written another way (RoPE's angles from exp and log, an einsum
     # attention, layer norm with rsqrt) drift from the course's by 1.9e-5 to 2.2e-5 times
     # (1 + |logit|) on these cases, by kernel path (tests/test_exercises_lesson11_my_transformer
@@ -441,4 +456,25 @@ def run_model(cls) -> Verdict:
                 FAILED,
                 "state_dict",
             )
-    return run(MY_TRANSFORMER, model_logits(cls))
+    verdict = run(MY_TRANSFORMER, model_logits(cls))
+    if not verdict.passed:
+        return verdict
+    unused = unused_functions(cls, MY_TRANSFORMER.case_list()[-1])
+    if unused:
+        listed = ", ".join(unused)
+        return Verdict(
+            False,
+            f"MyTransformer: your logits are right, but building and running your class never "
+            f"calls {listed}: the contract makes every computation one of your functions in "
+            "mine.",
+            (
+                f"Call mine.{unused[0]} where your forward now computes that step another way "
+                "(a module called directly, such as self.embed(idx), or a torch function): "
+                "the modules only hold the weights. Functions that want a function of one "
+                "tensor take a partial or a lambda around yours.",
+                f"See {MY_TRANSFORMER.idea}.",
+            ),
+            FAILED,
+            "not_your_functions",
+        )
+    return verdict

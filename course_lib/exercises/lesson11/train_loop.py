@@ -98,22 +98,27 @@ def loop_reference(model, train_ids, config):
 
 
 def _schedule(step, config):
-    return train.learning_rate(step, config)
+    """The recipe's warm-up and cosine, written out: the loops here run inside a check that
+    refuses train.learning_rate (a learner's loop must not call it)."""
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
+    return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def _warmup_from_zero(step, config):
     if step < config.warmup_steps:
         return config.lr * step / config.warmup_steps
-    return train.learning_rate(step, config)
+    return _schedule(step, config)
 
 
 def _one_step_late(step, config):
-    return train.learning_rate(step - 1, config) if step > 0 else 0.0
+    return _schedule(step - 1, config) if step > 0 else 0.0
 
 
 def _no_floor(step, config):
     if step < config.warmup_steps:
-        return train.learning_rate(step, config)
+        return _schedule(step, config)
     progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
     return config.lr * 0.5 * (1 + math.cos(math.pi * progress))
 
@@ -346,10 +351,22 @@ TRAIN_LOOP = Exercise(
         "batch, its learning rate, its loss, clear the gradients, backward, clip (unless "
         "grad_clip is None), optimizer.step(), note loss.item(); the callback when due, then "
         "train mode again.",
-        "Compare your learning rates with train.learning_rate(step, config) at a few steps, "
-        "warm-up and cosine both, and your batches with train.batches(train_ids, "
-        "config.batch_size, torch.Generator().manual_seed(config.seed)).",
+        "In a cell of its own (never inside your loop), compare your learning rates with "
+        "train.learning_rate(step, config) at a few steps, warm-up and cosine both, and your "
+        "first batch with next(train.batches(train_ids, config.batch_size, "
+        "torch.Generator().manual_seed(config.seed))).",
     ),
+    # the course's loop and its pieces: a loop that calls them checks nothing of yours
+    forbidden=(
+        (train, "train"),
+        (train, "train_step"),
+        (train, "learning_rate"),
+        (train, "batches"),
+    ),
+    forbidden_hint="train.train runs the whole loop and train.train_step a whole step; "
+    "train.learning_rate and train.batches are the schedule and the batches the exercise asks "
+    "you to write. The check compares your loop with train.train, so a loop built on them "
+    "checks nothing of yours: write the schedule's two formulas and the batch line yourself.",
     # a right loop that scores model(ids) without its last position, or builds the loss by
     # hand, drifts from the course's by about 1e-7 after a few steps
     atol=1e-5,
