@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from course_lib import heads, position_demos, positional, saturation, viz
+from course_lib import heads, position_demos, positional, saturation, train, viz
 from course_lib.train import History
 from course_lib.widgets import EXPLORERS
 
@@ -206,16 +206,19 @@ VIZ_FIGURES = {
         [50, 100], {"subject": [2.0, 0.5], "induction": [2.2, 1.4]}
     ),
     "copy_forming_figure": lambda: viz.copy_forming_figure(
-        [(50, 2.0), (100, 0.5)], {0: [(50, 2.2), (100, 0.1)]}, {0: 100}
+        [(50, 2.0), (100, 0.5), (150, 0.1)],
+        {0: [(50, 2.2), (100, 0.1)], 1: [(50, 2.0), (100, 1.0)]},
+    ),
+    "schedule_figure": lambda: viz.schedule_figure(
+        train.learning_rate,
+        {"2,000 steps": train.TrainConfig(steps=2000), "600 steps": train.TrainConfig(steps=600)},
     ),
     "detector_figure": lambda: viz.detector_figure(scores(), CHANCE, "t"),
     "forming_figure": lambda: viz.forming_figure(
         [50, 100],
-        [0.1, 0.3],
-        [0.2, 0.7],
-        [2.0, 0.1],
+        {"L0 H3: previous": [0.1, 0.3], "L1 H3: induction": [0.2, 0.7]},
         CHANCE | {"induction": 0.08},
-        {"previous": "L0 H3", "induction": "L1 H3"},
+        [2.0, 0.1],
     ),
     "knockout_figure": lambda: viz.knockout_figure(
         [(0, 0), (0, 1)], [[0.1, 5.5], [-0.4, 1.0]], ("all", "mark"), "t"

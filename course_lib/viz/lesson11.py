@@ -85,7 +85,9 @@ def copy_forming_figure(live, shipped: dict, bound: float = 0.2) -> Figure:
     dashed line marks `bound`; a circle marks each curve's first step below it, and the legend
     names that step."""
     fig, ax = new_figure(8.4, 4.6)
-    curves = [(f"base, seed {seed} (2,000 steps)", curve, SEED_COLOURS[i % 3], "-", 1.8, None)
+    # each seed its own line style as well as its colour: told apart in every colour vision
+    curves = [(f"base, seed {seed} (2,000 steps)", curve, SEED_COLOURS[i % 3],
+               ("-", "-.", ":")[i % 3], 1.8, None)
               for i, (seed, curve) in enumerate(sorted(shipped.items()))]  # fmt: skip
     curves.append(("your model (600 steps; seed 0's start and batches)", live, "black", "--",
                    1.6, "o"))  # fmt: skip

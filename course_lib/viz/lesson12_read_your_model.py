@@ -51,9 +51,10 @@ def forming_figure(steps, scores: dict, chance: dict, excess) -> Figure:
     looks = ((BLUE, "o", "-"), (ORANGE, "s", "-"), (GREEN, "D", "--"), (PURPLE, "v", "--"))
     for (label, values), (colour, marker, style) in zip(scores.items(), looks, strict=False):
         top.plot(steps, values, style, marker=marker, ms=5, lw=2, color=colour, label=label)
-    for job, colour in zip(dict.fromkeys(label.split(": ")[-1] for label in scores), (BLUE, ORANGE),
-                           strict=False):  # fmt: skip
-        top.axhline(chance[job], color=colour, lw=1.2, ls=":",
+    jobs = dict.fromkeys(label.split(": ")[-1] for label in scores)
+    # dotted and dash-dotted, not colour alone, tell the chance levels apart
+    for job, colour, dashes in zip(jobs, (BLUE, ORANGE), (":", (0, (6, 2, 1, 2))), strict=False):
+        top.axhline(chance[job], color=colour, lw=1.2, ls=dashes,
                     label=f"chance level, {job} ({chance[job]:.2f})")  # fmt: skip
     top.set_ylim(0, 1)
     top.set_ylabel("detector score")
