@@ -1,8 +1,6 @@
 """Lesson 08's figures: the block diagram, per-layer gradient norms and activation scales on
 fixed log axes, and trained models' excess loss, one dot per seed (lessons 08 and 09)."""
 
-import math
-
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
@@ -188,7 +186,12 @@ def depth_profile_figure(curves: dict, *, grad_limits=None, scale_limits=None) -
 
 
 def seed_dots_figure(
-    groups: dict, *, xlabel: str, title: str, width: float = 7.2, log: bool = False,
+    groups: dict,
+    *,
+    xlabel: str,
+    title: str,
+    width: float = 7.2,
+    log: bool = False,
     panels: bool = False,
 ) -> Figure:
     """Excess loss of trained models, one dot per seed and a bar at their mean (lessons 08
@@ -244,7 +247,7 @@ def seed_dots_figure(
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.yaxis.set_minor_locator(NullLocator())
         else:
-            line = ax.axhline(0.0, color="0.4", lw=1.0)
+            line = ax.axhline(0.0, color="0.4", lw=1.0, linestyle=":")
             if j == 0:
                 handles.append(line)
                 labels.append("the floor (excess 0)")

@@ -32,7 +32,8 @@ class ActivationExplorer(Explorer):
     """Lesson 09: GELU against ReLU, the feed-forward layer's bend: value and slope at an input.
 
     Left, both curves with the point at the chosen input and the tangent line through it, and
-    an enlarged view of the negative side, where GELU dips below zero; right, both slopes (derivatives), which are what backpropagation multiplies by.
+    an enlarged view of the negative side, where GELU dips below zero; right, both slopes
+    (derivatives), which are what backpropagation multiplies by.
 
     `feed_forward`, your feed_forward(x, lin1, lin2) from the lesson's exercise, draws the GELU
     curve: run with both layers the identity on one number, it computes its bend alone, and its
@@ -91,7 +92,9 @@ class ActivationExplorer(Explorer):
                 [], [], color=viz.COLOURS[name], lw=1.5, linestyle=":"
             )
             (self.slope_points[name],) = self.ax_slope.plot([], [], linestyle="none", **marker)
-        self.where = self.ax_slope.axvline(0.0, color="grey", lw=1, label="the chosen x")
+        self.where = self.ax_slope.axvline(
+            0.0, color="grey", lw=1, linestyle=":", label="the chosen x"
+        )
         self.ax_value.set_ylim(-0.5, self.LIMIT)
         self.ax_slope.set_ylim(-0.2, 1.2)
         for ax, ylabel in ((self.ax_value, "output"), (self.ax_slope, "slope d out / dx")):
