@@ -103,7 +103,8 @@ class ActivationExplorer(Explorer):
             ax.set_ylabel(ylabel)
             ax.axhline(0.0, color="grey", lw=0.5)
             ax.grid(True, alpha=0.3)
-        self.ax_value.legend(loc="lower right", fontsize=10)
+        # below the enlarged view, over the flat left side: clear of every curve and point
+        self.ax_value.legend(loc="center left", bbox_to_anchor=(0.02, 0.33), fontsize=10)
         self.ax_slope.legend(loc="upper left", fontsize=10)
         self.ax_zoom.set_xlim(*self.ZOOM_X)
         self.ax_zoom.set_ylim(*self.ZOOM_Y)
