@@ -49,10 +49,11 @@ class NoFeedForward(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    """Pre-norm by default: x + attn(norm1(x)), then x + ff(norm2(x)) (lesson 08).
+    """The transformer block of lesson 08: attention and the feed-forward layer, each with its
+    norm and its residual addition; pre-norm by default (lesson 08).
 
-    prenorm=False gives the original post-norm block, norm1(x + attn(x)) then
-    norm2(x + ff(x)); residual=False drops the "x +" so lesson 08 can show what it buys.
+    prenorm=False gives the original post-norm block; residual=False drops the additions so
+    lesson 08 can show what they buy.
     ff="swiglu" makes the feed-forward layer SwiGLU with hidden width d_ff, and bias=False
     drops the attention's biases: with norm="rms", the block of Llama-style models (lesson 14).
     num_kv_heads below num_heads makes the attention grouped-query (lesson 13).
@@ -124,3 +125,17 @@ class TransformerBlock(nn.Module):
             x = self.norm1(self._add(x, self.drop(a)))  # (B, T, D)
             x = self.norm2(self._add(x, self.drop(self.ff(x))))  # (B, T, D)
         return (x, weights) if return_weights else x
+
+
+def learner_parts(block: TransformerBlock, mask, *, multihead, rope_heads, layer_norm) -> dict:
+    """A trained pre-norm block's four parts as one-argument functions, the keyword arguments
+    of lesson 08's prenorm_block: attention computed by the given multihead (lesson 04) with
+    rope_heads (lesson 07) under `mask`, the norms by the given layer_norm, all with the
+    block's own weights; the feed-forward layer is the block's own (lesson 08)."""
+    attn = block.attn
+    return {
+        "attn": lambda h: multihead(h, attn.qkv, attn.out, attn.num_heads, mask, rope_heads),
+        "ff": block.ff,
+        "norm1": lambda h: layer_norm(h, block.norm1.weight, block.norm1.bias),
+        "norm2": lambda h: layer_norm(h, block.norm2.weight, block.norm2.bias),
+    }

@@ -91,3 +91,34 @@ def stack_profile(blocks, x: torch.Tensor, probe: torch.Tensor, mask=None) -> St
     with one_thread():
         hidden = run_stack(blocks, x, mask)
         return StackProfile(gradient_reaching(hidden, probe), activation_scales(hidden))
+
+
+def stack_inputs(seed: int = 0, B: int = 2, T: int = 8, D: int = 16):
+    """(x, probe), each (B, T, D), drawn in that order from their own generator seeded with
+    `seed`: what lesson 08's stacks read, and the gradient fed in at their top. The lesson's
+    explorer draws the same, so its stacks at 24 blocks are the lesson's (lesson 08)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, T, D, generator=g)  # (B, T, D)
+    return x, torch.randn(B, T, D, generator=g)  # probe: (B, T, D)
+
+
+# lesson 08's four settings of a pre-norm stack: {label: (norm, residual)}
+SETTINGS = {
+    "layer norm, residual on": ("layer", True),
+    "layer norm, residual off": ("layer", False),
+    "no norm, residual on": ("none", True),
+    "no norm, residual off": ("none", False),
+}
+
+
+def depth_profiles(depth: int, seed: int = 0, settings=None) -> dict[str, StackProfile]:
+    """{label: StackProfile} for each setting {label: (norm, residual)} (SETTINGS unless
+    given): pre-norm stacks of `depth` blocks (D = 16, 2 heads, d_ff = 64), the same weights
+    for every setting, from `seed`, run on stack_inputs(seed) (lesson 08)."""
+    x, probe = stack_inputs(seed)
+    return {
+        label: stack_profile(
+            build_stack(depth, 16, 2, 64, seed=seed, norm=norm, residual=residual), x, probe
+        )
+        for label, (norm, residual) in (settings or SETTINGS).items()
+    }

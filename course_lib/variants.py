@@ -421,6 +421,50 @@ def markdown(table: dict) -> str:
     return "\n".join(lines)
 
 
+def stored_table() -> dict:
+    """data/variants.json as a dict: the floor, each variant's parameters, every run's excess
+    loss per skill, and each row's claims (lesson 08)."""
+    return json.loads(RESULTS.read_text(encoding="utf-8"))
+
+
+def seed_excess(variant: str, split: str = "valid") -> list[dict[str, float]]:
+    """Each seed's excess loss of `variant` on `split`, {"all": ..., skill: ...}, in seed order,
+    as data/variants.json stores it (lesson 08)."""
+    runs = sorted((r for r in stored_table()["runs"] if r["variant"] == variant),
+                  key=lambda r: r["seed"])  # fmt: skip
+    if not runs:
+        raise ValueError(f"variant: no stored runs of {variant!r}")
+    return [r[split] for r in runs]
+
+
+def excess_table(rows: dict[str, str], skills, split: str = "valid") -> str:
+    """A printable table: the floor on each skill, then for each {label: variant} its
+    parameters and its excess on each skill, the mean over its seeds (lesson 08)."""
+    table = stored_table()
+    floor = table["floor"][split]
+    width = max(len(label) for label in rows) + 2
+    lines = [
+        f"{'':{width}s}{'params':>8s}" + "".join(f"{s:>10s}" for s in skills),
+        f"{'the floor (nats)':{width + 8}s}" + "".join(f"{floor[s]:10.3f}" for s in skills),
+        "excess, mean of 3 seeds:",
+    ]
+    for label, variant in rows.items():
+        runs = seed_excess(variant, split)
+        means = "".join(f"{sum(r[s] for r in runs) / len(runs):10.3f}" for s in skills)
+        lines.append(f"{label:{width}s}{table['parameters'][variant]:8,d}{means}")
+    return "\n".join(lines)
+
+
+def row_claims(name: str) -> list[dict]:
+    """The claims of the stored row `name`, each {"better", "worse", "skill", "gap", "bar",
+    "holds"}: a gap of means holds when it is at least 3 times the larger seed range
+    (lesson 08)."""
+    for row in stored_table()["rows"]:
+        if row["name"] == name:
+            return row["claims"]
+    raise ValueError(f"name: no stored row {name!r}")
+
+
 def _round(table: dict) -> dict:
     return {k: round(v, 5) for k, v in table.items()}
 

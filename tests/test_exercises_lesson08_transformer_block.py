@@ -89,8 +89,8 @@ def test_the_exercise_texts_warn_off_the_ready_made_functions():
     cells = _lesson().cells
     at = next(i for i, c in enumerate(cells) if "def layer_norm(" in c.source)
     text = " ".join(cells[at - 1].source.split())
-    assert "`torch.nn.functional.layer_norm`, which `nn.LayerNorm` calls" in text
-    assert "a function that calls either fails" in text
+    assert "The check compares with `torch.nn.functional.layer_norm`" in text
+    assert "another of torch's norms set up to do the same, fails" in text
 
     def calls_torch(x, weight, bias, eps=1e-5):
         return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
@@ -107,6 +107,105 @@ def test_the_exercise_texts_warn_off_the_ready_made_functions():
         assert not result.passed and result.bug == "forbidden", result.message
         assert "calls torch.nn.functional.layer_norm" in result.message
         assert result.steps[0] == LAYER_NORM.forbidden_hint
+
+
+def test_layer_norm_by_any_other_route_to_torchs_norms_is_refused():
+    """The fresh read found torch.native_layer_norm, torch.ops.aten.layer_norm and a group
+    norm of one group passing: every one of torch's normalisations that can be set to
+    standardise each token is refused, as a learner would reach it."""
+
+    def native(x, weight, bias, eps=1e-5):
+        out, _mean, _rstd = torch.native_layer_norm(x, x.shape[-1:], weight, bias, eps)
+        return out
+
+    def aten(x, weight, bias, eps=1e-5):
+        return torch.ops.aten.layer_norm(x, list(x.shape[-1:]), weight, bias, eps)
+
+    def aten_overload(x, weight, bias, eps=1e-5):
+        return torch.ops.aten.layer_norm.default(x, list(x.shape[-1:]), weight, bias, eps)
+
+    def one_group(x, weight, bias, eps=1e-5):
+        tokens = x.reshape(-1, 1, x.shape[-1])  # (N, 1, D): each token one group of D
+        return F.group_norm(tokens, 1, eps=eps).reshape(x.shape) * weight + bias
+
+    def instance(x, weight, bias, eps=1e-5):
+        tokens = x.reshape(-1, 1, x.shape[-1])  # (N, 1, D): one channel, D positions
+        return F.instance_norm(tokens, eps=eps).reshape(x.shape) * weight + bias
+
+    def batch_of_features(x, weight, bias, eps=1e-5):
+        columns = x.reshape(-1, x.shape[-1]).T  # (D, N): each token a channel
+        out = F.batch_norm(columns, None, None, training=True, eps=eps)
+        return out.T.reshape(x.shape) * weight + bias
+
+    def rms_of_centred(x, weight, bias, eps=1e-5):
+        centred = x - x.mean(-1, keepdim=True)
+        return F.rms_norm(centred, x.shape[-1:], weight, eps) + bias
+
+    routes = {
+        native: "torch.native_layer_norm", aten: "torch.ops.aten.layer_norm",
+        aten_overload: "torch.ops.aten.layer_norm.default", one_group: "torch.group_norm",
+        instance: "torch.instance_norm", batch_of_features: "torch.batch_norm",
+        rms_of_centred: "torch.rms_norm",
+    }  # fmt: skip
+    for fn, name in routes.items():
+        result = run(LAYER_NORM, fn)
+        assert not result.passed and result.bug == "forbidden", (fn.__name__, result.message)
+        assert f"calls {name}," in result.message, result.message
+        assert result.steps[0] == LAYER_NORM.forbidden_hint
+
+
+def test_the_exercise_modules_own_layer_norm_is_refused():
+    """The bugs' helper is a right layer norm with the right settings: a learner who finds it
+    in course_lib.checks' imports cannot pass with it."""
+    from course_lib.exercises import lesson08_transformer_block as module
+
+    def through_the_helper(x, weight, bias, eps=1e-5):
+        return module._layer_norm_wrong(**module.RIGHT)(x, weight, bias, eps)
+
+    def through_the_variant(x, weight, bias, eps=1e-5):
+        return module._norm_variant(x, weight, bias, eps, **module.RIGHT)
+
+    for fn in (through_the_helper, through_the_variant):
+        result = run(LAYER_NORM, fn)
+        assert not result.passed and result.bug == "forbidden", result.message
+        assert "lesson08_transformer_block._norm_variant" in result.message
+    with pytest.raises(TypeError, match="name the setting that is wrong"):
+        module._layer_norm_wrong()
+
+
+def test_prenorm_block_through_the_course_block_is_refused():
+    """The fresh read passed prenorm_block by calling TransformerBlock.forward on a namespace
+    holding the four parts."""
+    from types import SimpleNamespace
+
+    from course_lib.block import TransformerBlock
+
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        fake = SimpleNamespace(prenorm=True, attn=lambda h, mask, weights: attn(h), ff=ff,
+                               norm1=norm1, norm2=norm2, drop=lambda t: t,
+                               _add=lambda a, b: a + b)  # fmt: skip
+        return TransformerBlock.forward(fake, x)
+
+    result = run(PRENORM_BLOCK, prenorm_block)
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert "calls TransformerBlock.forward" in result.message
+    assert result.steps[0] == PRENORM_BLOCK.forbidden_hint
+
+
+def test_no_help_above_the_prenorm_check_spells_the_block_out():
+    """The diagram above the exercise is the post-norm one; the pre-norm diagram and nanoGPT's
+    two lines come after the check, and the course block's docstring does not give the wiring."""
+    from course_lib.block import TransformerBlock
+
+    cells = _lesson().cells
+    check = next(i for i, c in enumerate(cells) if "check_prenorm_block(prenorm_block)" in c.source)
+    above = "\n".join(c.source for c in cells[:check]
+                      if not c.metadata.get("nbgrader", {}).get("solution"))  # fmt: skip
+    assert "block_diagram(prenorm=False)" in above and "block_diagram(prenorm=True)" not in above
+    assert "ln_2(x)" not in above and "attn(norm1(x))" not in above
+    after = "\n".join(c.source for c in cells[check:])
+    assert "block_diagram(prenorm=True)" in after and "self.mlp(self.ln_2(x))" in after
+    assert "norm1(x)" not in TransformerBlock.__doc__ and "norm2(" not in TransformerBlock.__doc__
 
 
 def test_no_worked_example_above_an_exercise_is_its_twin():
@@ -431,16 +530,21 @@ def test_layer_norm_that_centres_x_in_place_is_caught():
     failed_with_hint(LAYER_NORM, layer_norm, "in place", words=["`x` in place"])
 
 
-def test_the_layer_norm_worked_by_hand_is_what_torch_computes():
-    x = torch.tensor([2.0, 4.0, 4.0, 6.0], dtype=torch.float64)
-    weight = torch.tensor([1.0, 1.0, 2.0, 0.5], dtype=torch.float64)
-    bias = torch.tensor([0.0, 1.0, 0.0, 0.5], dtype=torch.float64)
-    assert F.layer_norm(x, (4,), eps=2.0).tolist() == [-1.0, 0.0, 0.0, 1.0]
-    assert F.layer_norm(x, (4,), weight, bias, eps=2.0).tolist() == [-1.0, 1.0, 0.0, 1.0]
-    cells = _lesson().cells
-    text = " ".join(
-        next(c.source for c in cells if "Worked by hand on one token" in c.source).split()
+def test_the_batch_norm_worked_by_hand_is_what_torch_computes():
+    """The worked example is batch norm on one feature, a column of four tokens: every number
+    the lesson gives, from torch's own batch norm."""
+    column = torch.tensor([[2.0], [4.0], [4.0], [6.0]], dtype=torch.float64)  # (N, C) = (4, 1)
+    standard = F.batch_norm(column, None, None, training=True, eps=2.0)
+    assert standard.flatten().tolist() == [-1.0, 0.0, 0.0, 1.0]
+    weight, bias = (
+        torch.tensor([2.0], dtype=torch.float64),
+        torch.tensor([0.5], dtype=torch.float64),
     )
-    assert "the variance $(4 + 0 + 0 + 4) / 4 = 2$" in text
-    assert "the normalised token is $(-1, 0, 0, 1)$" in text
-    assert "the output is $(-1, 1, 0, 1)$" in text
+    out = F.batch_norm(column, None, None, weight, bias, training=True, eps=2.0)
+    assert out.flatten().tolist() == [-1.5, 0.5, 0.5, 2.5]
+    cells = _lesson().cells
+    text = " ".join(next(c.source for c in cells if "worked by hand on the *other* norm" in
+                         c.source).split())  # fmt: skip
+    assert "the variance is the mean of their squares, $(4 + 0 + 0 + 4) / 4 = 2$" in text
+    assert "the standardised column is $(-1, 0, 0, 1)$" in text
+    assert "the column becomes $(-1.5, 0.5, 0.5, 2.5)$" in text

@@ -73,7 +73,10 @@ def test_no_cell_above_the_exercise_spells_out_the_layer():
 
 def test_the_exercise_text_says_torchs_gelu_is_refused_and_it_is():
     text = _markdown()
-    assert "so a function that calls either fails" in text
+    assert (
+        "so a function that calls it in any form (`F.gelu`, `nn.GELU`, `torch.ops.aten.gelu`)"
+        " fails" in text
+    )
 
     def calls_f_gelu(x, lin1, lin2):
         return lin2(F.gelu(lin1(x)))
@@ -86,6 +89,63 @@ def test_the_exercise_text_says_torchs_gelu_is_refused_and_it_is():
         assert not result.passed and result.bug == "forbidden", result.message
         assert "calls torch.nn.functional.gelu" in result.message
         assert result.steps[0] == FEED_FORWARD.forbidden_hint
+
+
+def test_gelu_by_any_other_route_is_refused():
+    """The fresh read passed feed_forward with the course's own GELU (course_lib.feedforward,
+    which the lesson imports from) and with this exercise module's helpers; torch.ops.aten's
+    gelu is torch's GELU by another name."""
+    from course_lib import feedforward
+    from course_lib.exercises import lesson09_feed_forward as module
+
+    def aten(x, lin1, lin2):
+        return lin2(torch.ops.aten.gelu(lin1(x)))
+
+    def aten_overload(x, lin1, lin2):
+        return lin2(torch.ops.aten.gelu.default(lin1(x)))
+
+    def the_courses(x, lin1, lin2):
+        return lin2(feedforward.gelu(lin1(x)))
+
+    def by_activation(x, lin1, lin2):
+        value, _slope = feedforward.activation("GELU", lin1(x))
+        return lin2(value)
+
+    def the_modules(x, lin1, lin2):
+        return lin2(module._gelu(lin1(x)))
+
+    def the_modules_phi(x, lin1, lin2):
+        h = lin1(x)
+        return lin2(h * module._phi(h))
+
+    routes = {
+        aten: "torch.ops.aten.gelu", aten_overload: "torch.ops.aten.gelu.default",
+        the_courses: "course_lib.feedforward.gelu", by_activation: "course_lib.feedforward.gelu",
+        the_modules: "lesson09_feed_forward._gelu", the_modules_phi: "lesson09_feed_forward._phi",
+        module._with_bend(module._gelu): "lesson09_feed_forward._gelu",
+    }  # fmt: skip
+    for fn, name in routes.items():
+        result = run(FEED_FORWARD, fn)
+        assert not result.passed and result.bug == "forbidden", result.message
+        assert f"{name}," in result.message, result.message
+
+
+def test_no_helper_the_lesson_imports_shows_phi_before_the_check():
+    """gelu_slope, imported at the top of the lesson, once held Phi written with erf; the
+    lesson imports nothing from the exercise module, and the hints are steps, not the recipe."""
+    import inspect
+
+    from course_lib import feedforward
+
+    source = inspect.getsource(feedforward)
+    assert "erf" not in source
+    cells = _lesson().cells
+    imports = cells[1].source
+    assert (
+        "exercises.lesson09_feed_forward" not in imports and "feed_forward_reference" not in imports
+    )
+    for hint in FEED_FORWARD.hints:
+        assert "erf(x / sqrt(2))" not in hint and "sqrt(2)) / 2" not in hint
 
 
 def test_the_worked_example_is_what_the_course_computes():
@@ -144,7 +204,7 @@ def test_feed_forward_with_erf_of_x_not_x_over_root_two_is_named():
         return lin2(h * 0.5 * (1 + torch.erf(h)))  # "Phi(x) = (1 + erf(x)) / 2"
 
     result = failed_with_hint(FEED_FORWARD, feed_forward, "erf_without_sqrt2")
-    assert "sqrt(2)" in result.steps[0]
+    assert "rescaled before erf" in result.steps[0]
 
 
 def test_feed_forward_without_the_half_is_named():
@@ -153,7 +213,7 @@ def test_feed_forward_without_the_half_is_named():
         return lin2(h * (1 + torch.erf(h / math.sqrt(2))))
 
     result = failed_with_hint(FEED_FORWARD, feed_forward, "no_half", words=["twice"])
-    assert "from 0 to 2" in result.steps[0]
+    assert "from 0 to 2" in result.steps[0] and "erf(x / sqrt(2))" not in result.steps[0]
 
 
 def test_feed_forward_that_bends_with_phi_alone_is_named():

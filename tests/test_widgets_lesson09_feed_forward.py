@@ -101,3 +101,16 @@ def test_the_curves_grid_holds_every_slider_position():
         at = (x0 + explorer_cls.LIMIT) / explorer_cls.STEP
         assert at == pytest.approx(round(at)) and 0 <= round(at) <= steps
     assert math.isclose(-explorer_cls.LIMIT + steps * explorer_cls.STEP, explorer_cls.LIMIT)
+
+
+def test_the_enlarged_view_shows_gelus_dip_and_the_chosen_x_has_a_legend_key():
+    """Issue: on an axis reaching 4, GELU's dip (at least -0.17) took 4% of the height."""
+    explorer = ActivationExplorer()
+    low, high = explorer.ax_zoom.get_ylim()
+    assert 0.17 / (high - low) > 0.2 and low < -0.17  # the dip fills a fifth and more
+    left, right = explorer.ax_zoom.get_xlim()
+    assert left <= -0.752 <= right  # GELU's lowest point lies in view
+    explorer.controls["x"].value = -1.0
+    assert explorer.zoom_points["GELU"].get_ydata()[0] == explorer.state()["numbers"]["GELU"][0]
+    labels = [t.get_text() for t in explorer.ax_slope.get_legend().texts]
+    assert "the chosen x" in labels

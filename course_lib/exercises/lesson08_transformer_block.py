@@ -6,6 +6,10 @@ CONTRACTS (fixed: lessons 11 and 14 and course_lib.mywork rely on them):
 - layer_norm(x, weight, bias, eps=1e-5) -> x's shape: torch.nn.LayerNorm over the last axis.
 """
 
+import sys
+from functools import partial
+from types import SimpleNamespace
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -99,8 +103,8 @@ PRENORM_BLOCK = Exercise(
     lesson="08_transformer_block",
     reference=prenorm_block_reference,
     cases=_prenorm_block_cases,
-    idea="the pre-norm diagram in 'One block, two sub-layers' (what each sub-layer reads, "
-    "where each + takes its two inputs from)",
+    idea="'One block, two sub-layers': the post-norm diagram, and where pre-norm moves each "
+    "norm (what each sub-layer reads, where each + takes its two inputs from)",
     bugs=(
         Bug(
             "postnorm",
@@ -156,9 +160,15 @@ PRENORM_BLOCK = Exercise(
         ),
     ),
     hints=(
-        "Follow the diagram from left to right: each box is one call, each + is one addition "
-        "whose second input comes down the red path, from before the norm.",
+        "Start from the post-norm diagram and move each LayerNorm box from behind its + to the "
+        "entrance of its sub-layer. Then ask, of each +, what its red path carries now.",
+        "Trace the worked example's four functions through your block by hand, and compare "
+        "with what the cell after the check prints for it.",
     ),
+    # the course's block computes this very wiring from the same four parts
+    forbidden=((TransformerBlock, "forward"),),
+    forbidden_hint="The course's TransformerBlock computes this block, so running its forward "
+    "on the parts proves nothing. Wire the four parts yourself.",
 )
 
 
@@ -197,36 +207,69 @@ def _layer_norm_cases() -> list[Case]:
     ]
 
 
-def _layer_norm_wrong(*, dims=(-1,), unbiased=False, eps_at="inside", centre=True, affine="scale"):
-    """A layer norm with one thing changed (each Bug below names what)."""
+def _norm_variant(x, weight, bias, eps=1e-5, *, dims, unbiased, eps_at, centre, affine):
+    """A layer norm with the settings each Bug below names, every one given: with the right
+    ones it is a layer norm, so the exercise forbids it (a learner's call to it is refused)."""
+    if dims == "features":  # every axis but the last: one mean per feature
+        axes = tuple(range(x.dim() - 1)) or (-1,)  # a 1-D x has no tokens to pool over
+    elif dims == "all":  # every axis: one mean for the whole tensor
+        axes = tuple(range(x.dim()))
+    else:
+        axes = dims
+    mean = x.mean(dim=axes, keepdim=True)
+    var = x.var(dim=axes, keepdim=True, unbiased=unbiased)
+    top = x - mean if centre else x
+    if eps_at == "outside":
+        y = top / (var.sqrt() + eps)
+    elif eps_at == "fixed":
+        y = top / torch.sqrt(var + 1e-5)
+    elif eps_at == "none":
+        y = top / var.sqrt()
+    else:
+        y = top / torch.sqrt(var + eps)
+    if affine == "none":
+        return y
+    if affine == "shift_first":
+        return (y + bias) * weight
+    if affine == "swapped":
+        return y * bias + weight
+    return y * weight + bias
 
-    def wrong(x, weight, bias, eps=1e-5):
-        if dims == "features":  # every axis but the last: one mean per feature
-            axes = tuple(range(x.dim() - 1)) or (-1,)  # a 1-D x has no tokens to pool over
-        elif dims == "all":  # every axis: one mean for the whole tensor
-            axes = tuple(range(x.dim()))
-        else:
-            axes = dims
-        mean = x.mean(dim=axes, keepdim=True)
-        var = x.var(dim=axes, keepdim=True, unbiased=unbiased)
-        top = x - mean if centre else x
-        if eps_at == "outside":
-            y = top / (var.sqrt() + eps)
-        elif eps_at == "fixed":
-            y = top / torch.sqrt(var + 1e-5)
-        elif eps_at == "none":
-            y = top / var.sqrt()
-        else:
-            y = top / torch.sqrt(var + eps)
-        if affine == "none":
-            return y
-        if affine == "shift_first":
-            return (y + bias) * weight
-        if affine == "swapped":
-            return y * bias + weight
-        return y * weight + bias
 
-    return wrong
+RIGHT = {"dims": (-1,), "unbiased": False, "eps_at": "inside", "centre": True, "affine": "scale"}
+
+
+def _layer_norm_wrong(**change):
+    """The layer norm with one or two settings changed (each Bug below names what); with no
+    change it would be right, so one is required."""
+    if not change:
+        raise TypeError("_layer_norm_wrong: name the setting that is wrong")
+    return partial(_norm_variant, **(RIGHT | change))
+
+
+def aten_callables(*names: str) -> SimpleNamespace:
+    """torch.ops.aten's operators `names`, every overload, as one namespace whose attributes
+    are the callables a call reaches ("layer_norm", "layer_norm.default", ...), for an
+    exercise's `forbidden` (lessons 08 and 09): a learner may reach torch's layer norm or GELU
+    through torch.ops.aten as well as through torch.nn.functional."""
+    found = {}
+    for name in names:
+        packet = getattr(torch.ops.aten, name)
+        found[name] = packet._op
+        for overload in packet.overloads():
+            found[f"{name}.{overload}"] = getattr(packet, overload)._op
+    return SimpleNamespace(__name__="torch.ops.aten", **found)
+
+
+# every route to torch's normalisations: each standardises some axis, and a token's features
+# can be made that axis (F.group_norm with one group over (N, 1, D), F.instance_norm, batch
+# norm on the transposed tokens, RMS norm of the centred x)
+NORM_OPS = ("layer_norm", "native_layer_norm", "group_norm", "native_group_norm",
+            "instance_norm", "batch_norm", "native_batch_norm", "_native_batch_norm_legit",
+            "_native_batch_norm_legit_no_training", "_batch_norm_impl_index", "rms_norm",
+            "_fused_rms_norm")  # fmt: skip
+ATEN_NORMS = aten_callables(*NORM_OPS)
+_THIS = sys.modules[__name__]
 
 
 LAYER_NORM = Exercise(
@@ -234,8 +277,8 @@ LAYER_NORM = Exercise(
     lesson="08_transformer_block",
     reference=layer_norm_reference,
     cases=_layer_norm_cases,
-    idea="'Layer norm, not batch norm' (which numbers each norm averages over) and the token "
-    "worked by hand in 'Exercise 2: layer norm'",
+    idea="'Layer norm, not batch norm' (which numbers each norm averages over) and batch "
+    "norm's feature worked by hand in 'Exercise 2: layer norm'",
     bugs=(
         Bug(
             "unbiased",
@@ -322,16 +365,25 @@ LAYER_NORM = Exercise(
             "you divide by the standard deviation without subtracting each token's mean first.",
         ),
     ),
-    # F.layer_norm is the reference: calling it (or nn.LayerNorm, which calls it) passes every
-    # case without writing the formula
-    forbidden=((F, "layer_norm"), (torch, "layer_norm")),
-    forbidden_hint="The check compares with torch's layer_norm, so calling it (or nn.LayerNorm) "
-    "proves nothing. Write it with tensor operations: each token's mean and variance over the "
-    "last axis, eps added to the variance under the root, then weight and bias.",
+    # F.layer_norm is the reference: calling it (or nn.LayerNorm, which calls it), or any of
+    # torch's other normalisations set to standardise each token, or the course's own layer
+    # norm of the bugs below with the right settings, passes every case without the arithmetic
+    forbidden=(
+        (F, "layer_norm"),
+        *((torch, name) for name in NORM_OPS if hasattr(torch, name)),
+        *((ATEN_NORMS, name) for name in vars(ATEN_NORMS) if name != "__name__"),
+        (_THIS, "_norm_variant"),
+    ),
+    forbidden_hint="The check compares with torch's layer_norm, so calling it (nn.LayerNorm, "
+    "F.layer_norm, torch.ops.aten), or another of torch's or the course's norms set up to "
+    "standardise each token, proves nothing. Build it from means and arithmetic, as the worked "
+    "example does for batch norm.",
     hints=(
         "Each token's statistics come from its own D features: the last axis, whatever the "
         "number of axes before it, kept (keepdim) so they line up with x.",
-        "The result is (x - mean) / sqrt(variance + eps), scaled by weight, then shifted by bias.",
+        "Redo the worked example on one token of your own x, by hand or in a cell: the same "
+        "steps in the same order, taken along a row instead of a column. Compare each step "
+        "with your code's.",
     ),
 )
 

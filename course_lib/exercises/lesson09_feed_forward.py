@@ -11,12 +11,15 @@ its hint.
 """
 
 import math
+import sys
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_lib import feedforward
 from course_lib.exercises.core import Bug, Case, Exercise
+from course_lib.exercises.lesson08_transformer_block import aten_callables
 
 
 def feed_forward_reference(x, lin1, lin2):
@@ -86,6 +89,10 @@ def _gelu(z):
     return z * _phi(z)
 
 
+ATEN_GELU = aten_callables("gelu", "gelu_")
+_THIS = sys.modules[__name__]
+
+
 def _gelu_tanh(z):
     """GELU's tanh approximation, as GPT-2 computes it."""
     return 0.5 * z * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z**3)))
@@ -118,16 +125,16 @@ FEED_FORWARD = Exercise(
             "erf_without_sqrt2",
             _with_bend(lambda z: z * _phi(z, scale=1.0)),
             "your bend is too steep: your numbers are right at 0 and far from it, off in between",
-            "Phi(x) is (1 + erf(x / sqrt(2))) / 2: erf is the error function of a normal "
-            "distribution with variance 1/2, so the standard normal's x goes in divided by "
-            "sqrt(2). Without it, the bend switches on too fast.",
+            "erf integrates exp(-t^2), and the standard normal's density is exp(-t^2 / 2) "
+            "(times a constant): the two curves differ in width, so x must be rescaled before "
+            "erf sees it. Without that, the bend switches on too fast.",
         ),
         Bug(
             "no_half",
             _with_bend(lambda z: z * (1.0 + torch.erf(z / math.sqrt(2.0)))),
             "your hidden values are twice GELU's for large inputs",
-            "Phi(x) is (1 + erf(x / sqrt(2))) / 2: without the 1/2 it runs from 0 to 2, not "
-            "from 0 to 1, so a large input comes out doubled.",
+            "Phi is a probability, running from 0 to 1; yours runs from 0 to 2 (erf itself runs "
+            "from -1 to 1), so a large input comes out doubled.",
         ),
         Bug(
             "phi_only",
@@ -192,8 +199,16 @@ FEED_FORWARD = Exercise(
             "does it the right way round.",
         ),
     ),
-    # F.gelu is the reference, and nn.GELU calls it: either would pass without GELU's formula
-    forbidden=((F, "gelu"),),
+    # F.gelu is the reference, and nn.GELU calls it: either would pass without GELU's formula,
+    # as would torch.ops.aten's gelu, the course's own (feedforward.gelu, which the lesson's
+    # explorer draws) and this module's, which the bugs are built on
+    forbidden=(
+        (F, "gelu"),
+        *((ATEN_GELU, name) for name in vars(ATEN_GELU) if name != "__name__"),
+        (feedforward, "gelu"),
+        (_THIS, "_gelu"),
+        (_THIS, "_phi"),
+    ),
     forbidden_hint="The check compares with torch's GELU, so calling it (F.gelu, or nn.GELU, "
     "which calls it) proves nothing. Write GELU from its definition: x times Phi(x), Phi "
     "written with torch.erf.",
@@ -201,8 +216,11 @@ FEED_FORWARD = Exercise(
         "lin1 takes each token's vector from D to d_ff features, lin2 brings it back to D: an "
         "error that two shapes 'cannot be multiplied' means a layer was given a vector of "
         "the other width.",
-        "nn.Linear works on the last axis of any tensor, so nothing needs reshaping: call lin1, "
-        "bend each number with x * Phi(x), Phi(x) = (1 + erf(x / sqrt(2))) / 2, call lin2.",
+        "nn.Linear works on the last axis of any tensor, so nothing needs reshaping: the layer "
+        "is three steps, and only the middle one is yours to write.",
+        "Check your Phi alone on the worked example's two numbers, Phi(1.0) = 0.84134 and "
+        "Phi(-0.5) = 0.30854: if it is off, compare the exponent in erf's integral with the "
+        "one in the normal density, and the ranges of the two functions.",
     ),
 )
 

@@ -3,7 +3,7 @@ fixed log axes, and trained models' excess loss, one dot per seed (lessons 08 an
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
-from matplotlib.ticker import LogLocator, NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from course_lib.viz.style import (
     LINE_MARKERS,
@@ -19,7 +19,7 @@ from course_lib.viz.style import (
 )
 
 GRAD_LIMITS = (1e-10, 1e5)  # fixed log axes: explorers never rescale, far values pin to an edge
-SCALE_LIMITS = (1e-2, 1e3)
+SCALE_LIMITS = (1e-2, 1e2)
 
 
 def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
@@ -49,29 +49,32 @@ def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
             ("out", None),
         ]
         skips = [(0, 2), (3, 5)]
-    xs = [1.6 * i for i in range(len(parts))]
+    xs = [3.0 * i for i in range(len(parts))]
+    width = 2.2  # a box: wide enough for "feed-forward" at 12 pt
     for x, (text, color) in zip(xs, parts, strict=True):
         if color is None:
-            ax.text(x, 0, text, ha="center", va="center", fontsize=12, fontweight="bold")
+            ax.text(x, 0, text, ha="center", va="center", fontsize=13, fontweight="bold")
         elif text == "+":
-            ax.add_patch(Circle((x, 0), 0.28, facecolor="white", edgecolor="black", lw=1.2))
-            ax.text(x, 0, "+", ha="center", va="center", fontsize=14)
+            ax.add_patch(Circle((x, 0), 0.3, facecolor="white", edgecolor="black", lw=1.2))
+            ax.text(x, 0, "+", ha="center", va="center", fontsize=15)
         else:
-            _box(ax, x, 0, text, color)
-    half = [0.25 if c is None else 0.3 if t == "+" else 0.68 for t, c in parts]  # x extents
+            _box(ax, x, 0, "", color, width=width, height=1.0)
+            ax.text(x, 0, text, ha="center", va="center", fontsize=12)
+    # each part's half extent along x, the boxes' rounded edge included
+    half = [0.3 if c is None else 0.32 if t == "+" else width / 2 + 0.05 for t, c in parts]
     for i in range(len(parts) - 1):
         _arrow(ax, (xs[i] + half[i], 0), (xs[i + 1] - half[i + 1], 0))
     if residual:
-        top = 0.95
+        top = 1.05
         for start, end in skips:
-            # the copy splits off the arrow that leaves `start`, after everything in that box
+            # the copy splits off the arrow that leaves `start`, midway between two parts
             split = (xs[start] + half[start] + xs[start + 1] - half[start + 1]) / 2
-            ax.plot([split, split, xs[end]], [0, top, top], color="tab:red", lw=1.4)
-            ax.plot([split], [0], "o", color="tab:red", ms=4)
-            _arrow(ax, (xs[end], top), (xs[end], 0.3), color="tab:red")
-        ax.text(xs[0] + 0.2, 1.35, "residual path (x + ...)", color="tab:red", fontsize=10)
-    ax.set_xlim(xs[0] - 0.6, xs[-1] + 0.6)
-    ax.set_ylim(-0.9, 1.7)
+            ax.plot([split, split, xs[end]], [0, top, top], color="tab:red", lw=1.6)
+            ax.plot([split], [0], "o", color="tab:red", ms=5)
+            _arrow(ax, (xs[end], top), (xs[end], 0.32), color="tab:red")
+        ax.text(xs[0] + 0.2, 1.45, "residual path (x + ...)", color="tab:red", fontsize=12)
+    ax.set_xlim(xs[0] - 0.5, xs[-1] + 0.5)
+    ax.set_ylim(-0.7, 1.8)
     ax.set_aspect("equal")
     ax.axis("off")
     return ax
@@ -79,9 +82,10 @@ def draw_block_diagram(ax, *, prenorm: bool = True, residual: bool = True):
 
 def block_diagram(*, prenorm: bool = True, residual: bool = True, title=None) -> Figure:
     """Figure of one transformer block as boxes and arrows (lesson 08)."""
-    fig, ax = new_figure(10.5, 2.6)
+    fig, ax = new_figure(12.0, 2.6)
     draw_block_diagram(ax, prenorm=prenorm, residual=residual)
-    ax.set_title(title or ("pre-norm block" if prenorm else "post-norm block (the 2017 original)"))
+    default = "pre-norm block" if prenorm else "post-norm block (the 2017 original)"
+    ax.set_title(title or default, fontsize=12)
     return fig
 
 
@@ -116,49 +120,89 @@ def setup_depth_axes(ax_grad, ax_scale, max_depth: int):
         ax.set_xlabel("block (1 = nearest the input)")
         ax.grid(True, which="major", alpha=0.3)
     ax_grad.set_ylabel("gradient norm reaching the block")
-    ax_scale.set_ylabel("RMS of the block's output")
+    ax_scale.set_ylabel("root-mean-square size of its output")
     ax_grad.set_title("backward: gradient reaching each block")
     ax_scale.set_title("forward: activation scale after each block")
 
 
-def depth_profile_figure(curves: dict) -> Figure:
+def _around(values, factor: float) -> tuple[float, float]:
+    """Log-axis limits around every positive value, a `factor` beyond each end."""
+    positive = [v for v in values if v > 0]
+    if not positive:
+        return GRAD_LIMITS
+    return min(positive) / factor, max(positive) * factor
+
+
+def depth_profile_figure(curves: dict, *, grad_limits=None, scale_limits=None) -> Figure:
     """Per-layer gradient norms and activation scales of several stacks, side by side (lesson 08).
 
-    curves: {label: (grad_norms, act_scales)}, each a 1-D tensor or list over layers.
-    Values beyond the fixed axes are pinned to the edge and drawn as triangles. As in the
-    explorer, a label that names a norm first ("layer norm, residual off") takes its colour
-    and marker, and one that says "residual off" is drawn dashed.
+    curves: {label: (grad_norms, act_scales)}, each a 1-D tensor or list over layers. Each log
+    axis spans the values drawn, unless limits are given (the explorer's fixed
+    ones, say): then values beyond them are pinned to the edge and drawn as triangles, with a
+    legend key. As in the explorer, a label that names a norm first ("layer norm, residual
+    off") takes its colour and marker, and one that says "residual off" is drawn dashed.
     """
     if not curves:
         raise ValueError("curves: expected at least one (grad_norms, act_scales) pair, got none")
-    depth = max(len(_numbers(label, pair[0])) for label, pair in curves.items())
-    fig, (ax_grad, ax_scale) = new_figure(11.0, 3.8, ncols=2)
+    grads = {label: _numbers(label, pair[0]) for label, pair in curves.items()}
+    scales = {label: _numbers(label, pair[1]) for label, pair in curves.items()}
+    depth = max(len(g) for g in grads.values())
+    fig, (ax_grad, ax_scale) = new_figure(11.0, 4.4, ncols=2)
     setup_depth_axes(ax_grad, ax_scale, depth)
+    limits = {
+        ax_grad: grad_limits or _around([v for g in grads.values() for v in g], 3.0),
+        ax_scale: scale_limits or _around([v for s in scales.values() for v in s], 1.5),
+    }
+    for ax, (low, high) in limits.items():
+        ax.set_ylim(low, high)
+        ax.tick_params(labelsize=10)
+    if high / low < 1e3:  # the activations span a few decades: mark 1, 2, 5 of each
+        ax_scale.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax_scale.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     others = _markers([label for label in curves if meaning(label) not in MARKERS])
-    for label, (grads, scales) in curves.items():
+    handles, pinned_any = [], False
+    for label in curves:
         style = {
             "color": colour(label),
             "marker": MARKERS.get(meaning(label)) or others[label],
             "linestyle": "--" if "residual off" in label else "-",
         }
-        for ax, values, limits in ((ax_grad, grads, GRAD_LIMITS), (ax_scale, scales, SCALE_LIMITS)):
-            ys, below, above = pin_to_limits(values, limits)
+        for ax, values in ((ax_grad, grads[label]), (ax_scale, scales[label])):
+            ys, below, above = pin_to_limits(values, limits[ax])
             layers = list(range(1, len(ys) + 1))
-            (line,) = ax.plot(layers, ys, ms=3, label=label, **style)
+            (line,) = ax.plot(layers, ys, ms=4, label=label, **style)
             ax.plot(*pinned_points(layers, ys, below), "v", ms=7, color=line.get_color())
             ax.plot(*pinned_points(layers, ys, above), "^", ms=7, color=line.get_color())
-    # two rows along the top: the lines of lesson 08 stay below 1e2, and the pinned triangles
-    # lie on the floor, so a legend at the bottom would hide some of them
-    ax_grad.legend(fontsize=9, loc="upper center", ncols=2)
+            pinned_any = pinned_any or any(below) or any(above)
+            if ax is ax_grad:
+                handles.append(line)
+    labels = list(curves)
+    if pinned_any:
+        handles.append(ax_grad.plot([], [], "v", ms=7, color="0.4")[0])
+        labels.append("beyond the axis, pinned to its edge")
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3),
+               fontsize=10)  # fmt: skip
     return fig
 
 
-def seed_dots_figure(groups: dict, *, xlabel: str, title: str, width: float = 7.2) -> Figure:
-    """Excess loss of trained models, one dot per seed (lessons 08 and 09).
+def seed_dots_figure(
+    groups: dict,
+    *,
+    xlabel: str,
+    title: str,
+    width: float = 7.2,
+    log: bool = False,
+    panels: bool = False,
+) -> Figure:
+    """Excess loss of trained models, one dot per seed and a bar at their mean (lessons 08
+    and 09).
 
     groups: {label: {category: [excess of each seed]}}, every group with the same categories
     (the skills, or the depths), drawn side by side at each category with the group's own
-    colour and marker. The line at 0 is the floor.
+    colour and marker; a group's seeds sit a little apart, so none hides another. log=True
+    draws the excess on a log axis (every value must then be above 0: the floor itself lies
+    below the axis); panels=True gives each category its own axes and range. On a linear axis
+    the line at 0 is the floor.
     """
     if not groups:
         raise ValueError("groups: expected at least one {category: values} group, got none")
@@ -168,20 +212,59 @@ def seed_dots_figure(groups: dict, *, xlabel: str, title: str, width: float = 7.
             raise ValueError(
                 f"groups[{label!r}]: expected the categories {categories}, got {list(group)}"
             )
-    fig, ax = new_figure(width, 3.8)
+    values = {
+        (label, c): _numbers(f"groups[{label!r}][{c!r}]", group[c])
+        for label, group in groups.items()
+        for c in categories
+    }
+    if log and min(min(v) for v in values.values()) <= 0:
+        raise ValueError("groups: a log axis needs every excess above 0; use log=False")
+    fig, axes = new_figure(width, 4.0, ncols=len(categories) if panels else 1, squeeze=False)
+    axes = list(axes.flat)
     count = len(groups)
-    for i, (label, group) in enumerate(groups.items()):
-        offset = (i - (count - 1) / 2) * 0.8 / max(count, 2)
+    handles = []
+    for i, label in enumerate(groups):
+        style = {"color": PALETTE[i % len(PALETTE)], "ms": 7, "alpha": 0.85}
         for j, category in enumerate(categories):
-            values = _numbers(f"groups[{label!r}][{category!r}]", group[category])
-            ax.plot([j + offset] * len(values), values, LINE_MARKERS[i % len(LINE_MARKERS)],
-                    ms=7, color=PALETTE[i % len(PALETTE)], alpha=0.85,
-                    label=label if j == 0 else None)  # fmt: skip
-    ax.axhline(0.0, color="0.4", lw=1.0, label="the floor (excess 0)")
-    ax.set_xticks(range(len(categories)), [str(c) for c in categories], fontsize=10)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("excess loss over the floor (nats)")
-    ax.set_title(title, fontsize=11)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=9)
+            ax = axes[j] if panels else axes[0]
+            centre = (0 if panels else j) + (i - (count - 1) / 2) * 0.8 / max(count, 2)
+            seeds = values[(label, category)]
+            spread = [(k - (len(seeds) - 1) / 2) * 0.12 / max(count, 2) for k in range(len(seeds))]
+            (dots,) = ax.plot([centre + d for d in spread], seeds,
+                              LINE_MARKERS[i % len(LINE_MARKERS)], linestyle="none",
+                              **style)  # fmt: skip
+            mean = sum(seeds) / len(seeds)
+            half = 0.3 / max(count, 2)
+            ax.plot([centre - half, centre + half], [mean, mean], color=style["color"], lw=2)
+            if j == 0:
+                handles.append(dots)
+    handles.append(axes[0].plot([], [], color="0.3", lw=2)[0])
+    labels = [*groups, "mean of the seeds"]
+    for j, ax in enumerate(axes):
+        if log:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_locator(NullLocator())
+        else:
+            line = ax.axhline(0.0, color="0.4", lw=1.0, linestyle=":")
+            if j == 0:
+                handles.append(line)
+                labels.append("the floor (excess 0)")
+        if panels:
+            ax.set_xticks([])
+            ax.set_xlim(-0.6, 0.6)
+            ax.set_title(str(categories[j]), fontsize=11)
+            ax.set_xlabel(xlabel, fontsize=10)
+        else:
+            ax.set_xticks(range(len(categories)), [str(c) for c in categories], fontsize=10)
+            ax.set_xlim(-0.6, len(categories) - 0.4)
+            ax.set_xlabel(xlabel)
+        ax.tick_params(labelsize=10)
+        ax.grid(True, axis="y", which="major", alpha=0.3)
+    scale = " (log scale)" if log else ""
+    axes[0].set_ylabel(f"excess loss over the floor (nats){scale}")
+    fig.suptitle(title, fontsize=11)
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3),
+               fontsize=10)  # fmt: skip
     return fig

@@ -11,6 +11,7 @@ from course_lib.deep_stack import (
     build_stack,
     gradient_reaching,
     run_stack,
+    stack_inputs,
 )
 from course_lib.exercises.stub import Attempt, attempt
 from course_lib.runtime import one_thread
@@ -59,9 +60,8 @@ class BlockExplorer(Explorer):
             raise TypeError(
                 f"block: expected a function like prenorm_block, got {type(block).__name__}"
             )
-        g = torch.Generator().manual_seed(seed)
-        self.x = torch.randn(B, T, D, generator=g)  # (B, T, D)
-        self.probe = torch.randn(B, T, D, generator=g)  # (B, T, D): the gradient fed in at the top
+        # (B, T, D) each: the input, and the gradient fed in at the top (the lesson's own)
+        self.x, self.probe = stack_inputs(seed, B, T, D)
         self.stacks, self.hidden = {}, {}
         with one_thread():
             for _, norm in self.NORMS:
@@ -194,17 +194,29 @@ class BlockExplorer(Explorer):
             f"{v['depth']} block(s), {'pre' if v['prenorm'] else 'post'}-norm, "
             f"{names[v['norm']]}, residual {'on' if v['residual'] else 'off'}"
         )
-        whose = f"your {self.block_name}" if self.drawn_from == "yours" else "the course's blocks"
+        whose = "the course's blocks"
+        if self.drawn_from == "yours":
+            agrees = "DIFFERS from" if note.startswith("DIFFERS") else "agrees with"
+            whose = f"your {self.block_name} ({agrees} the course's)"
         key, _ = self.legend.legend_handles
         key.set_color(color)
         key.set_linestyle(line.get_linestyle())
         key.set_marker(line.get_marker())
         key.set_markerfacecolor(line.get_markerfacecolor())
-        self.legend.get_texts()[0].set_text(f"{setting}: {whose}")
+        # the stored picture says what the readout says: the setting, whose, and the ratio
+        self.legend.get_texts()[0].set_text(
+            f"{setting}: {whose}\ngradient at block 1 / at block {v['depth']}: "
+            f"{grads[0] / grads[-1]:.3g}"
+        )
+        if self.ax_grad.get_xlim() != (0.5, v["depth"] + 0.5):
+            for ax in (self.ax_grad, self.ax_scale):
+                ax.set_xlim(0.5, v["depth"] + 0.5)
+            self.invalidate(key=v["depth"])
         self.show_readout(
             setting,
             f": gradient at block 1 = {grads[0]:.3g}, at block {v['depth']} = {grads[-1]:.3g} "
-            f"(ratio {grads[0] / grads[-1]:.3g}); output RMS {self.profile.act_scales[-1]:.3g}",
+            f"(ratio {grads[0] / grads[-1]:.3g}); root-mean-square size of the output "
+            f"{self.profile.act_scales[-1]:.3g}",
             note=note,
         )
 

@@ -31,8 +31,9 @@ def through_feed_forward(feed_forward, xs: torch.Tensor) -> torch.Tensor:
 class ActivationExplorer(Explorer):
     """Lesson 09: GELU against ReLU, the feed-forward layer's bend: value and slope at an input.
 
-    Left, both curves with the point at the chosen input and the tangent line through it;
-    right, both slopes (derivatives), which are what backpropagation multiplies by.
+    Left, both curves with the point at the chosen input and the tangent line through it, and
+    an enlarged view of the negative side, where GELU dips below zero; right, both slopes
+    (derivatives), which are what backpropagation multiplies by.
 
     `feed_forward`, your feed_forward(x, lin1, lin2) from the lesson's exercise, draws the GELU
     curve: run with both layers the identity on one number, it computes its bend alone, and its
@@ -48,6 +49,7 @@ class ActivationExplorer(Explorer):
     LIMIT = 4.0  # inputs from -LIMIT to LIMIT
     STEP = 0.01  # the curves' grid: every slider position (steps of 0.25) lies on it
     STYLES = {"GELU": "-", "ReLU": "--"}  # told apart by dash as well as colour
+    ZOOM_X, ZOOM_Y = (-4.0, 0.5), (-0.25, 0.55)  # the enlarged view: GELU's dip fills a third
 
     def __init__(self, feed_forward=None):
         if feed_forward is not None and not callable(feed_forward):
@@ -70,22 +72,29 @@ class ActivationExplorer(Explorer):
             )  # fmt: skip
             if shown is not course:
                 self.curves["GELU"], self.drawn_from = shown.detach().double(), "yours"
-        fig, (self.ax_value, self.ax_slope) = viz.new_figure(10.0, 3.8, ncols=2)
-        self.points, self.tangents, self.slope_points = {}, {}, {}
+        fig, (self.ax_value, self.ax_slope) = viz.new_figure(10.0, 4.0, ncols=2)
+        # GELU's dip below zero (at most 0.17 deep) is lost on an axis that reaches 4: an
+        # enlarged view of the negative side sits in the value panel's empty upper left
+        self.ax_zoom = self.ax_value.inset_axes([0.16, 0.5, 0.4, 0.4])
+        self.points, self.tangents, self.slope_points, self.zoom_points = {}, {}, {}, {}
         for name, dash in self.STYLES.items():
             value, slope = self.curves[name]
             yours = self.drawn_from == "yours" and name == "GELU"
             label = f"{name} (your feed_forward)" if yours else name
             style = {"color": viz.COLOURS[name], "linestyle": dash, "lw": 2}
             self.ax_value.plot(self.xs, value, label=label, **style)
+            self.ax_zoom.plot(self.xs, value, **style)
             self.ax_slope.plot(self.xs, slope, label=f"{name} (slope)", **style)
             marker = {"color": viz.COLOURS[name], "marker": viz.MARKERS[name], "ms": 8}
             (self.points[name],) = self.ax_value.plot([], [], linestyle="none", **marker)
+            (self.zoom_points[name],) = self.ax_zoom.plot([], [], linestyle="none", **marker)
             (self.tangents[name],) = self.ax_value.plot(
                 [], [], color=viz.COLOURS[name], lw=1.5, linestyle=":"
             )
             (self.slope_points[name],) = self.ax_slope.plot([], [], linestyle="none", **marker)
-        self.where = self.ax_slope.axvline(0.0, color="grey", lw=1)
+        self.where = self.ax_slope.axvline(
+            0.0, color="grey", lw=1, linestyle=":", label="the chosen x"
+        )
         self.ax_value.set_ylim(-0.5, self.LIMIT)
         self.ax_slope.set_ylim(-0.2, 1.2)
         for ax, ylabel in ((self.ax_value, "output"), (self.ax_slope, "slope d out / dx")):
@@ -94,12 +103,21 @@ class ActivationExplorer(Explorer):
             ax.set_ylabel(ylabel)
             ax.axhline(0.0, color="grey", lw=0.5)
             ax.grid(True, alpha=0.3)
-            ax.legend(loc="upper left", fontsize=10)
+        # below the enlarged view, over the flat left side: clear of every curve and point
+        self.ax_value.legend(loc="center left", bbox_to_anchor=(0.02, 0.33), fontsize=10)
+        self.ax_slope.legend(loc="upper left", fontsize=10)
+        self.ax_zoom.set_xlim(*self.ZOOM_X)
+        self.ax_zoom.set_ylim(*self.ZOOM_Y)
+        self.ax_zoom.axhline(0.0, color="grey", lw=0.5)
+        self.ax_zoom.grid(True, alpha=0.3)
+        self.ax_zoom.tick_params(labelsize=9)
+        self.ax_zoom.set_title("enlarged: x from -4 to 0.5", fontsize=9)
         self.ax_slope.set_title("its slope: what the gradient is multiplied by")
         # the title names the input drawn, so a stored picture says which it shows
         self.title = self.ax_value.set_title("the activation at x = -0.5 (dotted: its tangent)")
         controls = {"x": slider("input x", -0.5, -self.LIMIT, self.LIMIT, 0.25)}
-        dynamic = [*self.points.values(), *self.tangents.values(), *self.slope_points.values()]
+        dynamic = [*self.points.values(), *self.tangents.values(), *self.slope_points.values(),
+                   *self.zoom_points.values()]  # fmt: skip
         super().__init__(controls, fig, dynamic=[*dynamic, self.where, self.title])
 
     def update(self) -> None:
@@ -110,6 +128,7 @@ class ActivationExplorer(Explorer):
             value, slope = (float(c[at]) for c in self.curves[name])
             self.numbers[name] = (value, slope)
             self.points[name].set_data([x0], [value])
+            self.zoom_points[name].set_data([x0], [value])  # clipped when outside the view
             self.slope_points[name].set_data([x0], [slope])
             span = torch.tensor([x0 - 1.5, x0 + 1.5])
             self.tangents[name].set_data(span, value + slope * (span - x0))
