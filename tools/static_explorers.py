@@ -11,10 +11,13 @@ page: any setting between the precomputed ones needs the notebook, and the page 
 
 import base64
 import html
+import io
 import itertools
 import json
 
 import ipywidgets
+import numpy as np
+from PIL import Image
 
 from course_lib.runtime import one_thread
 from course_lib.widgets.base import value_label
@@ -67,6 +70,24 @@ def _control_html(figure_id: str, index: int, name: str, control, values: list, 
     )
 
 
+# a palette PNG is about a third of the size of the full-colour one matplotlib writes: a page of
+# two hundred pictures stays within the site's size budget. Kept only where no pixel moves by
+# more than PALETTE_TOLERANCE of 255 in any channel (marker colours must stay as drawn)
+PALETTE_TOLERANCE = 8
+
+
+def compact_png(png: bytes) -> bytes:
+    """The same picture as a 256-colour palette PNG where that changes no colour noticeably
+    and is smaller; otherwise the picture as it was."""
+    rgb = Image.open(io.BytesIO(png)).convert("RGB")
+    palette = rgb.quantize(colors=256, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
+    moved = np.abs(np.asarray(palette.convert("RGB"), np.int16) - np.asarray(rgb, np.int16))
+    out = io.BytesIO()
+    palette.save(out, "PNG", optimize=True)
+    small = out.getvalue()
+    return small if moved.max() <= PALETTE_TOLERANCE and len(small) < len(png) else png
+
+
 def precompute(explorer) -> tuple[list[str], list[list], dict]:
     """Every combination of the explorer's settings: {"i,j,...": {png, readout, alt}}."""
     settings = explorer.settings()
@@ -80,7 +101,7 @@ def precompute(explorer) -> tuple[list[str], list[list], dict]:
                 explorer.controls[name].value = options[i]
             state = explorer.state()
             pictures[",".join(map(str, combo))] = {
-                "png": base64.b64encode(bytes(explorer.image.value)).decode("ascii"),
+                "png": base64.b64encode(compact_png(bytes(explorer.image.value))).decode("ascii"),
                 "readout": state["readout"],
                 "alt": state.get("alt") or state["readout"],
             }
