@@ -74,7 +74,8 @@ class Bigram(nn.Module):
 
 def train_bigram(model: Bigram, config: TrainConfig = RECIPE) -> History:
     """Train `model` on the training split with course_lib.train's loop, on one thread, seeded
-    by config.seed; validated on the validation split every config.eval_every steps."""
+    by config.seed; validated on the validation split every config.eval_every steps (lesson
+    01_language_and_loss)."""
     if not isinstance(model, Bigram):
         raise TypeError(f"model: expected a Bigram, got {type(model).__name__}")
     train_ids, valid_ids = corpus.load_split("train"), corpus.load_split("valid")
@@ -84,7 +85,8 @@ def train_bigram(model: Bigram, config: TrainConfig = RECIPE) -> History:
 
 def counted_probabilities() -> torch.Tensor:
     """(V, V) float64: row a holds how often each token follows token a in the training split,
-    as a share of a's successors (0 where a never comes before another token)."""
+    as a share of a's successors (0 where a never comes before another token) (lesson
+    01_language_and_loss)."""
     train_ids = corpus.load_split("train")
     V = len(corpus.VOCAB)
     counts = torch.zeros(V, V, dtype=torch.float64)
@@ -96,14 +98,16 @@ def counted_probabilities() -> torch.Tensor:
 def count_bigram_losses(split: str = "valid") -> torch.Tensor:
     """(N, T - 1): the loss of every prediction of a split under the counted bigram
     (counted_probabilities), float64. Every pair of tokens in the validation split occurs in
-    the training split too, so no prediction there has probability 0."""
+    the training split too, so no prediction there has probability 0 (lesson
+    01_language_and_loss)."""
     ids = corpus.load_split(split)
     return -counted_probabilities()[ids[:, :-1], ids[:, 1:]].log()  # (N, T - 1)
 
 
 def pca_2d(weight: torch.Tensor) -> tuple[torch.Tensor, float]:
     """(coordinates (V, 2), share of the variance they keep): the rows of weight (V, D),
-    centred, on their first two principal axes, from torch.linalg.svd."""
+    centred, on their first two principal axes, from torch.linalg.svd (lesson
+    01_language_and_loss)."""
     float_tensor("weight", weight, min_dim=2)
     if weight.dim() != 2 or min(weight.shape) < 2:
         raise ValueError(

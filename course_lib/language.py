@@ -229,7 +229,8 @@ def _skill(before: dict, token: str, tokens: list[str], t: int) -> str:
 
 
 def next_token_distributions(tokens) -> tuple[list[dict[str, float]], list[str]]:
-    """For a line of tokens (from its start), the exact distribution of each next token.
+    """For a line of tokens (from its start), the exact distribution of each next token
+    (lesson 01_language_and_loss).
 
     Returns (dists, skills): dists[t] maps every token the generator may write after
     tokens[:t + 1] to its probability, and skills[t] names the skill that predicting

@@ -423,13 +423,13 @@ def markdown(table: dict) -> str:
 
 def stored_table() -> dict:
     """data/variants.json as a dict: the floor, each variant's parameters, every run's excess
-    loss per skill, and each row's claims (lesson 08)."""
+    loss per skill, and each row's claims (lessons 01_language_and_loss and 08)."""
     return json.loads(RESULTS.read_text(encoding="utf-8"))
 
 
 def seed_excess(variant: str, split: str = "valid") -> list[dict[str, float]]:
     """Each seed's excess loss of `variant` on `split`, {"all": ..., skill: ...}, in seed order,
-    as data/variants.json stores it (lesson 08)."""
+    as data/variants.json stores it (lessons 01_language_and_loss and 08)."""
     runs = sorted((r for r in stored_table()["runs"] if r["variant"] == variant),
                   key=lambda r: r["seed"])  # fmt: skip
     if not runs:
@@ -458,7 +458,7 @@ def excess_table(rows: dict[str, str], skills, split: str = "valid") -> str:
 def row_claims(name: str) -> list[dict]:
     """The claims of the stored row `name`, each {"better", "worse", "skill", "gap", "bar",
     "holds"}: a gap of means holds when it is at least 3 times the larger seed range
-    (lesson 08)."""
+    (lessons 01_language_and_loss and 08)."""
     for row in stored_table()["rows"]:
         if row["name"] == name:
             return row["claims"]

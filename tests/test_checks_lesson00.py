@@ -1,6 +1,7 @@
 """Lesson 00's checker (softmax) with learner-style mistakes, hint() in steps, and what every
 checker does with a stub, a crash or a non-function."""
 
+import json
 import math
 from pathlib import Path
 
@@ -31,8 +32,33 @@ def test_other_right_softmaxes_pass():
         e = torch.exp(x - torch.amax(x, dim=-1, keepdim=True))
         return e / torch.sum(e, dim=-1, keepdim=True)
 
-    for fn in (by_logsumexp, amax, lambda x: torch.nn.functional.softmax(x, dim=-1)):
+    for fn in (by_logsumexp, amax):
         assert run(lesson00.SOFTMAX, fn).passed
+
+
+def test_the_exercise_text_says_torchs_softmax_passes_nothing_and_it_does():
+    """The fresh read passed softmax with torch.softmax, which the lesson names: the check now
+    refuses torch's softmax by every route a learner is likely to take."""
+    text = "".join(
+        "".join(c["source"]) for c in json.loads(LESSON.read_text())["cells"]
+        if c["cell_type"] == "markdown"
+    )  # fmt: skip
+    assert "the check refuses it" in text
+    routes = {
+        lambda x: torch.softmax(x, dim=-1): "torch.softmax",
+        lambda x: x.softmax(-1): "Tensor.softmax",
+        lambda x: torch.nn.functional.softmax(x, dim=-1): "torch.nn.functional.softmax",
+        lambda x: torch.nn.Softmax(dim=-1)(x): "torch.nn.functional.softmax",
+        lambda x: torch.special.softmax(x, -1): "torch.special.softmax",
+        lambda x: x.log_softmax(-1).exp(): "Tensor.log_softmax",
+        lambda x: torch.log_softmax(x, -1).exp(): "torch.log_softmax",
+        lambda x: torch.nn.functional.log_softmax(x, -1).exp(): "torch.nn.functional.log_softmax",
+    }
+    for fn, name in routes.items():
+        result = run(lesson00.SOFTMAX, fn)
+        assert not result.passed and result.bug == "forbidden", result.message
+        assert f"calls {name}," in result.message, result.message
+        assert result.steps[0] == lesson00.SOFTMAX.forbidden_hint
 
 
 # ---------------------------------------------------------------- as learners get it wrong
@@ -57,6 +83,21 @@ def sums_without_keepdim(x):
     return e / e.sum(dim=-1)
 
 
+def maxima_without_keepdim(x):
+    e = torch.exp(x - x.max(-1).values)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def amax_without_keepdim(x):
+    e = torch.exp(x - torch.amax(x, dim=-1))
+    return e / torch.sum(e, dim=-1, keepdim=True)
+
+
+def nothing_kept(x):
+    e = torch.exp(x - x.max(-1).values)
+    return e / e.sum(-1)
+
+
 def whole_tensor_max(x):
     e = torch.exp(x - x.max())
     return e / e.sum(dim=-1, keepdim=True)
@@ -73,6 +114,9 @@ def forgot_to_divide(x):
         (stable_along(0), "first_axis", "columns sum to 1"),
         (stable_along(1), "middle_axis", "on a 3-D x"),
         (sums_without_keepdim, "totals_lost_their_axis", "a different row's total"),
+        (maxima_without_keepdim, "maxima_lost_their_axis", "a different row's maximum"),
+        (amax_without_keepdim, "maxima_lost_their_axis", "a different row's maximum"),
+        (nothing_kept, "maxima_and_totals_lost_their_axis", "a different row's total"),
         (whole_tensor_max, "global_max", "another row holds scores near 1000"),
         (lambda x: x / x.sum(dim=-1, keepdim=True), "no_exp", "some weights are negative"),
     ],
@@ -112,7 +156,11 @@ def test_a_float64_result_from_float32_scores_fails_on_its_dtype():
 
 
 def test_float64_scores_must_give_a_float64_result():
-    result = run(lesson00.SOFTMAX, lambda x: torch.softmax(x.float(), dim=-1))
+    def in_float32(x):
+        e = (x.float() - x.float().max(dim=-1, keepdim=True).values).exp()
+        return e / e.sum(dim=-1, keepdim=True)
+
+    result = run(lesson00.SOFTMAX, in_float32)
     assert "expected dtype torch.float64, got torch.float32" in result.message
     assert "float64 x" in result.message
 

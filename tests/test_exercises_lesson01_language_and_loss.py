@@ -108,6 +108,53 @@ def test_the_references_are_torchs_own_layers():
     assert loss.item() == pytest.approx(sum(each) / len(each), rel=1e-12)
 
 
+def test_torchs_own_layers_and_loss_are_refused_by_every_route():
+    """The fresh read passed all three exercises with the torch one-liner the lesson names
+    (F.embedding, F.linear, F.cross_entropy): the checks now refuse them, the modules that call
+    them, and the course's own per-token losses, which the lesson imports."""
+    import json
+
+    from course_lib import train
+
+    text = "".join(
+        "".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"]
+        if c["cell_type"] == "markdown"
+    )  # fmt: skip
+    assert text.count("the check refuses") == 3
+
+    def as_module(logits, ids):
+        return torch.nn.CrossEntropyLoss()(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+
+    def nll(logits, ids):
+        logp = F.log_softmax(logits[:, :-1], dim=-1).flatten(0, 1)
+        return F.nll_loss(logp, ids[:, 1:].flatten())
+
+    class Model(torch.nn.Module):  # hands the logits to train.token_losses as a "model"
+        def __init__(self, logits):
+            super().__init__()
+            self.logits = logits
+
+        def forward(self, ids):
+            return self.logits[:, : ids.shape[1]]
+
+    def the_courses(logits, ids):
+        return train.token_losses(Model(logits), ids).mean()
+
+    routes = [
+        (TOKEN_EMBEDDING, lambda ids, w: F.embedding(ids, w), "torch.nn.functional.embedding"),
+        (TOKEN_EMBEDDING, lambda ids, w: torch.embedding(w, ids), "torch.embedding"),
+        (OUTPUT_LAYER, lambda h, w: F.linear(h, w), "torch.nn.functional.linear"),
+        (NEXT_TOKEN_CROSS_ENTROPY, as_module, "torch.nn.functional.cross_entropy"),
+        (NEXT_TOKEN_CROSS_ENTROPY, nll, "torch.nn.functional.nll_loss"),
+        (NEXT_TOKEN_CROSS_ENTROPY, the_courses, "torch.nn.functional.cross_entropy"),
+    ]
+    for exercise, fn, name in routes:
+        result = run(exercise, fn)
+        assert not result.passed and result.bug == "forbidden", result.message
+        assert f"calls {name}," in result.message, result.message
+        assert result.steps[0] == exercise.forbidden_hint
+
+
 # ---------------------------------------------------------------- token_embedding
 
 

@@ -278,7 +278,8 @@ def _watching(functions: dict):
     A call is recognised by the function itself, not by the name it is reached through: a
     Python function by its code, a built-in by identity. So `from torch.autograd import grad`
     before the call, a course function that calls a watched one inside, or the course's own
-    version handed back by earlier_work, is caught too.
+    version handed back by earlier_work, is caught too. A tensor's method (`x.softmax(-1)`),
+    listed as (torch.Tensor, "softmax"), is recognised by the method its class defines.
     """
     targets = {id(getattr(f, "__code__", f)): label for label, f in functions.items()}
     called = []
@@ -288,6 +289,9 @@ def _watching(functions: dict):
             label = targets.get(id(frame.f_code))
         elif event == "c_call":
             label = targets.get(id(arg))
+            owner = getattr(arg, "__self__", None)
+            if label is None and isinstance(owner, torch.Tensor):
+                label = targets.get(id(getattr(type(owner), arg.__name__, None)))
         else:
             return
         if label is not None:

@@ -1,6 +1,7 @@
 """Lesson 00's exercise: a softmax over the last axis."""
 
 import torch
+import torch.nn.functional as F
 
 from course_lib.exercises.core import Bug, Case, Exercise
 
@@ -38,10 +39,30 @@ def _middle_axis(x):
 
 
 def _totals_without_their_axis(x):
-    if x.dim() != 2 or x.shape[0] != x.shape[1]:
-        return torch.softmax(x, dim=-1)  # elsewhere the shapes do not line up: an error
     e = (x - x.max(dim=-1, keepdim=True).values).exp()  # (n, n)
     return e / e.sum(dim=-1)  # (n, n) / (n,): total j divides column j
+
+
+def _square_only(wrong):
+    """wrong on a square 2-D x, where a lost axis lines up with the columns; elsewhere the
+    shapes do not line up and the learner's version raises an error instead."""
+
+    def softmax(x):
+        if x.dim() != 2 or x.shape[0] != x.shape[1]:
+            return torch.softmax(x, dim=-1)
+        return wrong(x)
+
+    return softmax
+
+
+def _maxima_without_their_axis(x):
+    e = (x - x.max(dim=-1).values).exp()  # (n, n) - (n,): max j shifts column j
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def _nothing_kept(x):
+    e = (x - x.max(dim=-1).values).exp()
+    return e / e.sum(dim=-1)
 
 
 def _global_max(x):
@@ -93,11 +114,32 @@ SOFTMAX = Exercise(
         ),
         Bug(
             "totals_lost_their_axis",
-            _totals_without_their_axis,
+            _square_only(_totals_without_their_axis),
             "your rows do not sum to 1: each column is divided by a different row's total",
             "summing over the last axis drops that axis, so the (rows,) totals line up with the "
             "columns when they broadcast. Keep the summed axis with length 1, (rows, 1), so "
             "each row is divided by its own total.",
+        ),
+        Bug(
+            "maxima_lost_their_axis",
+            _square_only(_maxima_without_their_axis),
+            "your rows sum to 1, but the weights within a row are wrong: each column was "
+            "shifted by a different row's maximum",
+            "taking the maximum over the last axis drops that axis, so the (rows,) maxima line "
+            "up with the columns when they broadcast, and column j is shifted by row j's "
+            "maximum. Subtracting one number from a whole row changes nothing; subtracting "
+            "different numbers from its entries changes their ratios. Keep the axis with "
+            "length 1, (rows, 1), so each row is shifted by its own maximum.",
+        ),
+        Bug(
+            "maxima_and_totals_lost_their_axis",
+            _square_only(_nothing_kept),
+            "your rows do not sum to 1: each column was shifted by a different row's maximum "
+            "and divided by a different row's total",
+            "taking the maximum or the sum over the last axis drops that axis, so the (rows,) "
+            "results line up with the columns when they broadcast. Keep the axis with length "
+            "1, (rows, 1), for both, so each row is shifted by its own maximum and divided by "
+            "its own total.",
         ),
         Bug(
             "overflow",
@@ -116,6 +158,23 @@ SOFTMAX = Exercise(
             "subtract each row's own largest score.",
         ),
     ),
+    # torch's softmax is the reference: calling it in any form (the function, the tensor's
+    # method, nn.Softmax, which calls F.softmax), or the exponential of its log-softmax,
+    # passes every case without the arithmetic
+    forbidden=(
+        (torch, "softmax"),
+        (torch.Tensor, "softmax"),
+        (F, "softmax"),
+        (torch.special, "softmax"),
+        (torch, "_softmax"),
+        (torch, "log_softmax"),
+        (torch.Tensor, "log_softmax"),
+        (F, "log_softmax"),
+        (torch.special, "log_softmax"),
+    ),
+    forbidden_hint="The check compares with torch's softmax, so calling it (torch.softmax, "
+    "x.softmax, F.softmax, nn.Softmax, or the exponential of a log_softmax) proves nothing. "
+    "Build it from exp, max and sum, as the (2, 3) table is worked by hand.",
     hints=(
         "Softmax takes exp of each score, then divides by the row's total, along the last axis.",
         "Taken along an axis, max returns two things (the values and where they are); and a "

@@ -135,6 +135,12 @@ TOKEN_EMBEDDING = Exercise(
         "(..., D), one row per id, in the weight's dtype.",
     ),
     needs_grad=True,
+    # F.embedding is the reference, and nn.Embedding calls it: either passes every case
+    # without the indexing
+    forbidden=((F, "embedding"), (torch, "embedding")),
+    forbidden_hint="The check compares with torch's embedding, so calling it (F.embedding, "
+    "nn.Embedding, torch.embedding) proves nothing. Pick the rows yourself, as the example "
+    "worked by hand does.",
 )
 
 
@@ -211,6 +217,11 @@ OUTPUT_LAYER = Exercise(
         "rows, in h's dtype.",
     ),
     needs_grad=True,
+    # F.linear is the reference, and nn.Linear calls it
+    forbidden=((F, "linear"),),
+    forbidden_hint="The check compares with torch's linear layer, so calling it (F.linear, "
+    "or an nn.Linear given this weight) proves nothing. Write the product yourself, as the "
+    "example worked by hand scores h against each row.",
 )
 
 
@@ -335,6 +346,18 @@ NEXT_TOKEN_CROSS_ENTROPY = Exercise(
         "prediction, each minus the log-probability of the right next token.",
     ),
     needs_grad=True,
+    # F.cross_entropy is the reference; F.nll_loss on a log-softmax, nn.CrossEntropyLoss and
+    # nn.NLLLoss (which call them), and the course's own per-token losses (train.token_losses,
+    # built on F.cross_entropy) compute it too
+    forbidden=(
+        (F, "cross_entropy"),
+        (F, "nll_loss"),
+        *((torch._C._nn, name) for name in ("cross_entropy_loss", "nll_loss", "nll_loss_nd")),
+        (torch._C._nn, "nll_loss2d"),
+    ),
+    forbidden_hint="The check compares with torch's cross-entropy, so calling it (F.cross_entropy, "
+    "nn.CrossEntropyLoss, or F.nll_loss on a log-softmax) proves nothing. Take each right "
+    "token's log-probability yourself, as the example worked by hand does.",
 )
 
 EXERCISES = (TOKEN_EMBEDDING, OUTPUT_LAYER, NEXT_TOKEN_CROSS_ENTROPY)

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from course_lib.viz.style import BLUE, COLOURS, ORANGE, PALETTE, _numbers, new_figure
+from course_lib.viz.style import BLUE, COLOURS, PALETTE, _numbers, new_figure
 
 FLOOR_STYLE = {"color": "#000000", "linestyle": "--", "linewidth": 1.4}
 UNIFORM_STYLE = {"color": "0.45", "linestyle": ":", "linewidth": 1.4}
@@ -23,7 +23,8 @@ def _short(tokens, keep: int = 5) -> str:
 
 def next_token_figure(panels, *, top: int = 5, ncols: int = 4) -> Figure:
     """One small bar chart per position: the `top` most likely next tokens and their exact
-    probabilities, the token the line really has next hatched and named in the title.
+    probabilities in blue, as the lesson's explorer draws the exact distribution; the token the
+    line really has next marked "(next)", as the explorer marks it, and named in the title.
 
     panels: (context tokens, distribution {token: p}, true next token, skill) per position.
     """
@@ -40,12 +41,9 @@ def next_token_figure(panels, *, top: int = 5, ncols: int = 4) -> Figure:
             ranked[-1] = (nxt, dist[nxt])
         names = [token for token, _ in ranked][::-1]
         probs = [p for _, p in ranked][::-1]
-        bars = ax.barh(range(len(names)), probs, color=BLUE, height=0.7)
-        for bar, name in zip(bars, names, strict=True):
-            if name == nxt:  # the line's own next token: hatched and orange, and said in words
-                bar.set_facecolor(ORANGE)
-                bar.set_hatch("//")
-        ax.set_yticks(range(len(names)), names, fontsize=9)
+        ax.barh(range(len(names)), probs, color=BLUE, height=0.7)
+        labels = [f"{name} (next)" if name == nxt else name for name in names]
+        ax.set_yticks(range(len(names)), labels, fontsize=9)
         ax.set_xlim(0, 1.05)
         ax.set_xticks([0, 0.5, 1])
         others = 1 - sum(probs)
