@@ -1,6 +1,7 @@
 """Lesson 04's exercises: the references are torch's layer, the notebook's solution passes, and
 wrong code written the way a learner would write it gets the hint meant for it."""
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -702,3 +703,54 @@ def test_multiheads_that_run_the_courses_pieces_by_another_name_are_told(tmp_pat
     verdict = failed(MULTIHEAD, courses_multihead)
     assert verdict.bug == "forbidden"
     assert "calls torch.nn.functional.multi_head_attention_forward" in verdict.message
+
+
+def test_splits_and_merges_through_later_lessons_exercise_helpers_are_refused():
+    # lessons 13 and 15's exercise modules cut and merge heads with private helpers of their
+    # own: right answers (they pass once the forbidden list is emptied), refused by it
+    from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
+    from course_lib.exercises.lesson15 import attend_rolling
+
+    def through_attend_cached(x, num_heads):
+        return attend_cached._heads(x, num_heads)
+
+    def through_attend_rolling(x, num_heads):
+        return attend_rolling._heads(x, num_heads)
+
+    def through_grouped_split(x, num_heads):  # q of an identity [q | k | v]
+        return grouped_multihead._split(x, lambda t: t.repeat(1, 1, 3), num_heads, num_heads)[0]
+
+    for fn, called in [
+        (through_attend_cached, "lesson13.attend_cached._heads"),
+        (through_attend_rolling, "lesson15.attend_rolling._heads"),
+        (through_grouped_split, "lesson13.grouped_multihead._split"),
+    ]:
+        assert run(dataclasses.replace(SPLIT, forbidden=()), fn).passed, fn.__name__
+        verdict = failed(SPLIT, fn)
+        assert verdict.bug == "forbidden", (fn.__name__, verdict.message)
+        assert f"your function calls course_lib.exercises.{called}" in verdict.message
+        assert "later lessons' exercises" in verdict.steps[0]
+
+    for merged, called in [
+        (attend_cached._merged, "lesson13.attend_cached._merged"),
+        (attend_rolling._merged, "lesson15.attend_rolling._merged"),
+    ]:
+
+        def merge_heads(y, merged=merged):
+            return merged(y)
+
+        assert run(dataclasses.replace(MERGE, forbidden=()), merge_heads).passed, called
+        verdict = failed(MERGE, merge_heads)
+        assert verdict.bug == "forbidden", verdict.message
+        assert f"your function calls course_lib.exercises.{called}" in verdict.message
+        assert "later lessons' exercises merge their heads" in verdict.steps[0]
+
+    def multihead(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (attend_cached._heads(t, num_heads) for t in qkv(x).split(x.shape[-1], -1))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(attend_cached._merged(attend(q, k, v, mask)[0]))
+
+    verdict = failed(MULTIHEAD, multihead)
+    assert verdict.bug == "forbidden", verdict.message
+    assert "lesson13.attend_cached._heads" in verdict.message

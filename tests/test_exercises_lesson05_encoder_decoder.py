@@ -6,12 +6,14 @@ earlier lessons' attention, split_heads and merge_heads (the course's stand in f
 taken from the bug lists in course_lib/exercises/lesson05_encoder_decoder/.
 """
 
+import dataclasses
 import math
 from pathlib import Path
 
 import nbformat
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from course_lib.attention import causal_mask
@@ -25,7 +27,14 @@ from course_lib.exercises.lesson05_encoder_decoder import (
     DECODER_LAYER,
     EXERCISES,
 )
-from course_lib.seq2seq import CrossAttention, cross_attention_reference, decoder_layer_reference
+from course_lib.multihead import stacked_heads
+from course_lib.seq2seq import (
+    CrossAttention,
+    DecoderLayer,
+    course_pieces,
+    cross_attention_reference,
+    decoder_layer_reference,
+)
 from course_lib.workspace import stub_solutions
 from helpers import failed_with_hint as _check
 from helpers import notebook_functions, stub, verdict
@@ -257,18 +266,65 @@ def test_cross_attention_that_returns_the_weights_too_is_named():
     _check(CROSS_ATTENTION, cross_attention, "returns_pair")
 
 
-def test_cross_attention_through_torchs_layer_with_the_wrong_mask_form_fails_clearly():
-    # a learner who reaches for nn.MultiheadAttention and hands it our mask as it is
-    def cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
-        layer = nn.MultiheadAttention(x.shape[-1], num_heads, batch_first=True)
-        with torch.no_grad():
-            layer.in_proj_weight.copy_(torch.cat([q_proj.weight, kv_proj.weight]))
-            layer.in_proj_bias.copy_(torch.cat([q_proj.bias, kv_proj.bias]))
-            layer.out_proj.load_state_dict(out.state_dict())
-        return layer(x, memory, memory, attn_mask=mask)[0]
+def _torchs_layer(x, q_proj, kv_proj, out, num_heads):
+    layer = nn.MultiheadAttention(x.shape[-1], num_heads, batch_first=True, dtype=x.dtype)
+    with torch.no_grad():
+        layer.in_proj_weight.copy_(torch.cat([q_proj.weight, kv_proj.weight]))
+        layer.in_proj_bias.copy_(torch.cat([q_proj.bias, kv_proj.bias]))
+        layer.out_proj.load_state_dict(out.state_dict())
+    return layer
 
-    result = _check(CROSS_ATTENTION, cross_attention, words=["raised", "attn_mask"])
-    assert "a padding mask (B, 1, 1, T_k)" in result.message  # the case it fails on, named
+
+def test_cross_attention_through_torchs_or_the_courses_layer_is_refused():
+    # each of these is a right answer (it passes once the forbidden list is emptied), and the
+    # check refuses it by the function it runs, with the hint for it
+    def torchs_layer(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        B, T_q, T_k = x.shape[0], x.shape[1], memory.shape[1]
+        blocked = None
+        if mask is not None:  # torch's convention, (B * H, T_q, T_k)
+            blocked = ~mask.expand(B, num_heads, T_q, T_k).reshape(B * num_heads, T_q, T_k)
+        layer = _torchs_layer(x, q_proj, kv_proj, out, num_heads)
+        return layer(x, memory, memory, attn_mask=blocked, need_weights=False)[0]
+
+    def torchs_layer_given_our_mask(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        layer = _torchs_layer(x, q_proj, kv_proj, out, num_heads)
+        return layer(x, memory, memory, attn_mask=mask)[0]  # wrong form, refused all the same
+
+    def the_courses_layer(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        layer = CrossAttention(x.shape[-1], num_heads).to(x.dtype)
+        layer.q, layer.kv, layer.out = q_proj, kv_proj, out
+        return layer(x, memory, mask)
+
+    def the_courses_cut(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        d = x.shape[-1] // num_heads
+        q = split_heads(q_proj(x), num_heads)
+        k, v = stacked_heads(kv_proj(memory), 2, num_heads, d)  # each (B, H, T_k, d)
+        return out(merge_heads(attention(q, k, v, mask)[0]))
+
+    def the_courses_pieces(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        return course_pieces().cross_attention(x, memory, q_proj, kv_proj, out, num_heads, mask)
+
+    def fused_attention(x, memory, q_proj, kv_proj, out, num_heads, mask=None):
+        q, k, v = _projections(x, memory, q_proj, kv_proj, num_heads)
+        return out(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+
+    unguarded = dataclasses.replace(CROSS_ATTENTION, forbidden=())
+    for fn, called in [
+        (torchs_layer, "MultiheadAttention.forward"),
+        (torchs_layer_given_our_mask, "MultiheadAttention.forward"),
+        (the_courses_layer, "CrossAttention.forward"),
+        (the_courses_cut, "course_lib.multihead.stacked_heads"),
+        (the_courses_pieces, "torch.nn.functional.multi_head_attention_forward"),
+        (fused_attention, "torch.nn.functional.scaled_dot_product_attention"),
+    ]:
+        if fn is not torchs_layer_given_our_mask:  # raises without the list
+            before = run(unguarded, fn)
+            # the course's pieces hand back the reference, which the core knew already
+            assert before.passed or before.bug == "course's own", (fn.__name__, before.message)
+        result = run(CROSS_ATTENTION, fn)
+        assert result.bug == "forbidden", (fn.__name__, result.message)
+        assert f"your function calls {called}" in result.message, result.message
+        assert "yours to build from your attention" in result.steps[0]
 
 
 def test_cross_attention_in_float32_only_is_told_about_the_dtype():
@@ -405,3 +461,54 @@ def test_decoder_layer_whose_mask_takes_the_source_length_raises_a_clear_error()
 
     result = _check(DECODER_LAYER, decoder_layer, words=["raised ValueError", "(2, 2, 9, 9)"])
     assert "(T_out, T_out)" in " ".join(result.steps)
+
+
+def _copied_into_the_courses_layer(torch_layer, dtype):
+    """The course's DecoderLayer holding the weights of torch's layer behind the check."""
+    sa, ca = torch_layer.self_attn, torch_layer.multihead_attn
+    D = sa.embed_dim
+    layer = DecoderLayer(D, sa.num_heads).to(dtype)
+    with torch.no_grad():
+        layer.self_attn.qkv.weight.copy_(sa.in_proj_weight)
+        layer.self_attn.qkv.bias.copy_(sa.in_proj_bias)
+        layer.self_attn.out.load_state_dict(sa.out_proj.state_dict())
+        layer.cross.q.weight.copy_(ca.in_proj_weight[:D])
+        layer.cross.q.bias.copy_(ca.in_proj_bias[:D])
+        layer.cross.kv.weight.copy_(ca.in_proj_weight[D:])
+        layer.cross.kv.bias.copy_(ca.in_proj_bias[D:])
+        layer.cross.out.load_state_dict(ca.out_proj.state_dict())
+    return layer
+
+
+def test_decoder_layer_through_a_whole_decoder_layer_is_refused():
+    # each of these is a right answer (it passes once the forbidden list is emptied), and the
+    # check refuses it by the function it runs, with the hint for it
+    def courses_reference(y, memory, self_attn, cross_attn, memory_mask=None):
+        return decoder_layer_reference(y, memory, self_attn, cross_attn, memory_mask)
+
+    def courses_pieces(y, memory, self_attn, cross_attn, memory_mask=None):
+        return course_pieces().decoder_layer(y, memory, self_attn, cross_attn, memory_mask)
+
+    def torchs_layer_behind_the_arguments(y, memory, self_attn, cross_attn, memory_mask=None):
+        layer, (B, T, _), T_src = self_attn.layer, y.shape, memory.shape[1]
+        H = layer.self_attn.num_heads
+        blocked = None
+        if memory_mask is not None:
+            blocked = ~memory_mask.expand(B, H, T, T_src).reshape(B * H, T, T_src)
+        return layer(y, memory, tgt_mask=~causal_mask(T), memory_mask=blocked)
+
+    def courses_layer(y, memory, self_attn, cross_attn, memory_mask=None):
+        return _copied_into_the_courses_layer(self_attn.layer, y.dtype)(y, memory, memory_mask)
+
+    unguarded = dataclasses.replace(DECODER_LAYER, forbidden=())
+    for fn, called in [
+        (courses_reference, "course_lib.seq2seq.decoder_layer_reference"),
+        (courses_pieces, "course_lib.seq2seq.decoder_layer_reference"),
+        (torchs_layer_behind_the_arguments, "TransformerDecoderLayer.forward"),
+        (courses_layer, "DecoderLayer.forward"),
+    ]:
+        assert run(unguarded, fn).passed, fn.__name__
+        result = run(DECODER_LAYER, fn)
+        assert result.bug == "forbidden", (fn.__name__, result.message)
+        assert f"your function calls {called}" in result.message, result.message
+        assert "yours to wire from the self_attn and cross_attn" in result.steps[0]

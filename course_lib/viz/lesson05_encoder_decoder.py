@@ -79,8 +79,7 @@ def _group(ax, x, y0, y1, text, side):
         text,
         ha="left" if side > 0 else "right",
         va="center",
-        fontsize=9,
-        style="italic",
+        fontsize=10,
     )
 
 
@@ -90,18 +89,18 @@ def encoder_decoder_diagram() -> Figure:
     fig, ax = new_figure(9.2, 4.6)
     enc, dec = "#9ecae1", "#fdd0a2"
     _box(ax, 0, 0, "source: token + position", "white", *BOX)
-    _box(ax, 0, 1.4, "self-attention over\nthe whole source (+ residual)", enc, *BOX)
+    _box(ax, 0, 1.4, "self-attention over\nthe whole source (+ its input)", enc, *BOX)
     _group(ax, 0, 0.85, 1.95, "encoder\nlayer\n(x 1)", -1)
     _box(ax, 0, 2.9, "memory (B, T_src, D)", "white", *BOX)
     _arrow(ax, (0, 0.4), (0, 1.0))
     _arrow(ax, (0, 1.8), (0, 2.5))
     _box(ax, 4.6, 0, "start mark + output so far:\ntoken + position", "white", *BOX)
-    _box(ax, 4.6, 1.4, "self-attention over\nthe output so far (+ residual)", dec, *BOX)
+    _box(ax, 4.6, 1.4, "self-attention over\nthe output so far (+ its input)", dec, *BOX)
     _box(
         ax,
         4.6,
         2.65,
-        "cross-attention: queries here,\nkeys and values from memory\n(+ residual)",
+        "cross-attention: queries here,\nkeys and values from memory\n(+ its input)",
         dec,
         width=BOX[0],
         height=1.0,

@@ -3,6 +3,8 @@
 import torch
 
 from course_lib.exercises.core import Bug, Case, Exercise
+from course_lib.exercises.lesson13 import attend_cached
+from course_lib.exercises.lesson15 import attend_rolling
 
 
 def merge_heads_reference(y):
@@ -122,4 +124,13 @@ MERGE_HEADS = Exercise(
         "Nothing is computed, numbers only move: one swap of two axes, then one join of two "
         "axes into one.",
     ),
+    # the references of later lessons' exercises merge their heads with a function of their
+    # own (the reference, reached through earlier_work, is caught by the core)
+    forbidden=(
+        (attend_cached, "_merged"),
+        (attend_rolling, "_merged"),
+    ),
+    forbidden_hint="The course's later lessons' exercises merge their heads with a function of "
+    "their own that does what merge_heads asks, so calling it checks nothing. Write the merge "
+    "yourself: the section 'From one wide attention to H narrow ones' has the tools.",
 )

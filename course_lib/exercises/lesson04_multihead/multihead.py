@@ -19,6 +19,8 @@ from course_lib.exercises.lesson04_multihead.split_heads import (
     _split_view_straight,
     split_heads_reference,
 )
+from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
+from course_lib.exercises.lesson15 import attend_rolling
 
 
 def torch_attn_mask(mask, B: int, num_heads: int, T: int):
@@ -335,6 +337,11 @@ MULTIHEAD = Exercise(
         (gqa, "split_qkv"),
         (split_module, "split_heads_reference"),
         (merge_module, "merge_heads_reference"),
+        (attend_cached, "_heads"),
+        (attend_cached, "_merged"),
+        (grouped_multihead, "_split"),
+        (attend_rolling, "_heads"),
+        (attend_rolling, "_merged"),
     ),
     forbidden_hint="multihead is yours to assemble from your split_heads, merge_heads and "
     "lesson 02 attention. torch's multi-head layer and fused attention, and the course's own "

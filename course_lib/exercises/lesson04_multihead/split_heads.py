@@ -5,6 +5,8 @@ import torch
 from course_lib import gqa
 from course_lib import multihead as course_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
+from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
+from course_lib.exercises.lesson15 import attend_rolling
 
 
 def split_heads_reference(x, num_heads):
@@ -143,14 +145,19 @@ SPLIT_HEADS = Exercise(
         "Nothing is computed, numbers only move: one cut of the last axis into two, then one "
         "swap of two axes.",
     ),
-    # the course's layers cut their heads with functions of their own that do what
-    # split_heads asks (the reference, reached through earlier_work, is caught by the core)
+    # the course's layers, and the references of later lessons' exercises, cut their heads
+    # with functions of their own that do what split_heads asks (the reference, reached
+    # through earlier_work, is caught by the core)
     forbidden=(
         (course_multihead, "stacked_heads"),
         (course_multihead.MultiHeadAttention, "qkv_heads"),
         (gqa, "split_qkv"),
+        (attend_cached, "_heads"),
+        (grouped_multihead, "_split"),
+        (attend_rolling, "_heads"),
     ),
-    forbidden_hint="The course's attention layers cut their heads with a function of their own "
-    "that does what split_heads asks, so calling it checks nothing. Write the cut yourself: "
-    "the section 'From one wide attention to H narrow ones' has the tools.",
+    forbidden_hint="The course's attention layers and its later lessons' exercises cut their "
+    "heads with a function of their own that does what split_heads asks, so calling it checks "
+    "nothing. Write the cut yourself: the section 'From one wide attention to H narrow ones' "
+    "has the tools.",
 )

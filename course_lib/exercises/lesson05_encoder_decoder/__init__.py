@@ -1,6 +1,7 @@
 """Lesson 05_encoder_decoder's exercises: cross-attention; the decoder layer that uses it.
 
-Keyed by the lesson's full stem, not its number: lesson 05_transformer_block shares the 05
+Keyed by the lesson's full stem, not its number: the former lesson 05_transformer_block (now
+lessons 08 and 09; a learner's workspace may still hold it) shared the 05
 (course_lib.exercises.lesson_file finds each lesson's notebook by its key).
 
 CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
@@ -10,8 +11,8 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
   d = D / H, each scaled by 1/sqrt(d); mask None or bool broadcastable to (B, H, T_q, T_k),
   True = may attend; out (Linear D -> D) mixes the merged heads. Same numbers as
   torch.nn.MultiheadAttention called as layer(x, memory, memory), in_proj_weight =
-  [q_proj.weight; kv_proj.weight]. Built from the learner's attention (lesson 01) and
-  split_heads / merge_heads (lesson 03).
+  [q_proj.weight; kv_proj.weight]. Built from the learner's attention (lesson 02) and
+  split_heads / merge_heads (lesson 04).
 - decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None) -> (B, T_out, D):
   h = y + self_attn(y, causal mask of size T_out); return h + cross_attn(h, memory,
   memory_mask). self_attn(h, mask=None) and cross_attn(h, memory, mask=None) are functions.

@@ -4,11 +4,13 @@ attention given distinct query and key/value inputs."""
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
+from course_lib import multihead as course_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson04_multihead import merge_heads_reference, split_heads_reference
-from course_lib.seq2seq import cross_attention_reference
+from course_lib.seq2seq import CrossAttention, cross_attention_reference
 
 
 def _layers(D: int, H: int, g: torch.Generator, dtype=torch.float32):
@@ -256,4 +258,20 @@ CROSS_ATTENTION = Exercise(
         "earlier_work line above the exercise says whose): if one of their checks did not "
         "pass, fix that first.",
     ),
+    # what computes this exercise's answer, or the cut of kv_proj's output into k and v
+    # heads, in torch or the course (the reference itself is caught by the core). Your
+    # split_heads and merge_heads, or the course's through earlier_work, are the pieces
+    # cross_attention is meant to call.
+    forbidden=(
+        (F, "scaled_dot_product_attention"),
+        (F, "multi_head_attention_forward"),
+        (nn.MultiheadAttention, "forward"),
+        (CrossAttention, "forward"),
+        (CrossAttention, "heads"),
+        (course_multihead, "stacked_heads"),
+    ),
+    forbidden_hint="cross_attention is yours to build from your attention, split_heads and "
+    "merge_heads. torch's multi-head layer and fused attention, and the course's "
+    "CrossAttention and its head-cutting function, compute what this exercise asks for (the "
+    "check compares with them), so calling one checks nothing.",
 )

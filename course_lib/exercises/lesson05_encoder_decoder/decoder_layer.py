@@ -6,6 +6,7 @@ import math
 import torch
 from torch import nn
 
+from course_lib import seq2seq
 from course_lib.attention import causal_mask, check_mask
 from course_lib.exercises.core import Bug, Case, Exercise
 
@@ -279,4 +280,15 @@ DECODER_LAYER = Exercise(
         "A mask of the wrong size raises an error that says which shape it expected: the "
         "self-attention's scores are (T_out, T_out), the cross-attention's (T_out, T_src).",
     ),
+    # whole decoder layers, in torch (the one behind self_attn and cross_attn, reachable
+    # through their .layer) and in the course (course_pieces().decoder_layer is
+    # decoder_layer_reference); the reference itself is caught by the core
+    forbidden=(
+        (nn.TransformerDecoderLayer, "forward"),
+        (seq2seq, "decoder_layer_reference"),
+        (seq2seq.DecoderLayer, "forward"),
+    ),
+    forbidden_hint="decoder_layer is yours to wire from the self_attn and cross_attn it is "
+    "handed. torch's decoder layer (the one behind them, which the check compares with) and "
+    "the course's own decoder layers compute the whole layer, so calling one checks nothing.",
 )
