@@ -63,7 +63,8 @@ def test_the_verb_agrees_with_its_subject_five_tokens_back_past_two_plural_nouns
     text = _markdown()
     for said in ("five tokens back", "past two plural nouns", "`Cat` at position 0",
                  "position 5's output predicts the object, `cats`", "as exactly one of",
-                 "the subject's number, read past two plural nouns, which the object needs"):  # fmt: skip
+                 "the subject's number, read past two plural nouns,",
+                 "which the object needs"):  # fmt: skip
         assert said in text, said
 
 

@@ -286,8 +286,8 @@ def test_the_negative_excesses_are_said_to_be_chance_below_an_expected_floor():
     """Some seeds' excess on a skill is below 0: the lesson says once, after the table, that
     the floor is an expectation, pointing back to lesson 01."""
     table, text = _table(), _markdown()
-    scale_variants = {v for r in (ROW_128, ROW_64) for pair in
-                      next(x for x in table["rows"] if x["name"] == r)["pairs"] for v in pair}  # fmt: skip
+    rows = [x for x in table["rows"] if x["name"] in (ROW_128, ROW_64)]
+    scale_variants = {v for row in rows for pair in row["pairs"] for v in pair}
     below = [(r["variant"], skill) for r in table["runs"] if r["variant"] in scale_variants
              for skill, excess in r["valid"].items() if excess < 0]  # fmt: skip
     assert below and all(skill in ("subject", "bracket") for _, skill in below), below
