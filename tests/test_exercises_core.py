@@ -1,5 +1,6 @@
 """The checkers' core and every exercise entry: no dead hint, strict comparisons, hints in steps."""
 
+import math
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +11,7 @@ import torch
 from course_lib import checks
 from course_lib.exercises import all_exercises, by_name, core
 from course_lib.exercises.core import Bug, Case, Exercise, run
+from course_lib.exercises.errors import COMMON_ERRORS
 
 EXERCISES = all_exercises()
 
@@ -94,6 +96,7 @@ def _none_compared(x, limit=None):
         (_cos_of_a_number, "a torch function given a Python number", "math module"),
         (_none_compared, "None used as a number", "`is None`"),
         (lambda x: x @ torch.ones(2, 3), "a matrix product of mismatched shapes", "`.mT`"),
+        (lambda x: x + torch.ones(5), "shapes that do not line up", "`.mT`"),
     ],
 )
 def test_errors_many_exercises_meet_get_their_own_hint_before_the_general_one(wrong, name, words):
@@ -102,6 +105,57 @@ def test_errors_many_exercises_meet_get_their_own_hint_before_the_general_one(wr
     assert words in verdict.steps[0] and "promises this case works" not in verdict.steps[0]
     assert verdict.steps[1:] == ("Twice x is x added to itself.", "See the toy cell.")
     assert verdict.message.startswith("double: your function raised ")
+
+
+def _scores_by_star(q, k, v, mask=None):  # `*` where the scores need `@`
+    scores = q * k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def _values_by_star(q, k, v, mask=None):  # `*` where the average of the values needs `@`
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights * v, weights
+
+
+def _multihead_dot_T(x, qkv, out, num_heads, mask=None, rope=None):  # k.T on (B, H, T, d)
+    B, T, D = x.shape
+    d = D // num_heads
+    q, k, v = (
+        t.reshape(B, T, num_heads, d).transpose(1, 2) for t in qkv(x).split(D, dim=-1)
+    )  # each (B, H, T, d)
+    if rope is not None:
+        q, k = rope(q), rope(k)
+    scores = q @ k.T / math.sqrt(d)  # k.T is (d, T, H, B): every axis reversed
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    y = torch.softmax(scores, dim=-1) @ v  # (B, H, T, d)
+    return out(y.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
+
+
+@pytest.mark.parametrize(
+    ("exercise", "wrong"),
+    [
+        ("attention", _scores_by_star),
+        ("attention", _values_by_star),
+        ("multihead", _multihead_dot_T),
+    ],
+    ids=["attention: q * k^T", "attention: weights * v", "multihead: q @ k.T"],
+)
+def test_shapes_that_do_not_line_up_get_the_broadcast_hint_on_real_exercises(exercise, wrong):
+    """torch's "The size of tensor a (..) must match the size of tensor b (..)": the hint says
+    the shapes do not line up, and what `.T` does to a tensor with batch axes."""
+    verdict = run(by_name(exercise), wrong)
+    assert not verdict.passed and verdict.bug == "shapes that do not line up", verdict.message
+    assert "must match the size of tensor b" in verdict.message
+    hint = verdict.steps[0]
+    assert hint == dict((name, h) for name, *_, h in COMMON_ERRORS)["shapes that do not line up"]
+    for words in ("a product or a sum do not line up", "`.T`", "reversed every axis",
+                  "`.transpose(-2, -1)`", "`.mT`"):  # fmt: skip
+        assert words in hint, words
 
 
 def test_an_exercises_own_bug_comes_before_a_common_error():

@@ -284,6 +284,30 @@ def test_the_hints_name_the_real_cause():
         assert "transpose(-2" not in text and "masked_fill(~" not in text and "dim=-1" not in text
 
 
+@pytest.mark.parametrize("copy", ["notebooks", "learner"])
+def test_the_attention_contract_says_the_scale_is_sqrt_d_k(copy):
+    """What the learner reads before writing attention: the scores are divided by sqrt(d_k),
+    the width of queries and keys, never of the values (the scale_by_d_v hint rests on it)."""
+    import nbformat
+
+    notebook = LESSON.parent.parent / copy / LESSON.name
+    cells = nbformat.read(notebook, as_version=4).cells
+    (contract,) = [c.source for c in cells if c.source.startswith("### Exercise 3: attention")]
+    assert "The scores are divided by $\\sqrt{d_k}$." in contract
+    assert "sqrt{d_v}" not in contract
+    assert "divided by sqrt(d_k)" in " ".join(lesson.__doc__.split())
+
+
+def test_slicing_the_lessons_mask_fails_on_a_line_longer_than_the_lessons():
+    """The lesson's `mask` (12 by 12) cut to T is right up to T = 12: a case of T = 20 refuses
+    it, with a hint that names the slice."""
+    result = run(MASK, lambda T: lessons_mask[:T, :T])
+    assert not result.passed and result.bug == "lesson_mask_cut", result.message
+    assert "stays 12 by 12" in result.message and "longer than the lesson's" in result.message
+    assert "Build the (T, T) pattern from T" in result.steps[0]
+    assert any(case.args[0] > 12 for case in MASK.case_list())
+
+
 def test_changing_an_input_in_place_is_caught():
     def scales_q_in_place(q, k, v, mask=None):
         q /= math.sqrt(q.shape[-1])
@@ -422,6 +446,7 @@ lessons_mask = torch.ones(12, 12, dtype=torch.bool).tril()  # the lesson's `mask
         (lambda T: torch.tril(torch.ones(T, T)), "not_bool"),
         (lambda T: torch.tril(torch.ones(T, T, dtype=torch.int64)), "not_bool"),
         (lambda T: lessons_mask, "lesson_size"),
+        (lambda T: lessons_mask[:T, :T], "lesson_mask_cut"),
     ],
 )
 def test_mask_mistakes_get_their_own_hint(fn, bug):

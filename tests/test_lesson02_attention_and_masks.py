@@ -57,8 +57,14 @@ def test_the_verb_agrees_with_its_subject_five_tokens_back_past_two_plural_nouns
     assert between == ["dogs", "dogs"]  # two plural nouns
     assert tokens[VERB - 1] == "dogs"  # the noun just before the verb
     assert tokens[-1] in language.SUBJECTS  # the next sentence's subject, plural
+    # position 5 is scored on token 6, the object, whose number is plural when exactly one of
+    # the subject and the noun before the verb is (lesson 01's rule): Cat singular, dogs plural
+    assert tokens[VERB] in language.TAKES_OBJECT and tokens[VERB + 1] == "cats"
     text = _markdown()
-    for said in ("five tokens back", "past two plural nouns", "`Cat` at position 0"):
+    for said in ("five tokens back", "past two plural nouns", "`Cat` at position 0",
+                 "position 5's output predicts the object, `cats`", "as exactly one of",
+                 "the subject's number, read past two plural nouns,",
+                 "which the object needs"):  # fmt: skip
         assert said in text, said
 
 
@@ -237,7 +243,8 @@ def test_torchs_fused_attention_scales_by_d_k_and_multihead_attention_masks_the_
 def test_multihead_attention_takes_the_padding_mask_as_b_by_t_true_at_the_pads():
     """What the lesson says of nn.MultiheadAttention (torch 2.13): key_padding_mask (B, T),
     True at the pads, is ~pad_mask[:, 0]; attn_mask takes (T_q, T_k) or a full (T_q, T_k) per
-    sentence and head; the (B, 1, T) padding mask fits neither argument."""
+    sentence and head; the (B, 1, T) padding mask fits neither argument (the lesson says the
+    last)."""
     lengths, T, D = torch.tensor([5, 3, 4]), 5, 8
     pad_mask = padding_mask_reference(lengths, T)  # (B, 1, T), True = may attend
     x = torch.randn(3, T, D, generator=torch.Generator().manual_seed(4))
@@ -258,8 +265,7 @@ def test_multihead_attention_takes_the_padding_mask_as_b_by_t_true_at_the_pads()
                 layer(x, x, x, attn_mask=~pad_mask)
     text = _markdown()
     for said in ("takes the padding as `key_padding_mask`, of shape `(B, T)` and True at the pads",
-                 "`~pad_mask[:, 0]`", "one `(T_q, T_k)` mask for the whole batch or a full "
-                 "`(T_q, T_k)` one per sentence and head", "neither argument takes the "
+                 "`~pad_mask[:, 0]`", "Neither of its mask arguments takes the "
                  "`(B, 1, T)` shape"):  # fmt: skip
         assert said in text, said
 

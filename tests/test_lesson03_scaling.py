@@ -194,11 +194,11 @@ def test_the_lessons_run_prints_what_its_prose_says(runs):
     assert "entropy 1.77 and 1.81" in text
     assert [f"{r[d, True]['flagged'][59]:.2f}" for d in (16, 256)] == ["0.99", "0.93"]
     assert [f"{r[d, True]['flagged'][0]:.2f}" for d in (16, 256)] == ["0.37", "0.38"]
-    assert "put 0.99 and 0.93 of their weight on the flagged keys (0.37 and 0.38 at step 0)" in text
+    assert "put 0.99 and 0.93 of their weight on the flagged keys, and their loss" in text
     u16 = r[16, False]
     assert (f"{u16['entropy'][0]:.2f}", f"{u16['entropy'][59]:.2f}") == ("0.79", "1.40")
     assert (f"{u16['loss'][59]:.4f}", f"{u16['flagged'][59]:.2f}") == ("0.0119", "0.92")
-    assert "entropy 1.40, weight on the flagged keys 0.92, loss 0.0119" in text
+    assert "starts sharper (entropy 0.79) and still learns to spread" in text
     u256 = r[256, False]
     assert f"{u256['entropy'][0]:.2f}" == "0.20" and "(entropy 0.20)" in text
     assert (
@@ -271,8 +271,29 @@ def test_the_two_rows_hold_and_fall_short_as_the_lesson_says():
     assert "(a gap of 0.26 against a bar of 0.52)" in text and "(2.00 against 9.62)" in text
     assert table["parameters"]["1-layer-width-128"] == 225_152
     assert table["parameters"]["heads-1"] == 113_408
-    assert "(225,152 parameters)" in text and "(113,408 parameters)" in text
+    assert "(225,152 parameters)" in text and "(113,408 parameters: lesson 01's untied" in text
+    # the same size as lesson 01's untied model ("base"), which has four heads per layer
+    configs = table["configs"]
+    assert table["parameters"]["base"] == 113_408 and not configs["base"]["tied"]
+    assert (configs["base"]["num_heads"], configs["heads-1"]["num_heads"]) == (4, 1)
+    assert configs["base"]["num_layers"] == configs["heads-1"]["num_layers"] == 2
+    assert configs["1-layer-width-128"]["num_layers"] == 1
+    assert "with one head per layer where it has four" in text
     assert "(0.57 nats at head width 128" in _concept_check() and "ends 0.57 nats further" in text
+
+
+def test_the_negative_excesses_are_said_to_be_chance_below_an_expected_floor():
+    """Some seeds' excess on a skill is below 0: the lesson says once, after the table, that
+    the floor is an expectation, pointing back to lesson 01."""
+    table, text = _table(), _markdown()
+    rows = [x for x in table["rows"] if x["name"] in (ROW_128, ROW_64)]
+    scale_variants = {v for row in rows for pair in row["pairs"] for v in pair}
+    below = [(r["variant"], skill) for r in table["runs"] if r["variant"] in scale_variants
+             for skill, excess in r["valid"].items() if excess < 0]  # fmt: skip
+    assert below and all(skill in ("subject", "bracket") for _, skill in below), below
+    assert "the floor (lesson 01) is the least loss in expectation" in text
+    assert "by chance, never on average" in text
+    assert text.count("in expectation") == 1
 
 
 def test_the_per_skill_numbers_the_lesson_quotes():

@@ -28,6 +28,11 @@ COMMON_ERRORS = (
      "must match and the last axis of the left one must be the second-to-last of the right "
      "one. Print the shapes; `.T` reverses every axis of a batched tensor, where "
      "`.transpose(-2, -1)` or `.mT` swaps only the last two."),
+    ("shapes that do not line up", RuntimeError, "must match the size of tensor b",
+     "the shapes of the two sides of a product or a sum do not line up: torch lines axes up "
+     "from the right, and each pair must be equal or one of them 1. Print both shapes. If you "
+     "used `.T` on a tensor with batch axes, it reversed every axis ((B, T, d) became "
+     "(d, T, B)): `.transpose(-2, -1)` or `.mT` swaps only the last two."),
 )  # fmt: skip
 
 

@@ -2,10 +2,11 @@
 
 The lesson prints the causal mask of its 12-token line (course_lib.attention.causal_mask) as
 the pattern to build, and works torch's `tril` on a matrix of numbers; the exercise asks for
-the bool mask of any T, and its check refuses a call to the course's causal_mask. The padding
-mask's worked example is a table in the lesson's text for other lengths, and `[:, None]` is
-worked on a product table; the exercise asks for the (B, 1, T) mask that broadcasts over the
-queries, which the lesson's padded batch then runs through attention.
+the bool mask of any T, and its check refuses a call to the course's causal_mask and, with a
+case longer than 12, a slice of the lesson's mask. The padding mask's worked example is a
+table in the lesson's text for other lengths, and `[:, None]` is worked on a product table;
+the exercise asks for the (B, 1, T) mask that broadcasts over the queries, which the lesson's
+padded batch then runs through attention.
 """
 
 import torch
@@ -27,11 +28,18 @@ CAUSAL_MASK = Exercise(
     cases=lambda: [
         Case((5,)),
         Case((2,)),
-        Case((12,)),
+        Case((20,), label="longer than the lesson's 12-token line"),
         Case((1,), label="one token, which may see itself"),
     ],
     idea="the mask printed in 'The causal mask' (row t is query t, column s is key s)",
     bugs=(
+        Bug(
+            "lesson_mask_cut",
+            lambda T: make_causal_mask_reference(12)[:T, :T],
+            "your mask is right up to T = 12 and stays 12 by 12 beyond",
+            "it is cut from a 12 by 12 mask, such as the lesson's `mask`: a slice of a mask "
+            "made earlier cannot be longer than that mask. Build the (T, T) pattern from T.",
+        ),
         Bug(
             "lesson_size",
             lambda T: make_causal_mask_reference(12),
