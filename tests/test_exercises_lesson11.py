@@ -44,7 +44,7 @@ def _due(step, config):
 
 def learner_loop(model, train_ids, config, callback=None, *, shift=True, zero=True,
                  back_to_train=True, clip_first=False, fresh_optimizer=False,
-                 lr=_lr, items=True):  # fmt: skip
+                 lr=_lr, items=True, clip=None):  # fmt: skip
     """A learner's loop, as a learner writes it: the loss by hand from log_softmax."""
     g = torch.Generator().manual_seed(config.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -69,7 +69,12 @@ def learner_loop(model, train_ids, config, callback=None, *, shift=True, zero=Tr
         if clip_first and config.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         loss.backward()
-        if not clip_first and config.grad_clip is not None:
+        if clip == "always":  # every run clips, whatever grad_clip says
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        elif clip == "if positive":
+            if config.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        elif not clip_first and config.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         opt.step()
         losses.append(loss.item() if items else loss)
@@ -172,6 +177,21 @@ def test_eval_mode_left_on_is_named():
 
 def test_clipping_before_backward_is_named():
     _check(lambda *a: learner_loop(*a, clip_first=True), "not_clipped")
+
+
+def test_a_loop_that_always_clips_is_told_none_means_do_not_clip():
+    """grad_clip=None handed to clip_grad_norm_ on the case that never clips: torch's
+    TypeError, and the hint says what None means here."""
+    _check(lambda *a: learner_loop(*a, clip="always"), "clipped_with_none")
+    result = run(TRAIN_LOOP, loop_run(lambda *a: learner_loop(*a, clip="always")))
+    assert "raised TypeError" in result.message and "never clip" in result.message
+    assert result.steps[0].startswith("grad_clip=None means do not clip")
+
+
+def test_a_loop_that_compares_grad_clip_with_0_is_told_none_means_do_not_clip():
+    _check(lambda *a: learner_loop(*a, clip="if positive"), "none_compared")
+    result = run(TRAIN_LOOP, loop_run(lambda *a: learner_loop(*a, clip="if positive")))
+    assert result.steps[0].startswith("grad_clip=None means do not clip")
 
 
 def test_a_new_optimizer_every_step_is_named():

@@ -541,7 +541,160 @@ def test_a_module_that_runs_the_courses_blocks_is_refused():
             x = mine.layer_norm(x, self.norm.weight, self.norm.bias)
             return mine.output_layer(x, self.head.weight)
 
-    _refused(MyTransformer, "TransformerBlock.forward")
+    _refused(MyTransformer, "TransformerBlock.__init__")
+
+
+def _for_show():
+    """The eight names, each a function a learner could call once on a dummy tensor beside a
+    forward that computes its logits another way."""
+
+    def token_embedding(i, w):
+        return w[i]
+
+    def make_causal_mask(T):
+        return torch.ones(T, T, dtype=torch.bool).tril()
+
+    def multihead(x, *a, **k):
+        return x.clone()
+
+    def rope_heads(x):
+        return x.clone()
+
+    def feed_forward(x, *a):
+        return x.clone()
+
+    def prenorm_block(x, *a):
+        return x.clone()
+
+    def layer_norm(x, *a, **k):
+        return x.clone()
+
+    def output_layer(x, w):
+        return x @ w.T
+
+    return SimpleNamespace(**{n: f for n, f in locals().items()})
+
+
+def _call_all_for_show(shown, idx, embed, head):
+    z = torch.zeros(1, 1, embed.shape[1])
+    for f in (shown.multihead, shown.rope_heads, shown.feed_forward, shown.prenorm_block,
+              shown.layer_norm):  # fmt: skip
+        f(z)
+    shown.token_embedding(idx[:1, :1], embed)
+    shown.make_causal_mask(2)
+    shown.output_layer(z, head)
+
+
+def test_a_forward_of_another_lesson_behind_calls_for_show_is_refused():
+    """The course's blocks built, lesson 15's windowed_logits as the forward, and each of the
+    eight names called once for show."""
+    from course_lib import sliding_window
+    from course_lib.model import ModelConfig
+
+    shown = _for_show()
+
+    class MyTransformer(Written):
+        def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers):
+            super().__init__(vocab_size, d_model, num_heads, d_ff, num_layers)
+            self.config = ModelConfig(vocab_size=vocab_size, d_model=d_model,
+                                      num_heads=num_heads, d_ff=d_ff, num_layers=num_layers,
+                                      max_len=128)  # fmt: skip
+
+        def forward(self, idx):
+            _call_all_for_show(shown, idx, self.embed.weight, self.head.weight)
+            return sliding_window.windowed_logits(self, idx)
+
+    _refused(MyTransformer, "course_lib.sliding_window.windowed_logits")
+
+
+class TorchOwn(Written):
+    """A right forward from torch's modules, apply_rope and scaled_dot_product_attention."""
+
+    def forward(self, idx):
+        from course_lib.positional import apply_rope
+
+        x = self.embed(idx)
+        B, T, D = x.shape
+        H = self.heads
+        for b in self.blocks:
+            q, k, v = b.attn.qkv(b.norm1(x)).split(D, -1)
+            q, k, v = (t.view(B, T, H, D // H).transpose(1, 2) for t in (q, k, v))
+            pos = torch.arange(T)
+            q, k = apply_rope(q, pos), apply_rope(k, pos)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + b.attn.out(y.transpose(1, 2).reshape(B, T, D))
+            x = x + b.ff(b.norm2(x))
+        return self.head(self.norm(x))
+
+
+def test_torchs_own_forward_behind_calls_for_show_is_refused_with_the_idle_names():
+    """Each of the eight names called once on a dummy tensor, the logits from torch: the calls
+    happen, their results reach nothing."""
+    shown = _for_show()
+
+    class MyTransformer(TorchOwn):
+        def forward(self, idx):
+            _call_all_for_show(shown, idx, self.embed.weight, self.head.weight)
+            return super().forward(idx)
+
+    result = run_model(MyTransformer)
+    assert not result.passed and result.bug == "results_unused", result.message
+    idle = "token_embedding, make_causal_mask, multihead, rope_heads, feed_forward, "
+    assert f"do not depend on what {idle}prenorm_block, layer_norm, output_layer" in result.message
+    assert result.steps[0].startswith("Use what mine.token_embedding returns")
+    assert result.steps[-1] == f"See {MY_TRANSFORMER.idea}."
+
+
+def test_your_functions_added_in_at_zero_weight_are_refused():
+    """The learner's own functions run on the real tensors, but their results enter the logits
+    multiplied by 0: the logits are torch's."""
+
+    class MyTransformer(TorchOwn):
+        def forward(self, idx):
+            logits = super().forward(idx)
+            mask = mine.make_causal_mask(idx.shape[1])
+            x = mine.token_embedding(idx, self.embed.weight)
+            for b in self.blocks:
+                x = mine.prenorm_block(
+                    x,
+                    lambda h: self.attention(b, h, mask),  # noqa: B023 (called at once)
+                    lambda h: mine.feed_forward(h, b.ff[0], b.ff[2]),  # noqa: B023
+                    lambda h: mine.layer_norm(h, b.norm1.weight, b.norm1.bias),  # noqa: B023
+                    lambda h: mine.layer_norm(h, b.norm2.weight, b.norm2.bias),  # noqa: B023
+                )
+            x = mine.layer_norm(x, self.norm.weight, self.norm.bias)
+            return logits + 0 * mine.output_layer(x, self.head.weight)
+
+    result = run_model(MyTransformer)
+    assert not result.passed and result.bug == "results_unused", result.message
+    assert "do not depend on what token_embedding, make_causal_mask, multihead" in result.message
+
+
+def test_a_mask_made_once_and_sliced_is_yours():
+    """make_causal_mask called in __init__ for the longest T, kept as a buffer that is not
+    saved, and sliced for each T: its result reaches the logits."""
+
+    class MyTransformer(Written):
+        def __init__(self, **arguments):
+            super().__init__(**arguments)
+            self.register_buffer("causal", mine.make_causal_mask(128), persistent=False)
+
+        def forward(self, idx):
+            T = idx.shape[1]
+            mask = self.causal[:T, :T]
+            x = mine.token_embedding(idx, self.embed.weight)
+            for b in self.blocks:
+                x = mine.prenorm_block(
+                    x,
+                    lambda h: self.attention(b, h, mask),  # noqa: B023 (called at once)
+                    lambda h: mine.feed_forward(h, b.ff[0], b.ff[2]),  # noqa: B023
+                    lambda h: mine.layer_norm(h, b.norm1.weight, b.norm1.bias),  # noqa: B023
+                    lambda h: mine.layer_norm(h, b.norm2.weight, b.norm2.bias),  # noqa: B023
+                )
+            x = mine.layer_norm(x, self.norm.weight, self.norm.bias)
+            return mine.output_layer(x, self.head.weight)
+
+    assert run_model(MyTransformer).status == PASSED
 
 
 def test_the_cases_leave_the_random_state():

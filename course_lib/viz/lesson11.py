@@ -30,8 +30,9 @@ def schedule_figure(schedule, runs: dict) -> Figure:
                 label=label)  # fmt: skip
     first = next(iter(runs.values()))
     ax.axvline(first.warmup_steps, color="0.4", lw=0.9, ls=":")
-    ax.annotate(f"warm-up ends (step {first.warmup_steps})", (first.warmup_steps, first.lr / 3),
-                xytext=(4, 0), textcoords="offset points", fontsize=9, color="0.3")  # fmt: skip
+    # under the floor's line, where no curve runs after the warm-up
+    ax.annotate(f"warm-up ends (step {first.warmup_steps})", (first.warmup_steps, 0),
+                xytext=(4, 3), textcoords="offset points", fontsize=9, color="0.3")  # fmt: skip
     ax.axhline(first.lr / 10, color="0.4", lw=0.9, ls=":")
     ax.annotate("a tenth of the peak: where the cosine ends", (max(c.steps for c in
                 runs.values()), first.lr / 10), xytext=(0, 4), textcoords="offset points",

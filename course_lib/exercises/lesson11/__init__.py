@@ -5,8 +5,10 @@ CONTRACTS (fixed: the lesson and its checks rely on them):
   state_dict has exactly the names and shapes of a TinyTransformer's (the base model's,
   printed in the lesson); forward(idx (B, T) int64) -> logits (B, T, V): embedding, pre-norm
   blocks (causal multi-head attention with RoPE on q and k, feed-forward), final norm, head;
-  built and run without the course's TinyTransformer or its blocks (`forbidden`), calling each
-  of the learner's eight functions of YOUR_FUNCTIONS (your_functions.py).
+  built and run without the course's TinyTransformer, its blocks or lesson 15's windowed forward
+  (`forbidden`), calling each of the learner's eight functions of YOUR_FUNCTIONS with results
+  that reach the logits (your_functions.py: each must run, and changing every tensor it
+  returns, in place as it returns, must change the logits).
 - train_loop(model, train_ids, config, callback=None) -> list of config.steps Python floats,
   the loss of each step's batch before its update; what course_lib.train.train does with
   the same arguments: one AdamW (lr config.lr, weight_decay config.weight_decay) made once;

@@ -6,7 +6,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from course_lib import corpus
+from course_lib import corpus, sliding_window
 from course_lib.attention import causal_mask
 from course_lib.block import TransformerBlock
 from course_lib.exercises.core import FAILED, Bug, Case, Exercise, Verdict, run
@@ -351,16 +351,21 @@ MY_TRANSFORMER = Exercise(
         "weights): its embed, its blocks[0](x, mask) and its norm and head are there to "
         "compare with your steps.",
     ),
-    # the course's model and its blocks: a class that builds a TinyTransformer (to borrow its
-    # modules) or runs the course's forward passes computes the course's numbers, not yours
+    # the course's model and its blocks: a class that builds a TinyTransformer or its blocks (to
+    # borrow their modules) or runs the course's forward passes (the model's, a block's, lesson
+    # 15's windowed one) computes the course's numbers, not yours
     forbidden=(
         (TinyTransformer, "__init__"),
         (TinyTransformer, "forward"),
         (TransformerBlock, "forward"),
         (MultiHeadAttention, "forward"),
+        (TransformerBlock, "__init__"),
+        (MultiHeadAttention, "__init__"),
+        (sliding_window, "windowed_logits"),
     ),
-    forbidden_hint="Your class builds or runs the course's model (a TinyTransformer, or its "
-    "TransformerBlock or MultiHeadAttention): its logits are then the course's, not yours. Make "
+    forbidden_hint="Your class builds or runs the course's model (a TinyTransformer, its "
+    "TransformerBlock or MultiHeadAttention, or a forward of another lesson's such as "
+    "sliding_window.windowed_logits): its logits are then the course's, not yours. Make "
     "the submodules yourself (nn.Embedding, nn.Linear, nn.LayerNorm, nn.ModuleList, ...), to "
     "hold the weights, and compute the forward pass with your functions in mine.",
     # 1e-4: right models written another way (RoPE's angles from exp and log, an einsum
@@ -459,16 +464,16 @@ def run_model(cls) -> Verdict:
     verdict = run(MY_TRANSFORMER, model_logits(cls))
     if not verdict.passed:
         return verdict
-    unused = unused_functions(cls, MY_TRANSFORMER.case_list()[-1])
-    if unused:
-        listed = ", ".join(unused)
+    never, idle = unused_functions(cls, MY_TRANSFORMER.case_list()[-1])
+    if never:
+        listed = ", ".join(never)
         return Verdict(
             False,
             f"MyTransformer: your logits are right, but building and running your class never "
             f"calls {listed}: the contract makes every computation one of your functions in "
             "mine.",
             (
-                f"Call mine.{unused[0]} where your forward now computes that step another way "
+                f"Call mine.{never[0]} where your forward now computes that step another way "
                 "(a module called directly, such as self.embed(idx), or a torch function): "
                 "the modules only hold the weights. Functions that want a function of one "
                 "tensor take a partial or a lambda around yours.",
@@ -476,5 +481,22 @@ def run_model(cls) -> Verdict:
             ),
             FAILED,
             "not_your_functions",
+        )
+    if idle:
+        listed = ", ".join(idle)
+        return Verdict(
+            False,
+            f"MyTransformer: your logits are right, but they do not depend on what {listed} "
+            "return: the check changed those results as they were returned and your logits "
+            "stayed the same. Your class calls them, then computes its logits another way; the "
+            "contract makes every computation one of your functions in mine.",
+            (
+                f"Use what mine.{idle[0]} returns as the input of the next step, the way the "
+                "table of calls chains them: embedding, blocks, final norm, output layer. The "
+                "modules only hold the weights.",
+                f"See {MY_TRANSFORMER.idea}.",
+            ),
+            FAILED,
+            "results_unused",
         )
     return verdict

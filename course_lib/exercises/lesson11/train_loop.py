@@ -175,6 +175,10 @@ def _written(
                 optimizer.zero_grad()
             if clip == "after backward" and config.grad_clip is not None:
                 nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            if clip == "always":  # grad_clip=None reaches clip_grad_norm_
+                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            if clip == "if above 0" and config.grad_clip > 0:  # None compared with 0
+                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             if clip == "by value" and config.grad_clip is not None:
                 nn.utils.clip_grad_value_(model.parameters(), config.grad_clip)
             if callback_step == "before update" and _measures(step, config) and callback:
@@ -317,6 +321,21 @@ TRAIN_LOOP = Exercise(
             "optimizer.step() sees unclipped gradients: the clipping is missing, or it runs "
             "before backward (there are no gradients yet to clip) or after the step.",
             clip=None,
+        ),
+        _bug(
+            "clipped_with_none",
+            "your loop clips on a case with grad_clip=None",
+            "grad_clip=None means do not clip: the run has no limit on the gradient norm. "
+            "clip_grad_norm_ needs a number, so call it only when config.grad_clip is not "
+            "None.",
+            clip="always",
+        ),
+        _bug(
+            "none_compared",
+            "your loop compares grad_clip with a number on a case with grad_clip=None",
+            "grad_clip=None means do not clip, and None cannot be compared with 0: test it "
+            "with `if config.grad_clip is not None:` before you clip.",
+            clip="if above 0",
         ),
         _bug(
             "clipped_by_value",
