@@ -244,6 +244,42 @@ def test_sinusoidal_encodings_that_wrap_the_courses_are_told_so():
     )
 
 
+def sinusoidal_from_rotary_tables(seq_len, d_model):  # a RotaryEmbedding's sin and cos tables
+    rotary = positional.RotaryEmbedding(d_model, max_len=seq_len)
+    return torch.stack((rotary.sin, rotary.cos), dim=-1).flatten(1)  # (T, D/2, 2) -> (T, D)
+
+
+def sinusoidal_from_rotated_units(seq_len, d_model):  # (0, 1) pairs turned by apply_rope
+    units = torch.tensor([0.0, 1.0]).repeat(seq_len, d_model // 2)  # (T, D)
+    turned = positional.apply_rope(units, torch.arange(seq_len))  # pairs (-sin, cos)
+    return turned * torch.tensor([-1.0, 1.0]).repeat(d_model // 2)  # (sin, cos)
+
+
+def sinusoidal_from_rotate_half(seq_len, d_model):  # the same with lesson 07's layout
+    units = torch.cat((torch.zeros(seq_len, d_model // 2), torch.ones(seq_len, d_model // 2)), 1)
+    turned = positional.apply_rope_half(units, torch.arange(seq_len))  # (-sin..., cos...)
+    return torch.stack((-turned[:, : d_model // 2], turned[:, d_model // 2 :]), -1).flatten(1)
+
+
+def sinusoidal_from_private_angles(seq_len, d_model):
+    angles = positional._angle_table(torch.arange(seq_len), d_model, 10000.0, torch.float32)
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(1)
+
+
+def test_sinusoidal_encodings_from_the_courses_rope_are_told_so():
+    """The routes through RoPE's tables (same angles as the table): refused, not passed."""
+    for fn in (sinusoidal_from_rotary_tables, sinusoidal_from_rotated_units,
+               sinusoidal_from_rotate_half, sinusoidal_from_private_angles):  # fmt: skip
+        assert torch.allclose(fn(12, 8), COURSE_TABLE(12, 8), atol=1e-6), fn.__name__
+    _forbidden(SINUSOIDAL_ENCODING, sinusoidal_from_rotary_tables, "RotaryEmbedding.__init__")
+    _forbidden(SINUSOIDAL_ENCODING, sinusoidal_from_rotated_units,
+               "course_lib.positional.apply_rope")  # fmt: skip
+    _forbidden(SINUSOIDAL_ENCODING, sinusoidal_from_rotate_half,
+               "course_lib.positional.apply_rope_half")  # fmt: skip
+    _forbidden(SINUSOIDAL_ENCODING, sinusoidal_from_private_angles,
+               "course_lib.positional._angle_table")  # fmt: skip
+
+
 def test_a_wrong_table_built_on_the_courses_is_told_not_to_call_it():
     def swapped_columns(seq_len, d_model):  # the course's table with sin and cos traded
         pe = COURSE_TABLE(seq_len, d_model)
@@ -374,6 +410,26 @@ def test_rotations_that_wrap_the_courses_are_told_so():
                "course_lib.position_demos.rotate_pair")  # fmt: skip
 
 
+def rotate_by_private_interleaved(pair, angle):  # the rotation inside the course's RoPE
+    angle = torch.as_tensor(angle, dtype=pair.dtype)
+    cos, sin = angle.cos()[..., None], angle.sin()[..., None]  # (..., 1)
+    return positional._rotate_interleaved(pair, cos, sin)
+
+
+def rotate_by_private_half(pair, angle):  # its rotate-half twin: a width of 2 is one pair too
+    angle = torch.as_tensor(angle, dtype=pair.dtype)
+    return positional._rotate_half(pair, angle.cos()[..., None], angle.sin()[..., None])
+
+
+def test_rotations_by_the_courses_private_rope_are_told_so():
+    pair = torch.randn(5, 2)
+    for fn in (rotate_by_private_interleaved, rotate_by_private_half):
+        assert torch.allclose(fn(pair, 0.7), COURSE_ROTATE(pair, 0.7), atol=1e-6), fn.__name__
+    _forbidden(ROTATE_PAIR, rotate_by_private_interleaved,
+               "course_lib.positional._rotate_interleaved")  # fmt: skip
+    _forbidden(ROTATE_PAIR, rotate_by_private_half, "course_lib.positional._rotate_half")
+
+
 @pytest.mark.parametrize(
     "fn, bug, words",
     [
@@ -462,6 +518,29 @@ def score_by_rotary_layer(q, k, m, n):  # RotaryEmbedding turns rows 0..T-1: pic
     rotary = positional.RotaryEmbedding(q.shape[0], max_len=length)
     q_rows, k_rows = rotary(q.expand(length, -1)), rotary(k.expand(length, -1))  # (T, d) each
     return (q_rows[m] * k_rows[n]).sum()
+
+
+def score_by_rotate_half(q, k, m, n):  # lesson 07's layout on q and k reordered for it
+    order = positional.half_layout_order(q.shape[0])
+    q_m = positional.apply_rope_half(q[order][None], torch.tensor([m]))[0]
+    k_n = positional.apply_rope_half(k[order][None], torch.tensor([n]))[0]
+    return (q_m * k_n).sum()
+
+
+def score_by_private_tables(q, k, m, n):  # the course's private cos and sin, turned by hand
+    d = q.shape[0]
+    cos, sin = positional._cos_sin(torch.tensor([m, n]), d, 10000.0, q.dtype)  # (2, d/2) each
+    q_m = COURSE_ROTATE(q.reshape(-1, 2), torch.atan2(sin[0], cos[0]))
+    k_n = COURSE_ROTATE(k.reshape(-1, 2), torch.atan2(sin[1], cos[1]))
+    return (q_m * k_n).sum()
+
+
+def test_rope_scores_through_the_other_layout_or_private_tables_are_told_so():
+    q, k = torch.randn(8), torch.randn(8)
+    for fn in (score_by_rotate_half, score_by_private_tables):
+        assert torch.allclose(fn(q, k, 5, 2), COURSE_SCORES(q, k, 5, 2)[0], atol=1e-5)
+    _forbidden(ROPE_SCORE, score_by_rotate_half, "course_lib.positional.apply_rope_half")
+    _forbidden(ROPE_SCORE, score_by_private_tables, "course_lib.positional._cos_sin")
 
 
 def test_rope_scores_that_wrap_the_courses_are_told_so():

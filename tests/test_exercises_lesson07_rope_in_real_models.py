@@ -196,6 +196,17 @@ def test_reorderings_that_wrap_the_courses_are_told_so():
                "course_lib.positional.half_layout_order")  # fmt: skip
 
 
+def by_private_order(weight, num_heads):  # the private order behind half_layout_order
+    d = weight.shape[0] // num_heads
+    return weight[torch.cat([h * d + positional._evens_then_odds(d) for h in range(num_heads)])]
+
+
+def test_a_reordering_on_the_courses_private_order_is_told_so():
+    w = torch.randn(16, 5)
+    assert torch.equal(by_private_order(w, 2), COURSE_TO_ROTATE_HALF(w, 2))
+    _forbidden(TO_ROTATE_HALF, by_private_order, "course_lib.positional._evens_then_odds")
+
+
 def whole_width(weight, num_heads):  # every even row of the weight, then every odd one
     return torch.cat((weight[0::2], weight[1::2]))
 
@@ -359,6 +370,26 @@ def test_rope_heads_that_wrap_the_courses_are_told_so():
     # positions from 1 around the course's rotation: told not to call it
     _forbidden(ROPE_HEADS, lambda x: COURSE_APPLY_ROPE(x, torch.arange(1, x.shape[-2] + 1)),
                "course_lib.positional.apply_rope")  # fmt: skip
+
+
+def heads_by_rotate_half(x):  # lesson 07's other layout, around a reordering and back
+    order = positional.half_layout_order(x.shape[-1])
+    turned = positional.apply_rope_half(x[..., order], torch.arange(x.shape[-2]))
+    return turned[..., order.argsort()]
+
+
+def heads_on_private_angles(x):  # the private angle table behind rope_angles
+    T, d = x.shape[-2:]
+    angles = positional._angle_table(torch.arange(T), d, 10000.0, x.dtype)  # (T, d/2)
+    return COURSE_ROTATE(x.reshape(*x.shape[:-1], d // 2, 2), angles).reshape(x.shape)
+
+
+def test_rope_heads_through_the_other_layout_or_private_angles_are_told_so():
+    x = torch.randn(2, 3, 5, 8)
+    for fn in (heads_by_rotate_half, heads_on_private_angles):
+        assert torch.allclose(fn(x), COURSE_APPLY_ROPE(x, torch.arange(5)), atol=1e-5)
+    _forbidden(ROPE_HEADS, heads_by_rotate_half, "course_lib.positional.apply_rope_half")
+    _forbidden(ROPE_HEADS, heads_on_private_angles, "course_lib.positional._angle_table")
 
 
 @pytest.mark.parametrize(

@@ -97,6 +97,18 @@ def test_the_causal_mask_alone_breaks_the_reordering(measure):
     torch.testing.assert_close(attend(second, mask)[0], attend(FIRST, mask)[0])
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_with_the_mask_the_last_token_cannot_tell_the_order_before_it(seed, measure):
+    """The lesson says: "man", last in "the dog bit the man", averages over all five tokens,
+    and would get the same output after "bit the dog the" as after "the dog bit the"."""
+    text = " ".join(_markdown().split())
+    assert 'would get the same output after "bit the dog the" as after "the dog bit the"' in text
+    shuffled = "bit the dog the man".split()
+    mask = causal_mask(5)
+    gap = (attend(shuffled, mask, seed)[4] - attend(FIRST, mask, seed)[4]).abs().max()
+    assert measure("causal: last token, words before it reordered", gap) < 5e-6
+
+
 # ---------------------------------------------------------------- sinusoidal encoding
 
 
@@ -121,7 +133,8 @@ def test_position_similarity_depends_only_on_the_distance(measure):
 def test_the_explorers_stored_picture_is_the_setting_the_text_describes():
     """The lesson says: "It starts at position 20 with D = 8, four pairs: the similarity swings
     up and down, two positions six away come out more alike than the neighbours, and some far
-    ones nearly unrelated. Switch D to 128: one peak at the position itself, falling smoothly"."""
+    ones nearly unrelated. Switch D to 128: one peak at the position itself; the similarity
+    drops by about a quarter within five positions, then sinks slowly towards a half"."""
     text = _markdown()
     assert "It starts at position 20 with $D = 8$" in text and "Switch $D$ to 128" in text
     still = _stored_still("PositionExplorer(encoding=sinusoidal_encoding)")
@@ -141,9 +154,14 @@ def test_the_explorers_stored_picture_is_the_setting_the_text_describes():
         return inner[peaks].max().item()
 
     assert other_peaks(rows[8]) > 0.9 > 0.8 > other_peaks(rows[128])  # 0.95 against 0.74
-    wide = rows[128]  # "one peak ..., falling smoothly with distance": monotone for 8 steps
+    wide = rows[128]  # "one peak at the position itself": monotone for 8 steps
     assert (wide[21:29] < wide[20:28]).all() and (wide[12:20] > wide[11:19]).all()
     assert torch.cat((wide[:19], wide[22:])).max() < wide[19]
+    # "drops by about a quarter within five positions, then sinks slowly towards a half":
+    # 0.74 at offset 5 on both sides, then between 0.5 and 0.74 to either end
+    assert 0.70 < wide[15] < 0.78 and 0.70 < wide[25] < 0.78
+    beyond = torch.cat((wide[:15], wide[26:]))
+    assert 0.5 < beyond.min() and beyond.max() < wide[25] and wide[60] < 0.55
 
 
 # ---------------------------------------------------------------- RoPE vs sinusoidal added
@@ -232,11 +250,15 @@ def test_the_learners_rope_score_keeps_the_offset_property_in_float64(measure):
     # the lesson prints 0.000000: float64 keeps it below 1e-12 on every path
     assert measure("float64 spread over 20 places", (same - same[0]).abs().max()) < 5e-7
     assert f"{same[0]:.3f}" == "-7.165"
-    assert "offset 4 at 20 places: score -7.165, largest difference 0.000000" in _outputs()
+    # "At offset 4 the score is the shift table's, -7.165, to two decimals"
+    for offset, printed in ((-4, "6.96"), (0, "-2.09"), (4, "-7.16"), (9, "-3.35")):
+        line = f"offset {offset:2d}: score {printed:>6s}   (yours)"
+        assert line in _outputs(), line
+        assert f"{rope_score(q, k, 20 + offset, 20):.2f}" == printed
+    assert "At offset 4 the score is the shift table's, −7.165, to two decimals" in _markdown()
     # "Offsets +4 and -4 differ": the turn goes one way for a key behind, the other ahead
     ahead, behind = rope_score(q, k, 24, 20), rope_score(q, k, 16, 20)
     assert (f"{ahead:.2f}", f"{behind:.2f}") == ("-7.16", "6.96") and abs(ahead - behind) > 1.0
-    assert "scores from yours" in _outputs()
 
 
 def test_no_number_the_prose_quotes_is_missing_from_the_outputs():

@@ -21,7 +21,7 @@ from course_lib.exercises.lesson07_rope_in_real_models import (
     rope_heads_reference,
     to_rotate_half_reference,
 )
-from course_lib.train import token_losses
+from course_lib.train import learning_rate, token_losses
 from helpers import notebook_functions
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07_rope_in_real_models.ipynb"
@@ -215,6 +215,10 @@ def test_the_drift_grows_in_float32_and_stays_tiny_in_float64(measure):
     assert measure("float32 drift, largest", f32.max()) < 2e-2
     # "in float64 it stays below 1e-10": AVX-512 worst 2.3e-11
     assert measure("float64 drift, largest", f64.max()) < 1e-10
+    # "grows overall with the shift": not step by step (it dips at s = 10, for one), but the
+    # last four shifts' drifts are all above the first four's
+    assert "the change grows overall with the" in " ".join(_markdown().split())
+    assert f32[-4:].min() > f32[:4].max()
 
 
 # ---------------------------------------------------------------- lengths beyond training
@@ -226,6 +230,22 @@ def test_the_learned_tables_untrained_rows_stayed_at_their_start():
     assert moved[31:].max() < 0.05 < 0.5 < moved[:31].min()
     out = _outputs()
     assert "moved 0.82 of their length" in out and "never read:      moved 0.03" in out
+    # "Their 0.03 is weight decay": with no gradient AdamW only shrinks a row, by lr(step) *
+    # weight_decay of itself at every step; over the variants' recipe that is 0.03 of it
+    shrunk = 1.0
+    for step in range(variants.RECIPE.steps):
+        shrunk *= 1 - learning_rate(step, variants.RECIPE) * variants.RECIPE.weight_decay
+    assert moved[31:] == pytest.approx(torch.full((97,), 1 - shrunk), abs=2e-3)
+    assert "Their 0.03 is weight decay" in _markdown()
+
+
+def test_the_next_lesson_link_names_a_lesson_that_exists():
+    import re
+
+    links = re.findall(r"\]\((\d\d_[a-z_]+\.ipynb)\)", _markdown())
+    assert "08_transformer_block.ipynb" in links
+    for link in links:
+        assert (NOTEBOOK.parent / link).exists(), link
 
 
 @pytest.fixture(scope="module")

@@ -30,3 +30,14 @@ def test_the_rotated_pair_labels_are_readable():
     labels = fig.axes[0].texts
     assert [t.get_text() for t in labels] == [f"p = {p}" for p in range(6)]
     assert all(t.get_fontsize() >= 11 for t in labels)
+
+
+def test_the_similarity_rows_legend_covers_no_curve():
+    """The legend sits in a band above the peaks (a similarity is at most 1), one row wide."""
+    fig = viz.similarity_figure(position_demos.position_similarity(64, 32))
+    ax = fig.axes[1]
+    fig.canvas.draw()
+    box = ax.get_legend().get_window_extent().transformed(ax.transData.inverted())
+    curves = [line.get_ydata() for line in ax.get_lines() if len(line.get_ydata()) > 2]
+    assert len(curves) == 3 and box.y0 > max(float(y.max()) for y in curves)
+    assert max(ax.get_yticks()) <= 1.0

@@ -20,11 +20,23 @@ def test_length_figure_draws_each_mean_and_shades_each_range_in_both_panels():
         assert lines["RoPE"].get_color() == viz.COLOURS["RoPE"]
         assert len(ax.patches) == 1  # the shaded trained positions, grey, not a curve's colour
     assert len(near.collections) == 2 and len(every.collections) == 3  # bands (+ legend's)
+    for ax in (near, every):  # each band's edges: thin lines in its curve's colour and dashes
+        edges = [ln for ln in ax.lines if ln.get_linewidth() == 0.7]
+        rope_edges = [ln for ln in edges if ln.get_color() == viz.COLOURS["RoPE"]]
+        assert len(edges) == 4 and len(rope_edges) == 2
+        np.testing.assert_allclose(rope_edges[0].get_ydata(), [0.0, 1.0, 3.0])
+        np.testing.assert_allclose(rope_edges[1].get_ydata(), [0.0, 2.0, 5.0])
+        assert {ln.get_linestyle() for ln in rope_edges} == {lines_style(near, "RoPE")}
+        assert ax.get_ylabel() == "excess loss (nats above the floor)"  # both panels
     assert every.get_title() == "setting" and near.get_ylim() == (-0.02, 0.5)
     assert near.get_xlim() == (-0.5, 1.5)
     (legend,) = fig.legends  # below the panels, naming the trained positions and the bands
     texts = [t.get_text() for t in legend.get_texts()]
     assert texts[0] == "positions 0-0: trained" and texts[-1] == "range of the seeds (shaded)"
+
+
+def lines_style(ax, label):
+    return next(ln.get_linestyle() for ln in ax.lines if ln.get_label() == label)
 
 
 def test_length_figure_takes_one_run_without_a_band():

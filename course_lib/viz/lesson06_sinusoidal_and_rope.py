@@ -48,11 +48,14 @@ def similarity_figure(sim, rows=(0, 16, 40)) -> Figure:
         style = LINE_STYLES[i % len(LINE_STYLES)]
         ax_rows.plot(data[row].numpy(), style, label=f"position {row}")
         ax_rows.axvline(row, color=ax_rows.lines[-1].get_color(), lw=0.8, ls=":")
-    ax_rows.set_ylim(scale["vmin"] - 0.05, scale["vmax"] + 0.05)
+    # a band above the peaks (similarity never exceeds 1) holds the legend in one row, clear
+    # of every curve
+    ax_rows.set_ylim(scale["vmin"] - 0.05, scale["vmax"] + 0.17)
+    ax_rows.set_yticks([t for t in ax_rows.get_yticks() if scale["vmin"] - 0.05 <= t <= 1.0])
     ax_rows.set_xlabel("other position")
     ax_rows.set_ylabel("cosine similarity")
     ax_rows.set_title("one row each: the peak is the position itself")
-    ax_rows.legend(fontsize=9, loc="lower right")
+    ax_rows.legend(fontsize=9, loc="upper center", ncol=len(rows), framealpha=1.0)
     ax_rows.grid(True, alpha=0.3)
     return fig
 

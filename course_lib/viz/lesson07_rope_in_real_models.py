@@ -37,9 +37,13 @@ def length_figure(curves: dict, train_len: int, *, title: str = "", zoom: float 
             x = np.arange(runs.shape[1])
             line = ax.plot(x, runs.mean(0), LINE_STYLES[i % len(LINE_STYLES)],
                            color=colour(label), linewidth=2, label=label)[0]  # fmt: skip
-            if len(runs) > 1:  # the seeds' range: a light band, its edges drawn thin
+            if len(runs) > 1:  # the seeds' range: a light band, its edges drawn thin in the
+                # curve's own colour and dashes, so two overlapping bands stay told apart
                 ax.fill_between(x, runs.min(0), runs.max(0), color=line.get_color(),
-                                alpha=0.12, linewidth=0.8)  # fmt: skip
+                                alpha=0.10, linewidth=0)  # fmt: skip
+                for edge in (runs.min(0), runs.max(0)):
+                    ax.plot(x, edge, LINE_STYLES[i % len(LINE_STYLES)], color=line.get_color(),
+                            linewidth=0.7, alpha=0.7)  # fmt: skip
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xlabel("position of the prediction (t predicts token t + 1)", fontsize=11)
         ax.grid(True, alpha=0.3)
@@ -51,6 +55,7 @@ def length_figure(curves: dict, train_len: int, *, title: str = "", zoom: float 
     ax_near.set_ylabel("excess loss (nats above the floor)", fontsize=11)
     ax_near.set_title(f"positions 0-{zoom_to}, excess up to {zoom:g}", fontsize=11)
     ax_all.set_xlim(-0.5, x[-1] + 0.5)
+    ax_all.set_ylabel("excess loss (nats above the floor)", fontsize=11)
     ax_all.set_title(title or "every position: mean of the seeds, their range shaded", fontsize=11)
     fig.legend(*ax_all.get_legend_handles_labels(), loc="outside lower center", ncols=3,
                fontsize=10)  # fmt: skip

@@ -118,16 +118,21 @@ ROPE_SCORE = Exercise(
         "turn q's pairs by m times their speed and k's by n times theirs, then take the dot "
         "product of the two turned vectors.",
     ),
-    # the course's RoPE, whichever way it is reached: scores, rotated vectors, angle tables
+    # the course's RoPE, whichever way it is reached: scores, rotated vectors in either layout
+    # (lesson 07's apply_rope_half too: the same module), angle tables; _cos_sin is the
+    # private step every one of them runs
     forbidden=(
         (position_demos, "rope_scores"),
         (positional, "apply_rope"),
+        (positional, "apply_rope_half"),
         (positional, "rope_angles"),
         (positional.RotaryEmbedding, "__init__"),  # named first: it builds its angle tables
         (positional.RotaryEmbedding, "forward"),
         (positional.RotaryEmbedding, "rotate_qk"),
+        (positional, "_cos_sin"),
     ),
     forbidden_hint="The check compares yours with the course's RoPE, so running it "
-    "(position_demos.rope_scores, positional.apply_rope or a RotaryEmbedding) checks nothing. "
-    "Turn the pairs yourself: your rotate_pair takes pairs and one angle for each.",
+    "(position_demos.rope_scores, positional.apply_rope or apply_rope_half, or a "
+    "RotaryEmbedding) checks nothing. Turn the pairs yourself: your rotate_pair takes pairs "
+    "and one angle for each.",
 )

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from course_lib import position_demos
+from course_lib import position_demos, positional
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.position_demos import rotate_pair
 
@@ -181,8 +181,14 @@ ROTATE_PAIR = Exercise(
         "and each pair[..., 0] (x) and pair[..., 1] (y) then meets its own angle by "
         "broadcasting.",
     ),
-    forbidden=((position_demos, "rotate_pair"),),
+    # the course's rotation, and the private rotations inside its RoPE, which turn pairs too
+    forbidden=(
+        (position_demos, "rotate_pair"),
+        (positional, "_rotate_interleaved"),
+        (positional, "_rotate_half"),
+    ),
     forbidden_hint="The check compares yours with the course's position_demos.rotate_pair, so "
-    "calling it checks nothing. Work out where (1, 0) and (0, 1) end up, as the picture above "
-    "the exercise shows, and what x times the one plus y times the other makes.",
+    "calling it, or the rotation inside the course's RoPE, checks nothing. Work out where "
+    "(1, 0) and (0, 1) end up, as the picture above the exercise shows, and what x times the "
+    "one plus y times the other makes.",
 )

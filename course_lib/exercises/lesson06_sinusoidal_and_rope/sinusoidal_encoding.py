@@ -115,15 +115,22 @@ SINUSOIDAL_ENCODING = Exercise(
         "counting pairs from 0. A (T, 1) column of positions divided by a (D/2,) row of "
         "10000**(2i/D) gives every angle at once.",
     ),
-    # the course's functions that compute the table, or its angles p / 10000**(2i/D)
+    # the course's functions that compute the table, or its angles p / 10000**(2i/D): the
+    # public ones by name, and _angle_table, which every other route to the angles runs
+    # (RoPE's apply_rope and apply_rope_half, a RotaryEmbedding's cos and sin tables)
     forbidden=(
         (positional, "sinusoidal_encoding"),
         (position_demos, "sinusoidal_at"),
         (positional, "rope_angles"),
+        (positional, "apply_rope"),
+        (positional, "apply_rope_half"),
+        (positional.RotaryEmbedding, "__init__"),  # it builds its cos and sin tables
+        (positional, "_angle_table"),
     ),
     forbidden_hint="The check compares your table with the course's "
     "positional.sinusoidal_encoding, so handing it that function, or another course function "
     "that computes the table or its angles (position_demos.sinusoidal_at, "
-    "positional.rope_angles), checks nothing. Build the angles yourself, every position "
-    "against every pair's speed, then their sines and cosines.",
+    "positional.rope_angles, RoPE's apply_rope or a RotaryEmbedding's sin and cos tables), "
+    "checks nothing. Build the angles yourself, every position against every pair's speed, "
+    "then their sines and cosines.",
 )

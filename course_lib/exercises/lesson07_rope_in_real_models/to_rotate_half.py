@@ -125,7 +125,12 @@ TO_ROTATE_HALF = Exercise(
         "axis, keep their order along the other axes.",
     ),
     # the course's reordering, and the order inside one head that is the exercise's answer
-    forbidden=((positional, "to_rotate_half"), (positional, "half_layout_order")),
+    # (public, and the private function both of them call)
+    forbidden=(
+        (positional, "to_rotate_half"),
+        (positional, "half_layout_order"),
+        (positional, "_evens_then_odds"),
+    ),
     forbidden_hint="The check compares yours with the reordering of Hugging Face's script, "
     "which the course's positional.to_rotate_half makes too, and positional.half_layout_order "
     "is the order inside one head: calling either checks nothing. Work out where row 2i and "
