@@ -301,6 +301,24 @@ def test_the_seed_dots_keep_each_seed_apart_on_a_log_axis():
         viz.seed_dots_figure({"a": {"x": [0.1, -0.01]}}, xlabel="", title="", log=True)
 
 
+def test_seed_dots_in_panels_name_each_group_under_its_dots():
+    """Issue (lesson 09's figure): the groups were told apart by the legend's colours alone,
+    two of them close in hue, and the x-axis had no label."""
+    labels = ("1 block, with FF", "1 block, without", "2 blocks, with FF")
+    groups = {label: {"all": [0.03, 0.04, 0.035], "object": [0.004, 0.005, 0.006]}
+              for label in labels}  # fmt: skip
+    fig = viz.seed_dots_figure(groups, xlabel="trained model", title="t", log=True, panels=True)
+    for ax in fig.axes:
+        names = [t.get_text() for t in ax.get_xticklabels()]
+        assert names == ["1 block,\nwith FF", "1 block,\nwithout", "2 blocks,\nwith FF"]
+        assert ax.get_xlabel() == "trained model"
+        ticks = list(ax.get_xticks())
+        for line in ax.lines:  # every group's dots sit around its own tick
+            xs = list(line.get_xdata())
+            if xs:
+                assert min(abs(sum(xs) / len(xs) - t) for t in ticks) < 0.01
+
+
 # ---------------------------------------------------------------- the worked example
 
 
