@@ -427,8 +427,13 @@ def test_the_depth_cell_prints_what_the_prose_quotes(measure):
     off = profiles["layer norm, residual off"].grad_norms
     fall = float(torch.log10(off[-1] / off[0]))
     assert f"{fall:.2f}" == "5.03" and f"{10 ** (-fall / 23):.2f}" == "0.60"
+    # "the two lines with residuals lie together at the top, between 10 and 100"
+    for label in ("layer norm, residual on", "no norm, residual on"):
+        grads = profiles[label].grad_norms
+        assert 10 < float(grads.min()) and float(grads.max()) < 100, label
     text = " ".join(lesson_markdown().split())
     for quoted in ("(33.1 against 17.7 with layer norm, 69.5 against 18.9 with none)",
+                   "lie together at the top, between 10 and 100",
                    "falls 5.03 powers of ten", "here by 0.60 on average",
                    "and $0.60^{23}$ is about $10^{-5}$", "it ends near $10^{-30}$"):  # fmt: skip
         assert quoted in text, quoted
