@@ -250,3 +250,13 @@ def test_your_layer_takes_the_learners_function_or_says_whose(models):
         torch.testing.assert_close(token_by_token(layer, h), layer(h))
     layer, whose = your_layer(first, stub)
     assert layer is first.ff and whose == "the course's (yours is not written yet)"
+
+
+def test_the_prediction_is_read_whatever_its_case_and_spaces(capsys):
+    """Issue: "Object" or "object " was judged wrong without a word."""
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    (source,) = [c.source for c in cells if "my_choice is None" in c.source]
+    verdict = source[source.index("if my_choice is None:") :]
+    for choice, said in (("Object ", "right."), ("subject", "see below why.")):
+        exec(verdict, {"my_choice": choice, "larger": "object"})  # noqa: S102 (the lesson's cell)
+        assert capsys.readouterr().out.rstrip().endswith(said), choice
