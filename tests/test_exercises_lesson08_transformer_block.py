@@ -192,6 +192,21 @@ def test_prenorm_block_through_the_course_block_is_refused():
     assert result.steps[0] == PRENORM_BLOCK.forbidden_hint
 
 
+def test_prenorm_block_through_lesson_05s_course_decoder_layer_is_refused():
+    """The second fresh read: the course's decoder layer of lesson 05 makes both additions,
+    given attention and the feed-forward layer behind norms as its two sub-layers."""
+    from course_lib.seq2seq import decoder_layer_reference
+
+    def prenorm_block(x, attn, ff, norm1, norm2):
+        return decoder_layer_reference(x, None, lambda y, mask=None: attn(norm1(y)),
+                                       lambda h, memory, mm=None: ff(norm2(h)))  # fmt: skip
+
+    result = run(PRENORM_BLOCK, prenorm_block)
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert "calls course_lib.seq2seq.decoder_layer_reference" in result.message
+    assert result.steps[0] == PRENORM_BLOCK.forbidden_hint
+
+
 def test_no_help_above_the_prenorm_check_spells_the_block_out():
     """The diagram above the exercise is the post-norm one; the pre-norm diagram and nanoGPT's
     two lines come after the check, and the course block's docstring does not give the wiring."""

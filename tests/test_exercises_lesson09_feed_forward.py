@@ -189,6 +189,10 @@ def test_feed_forward_written_other_right_ways_passes():
 
     for fn in (by_hand, with_ndtr, with_erfc):
         assert run(FEED_FORWARD, fn).passed, fn.__name__
+    # the exercise's text says so: torch.special.ndtr is allowed, not only torch.erf
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    text = " ".join(" ".join(c.source for c in cells if c.cell_type == "markdown").split())
+    assert "`torch.erf` (or `torch.special.ndtr`, $\\Phi$ itself, if you know it)" in text
 
 
 # ---------------------------------------------------------------- mistakes, each named

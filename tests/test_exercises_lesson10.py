@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from course_lib.checks import check_generate
-from course_lib.exercises.lesson10 import BAD_ARGUMENTS, GENERATE, run_generate
+from course_lib.exercises.lesson10 import BAD_ARGUMENTS, GENERATE, promises, run_generate
 from course_lib.model import generate as course_generate
 from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 
@@ -116,9 +116,63 @@ def test_the_lessons_solution_passes():
     assert run_generate(notebook_functions("generate")["generate"]).passed
 
 
-def test_the_course_generate_passes_its_own_promises():
+def test_the_course_generate_keeps_the_promises():
     # the promises are read from the model itself, not from the course's generate
-    assert run_generate(course_generate).passed
+    assert promises(course_generate) is None
+
+
+# ---------------------------------------------------------------- the course's own sampler
+
+
+def _wrapped(model, prompt, num_tokens, *, temperature=1.0, top_k=None, seed=0):
+    return course_generate(model, prompt, num_tokens, temperature=temperature, top_k=top_k,
+                           seed=seed)  # fmt: skip
+
+
+def _cached(model, prompt, num_tokens, *, temperature=1.0, top_k=None, seed=0):
+    from course_lib.kv_cache import generate_cached
+
+    return generate_cached(model, prompt, num_tokens, temperature=temperature, top_k=top_k,
+                           seed=seed)  # fmt: skip
+
+
+def _one_step_at_a_time(z, temperature, top_k, g):
+    from course_lib.model import next_token
+
+    return next_token(z, temperature, top_k, g)
+
+
+@pytest.mark.parametrize(
+    ("route", "called"),
+    [
+        (course_generate, "course_lib.model.generate"),
+        (_wrapped, "course_lib.model.generate"),
+        (_cached, "course_lib.kv_cache.generate_cached"),
+        (learner(pick=_one_step_at_a_time), "course_lib.model.next_token"),
+    ],
+    ids=["handed in as it is", "wrapped", "lesson 13's cached generate", "its next_token"],
+)
+def test_the_course_sampler_is_refused(route, called):
+    result = run_generate(route)
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert f"your function calls {called}" in result.message
+    assert result.steps[0] == GENERATE.forbidden_hint
+    assert "course_lib.model.generate" not in " ".join(GENERATE.hints)
+
+
+def test_the_hints_point_to_sections_of_the_lesson():
+    import json
+
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    headings = {
+        line.lstrip("#").strip().replace("`", "")
+        for c in cells
+        if c["cell_type"] == "markdown"
+        for line in "".join(c["source"]).splitlines()
+        if line.startswith("#")
+    }
+    named = GENERATE.idea.split("'")[1::2]
+    assert named and all(name in headings for name in named), (named, headings)
 
 
 @pytest.mark.parametrize(

@@ -301,6 +301,24 @@ def test_the_seed_dots_keep_each_seed_apart_on_a_log_axis():
         viz.seed_dots_figure({"a": {"x": [0.1, -0.01]}}, xlabel="", title="", log=True)
 
 
+def test_seed_dots_in_panels_name_each_group_under_its_dots():
+    """Issue (lesson 09's figure): the groups were told apart by the legend's colours alone,
+    two of them close in hue, and the x-axis had no label."""
+    labels = ("1 block, with FF", "1 block, without", "2 blocks, with FF")
+    groups = {label: {"all": [0.03, 0.04, 0.035], "object": [0.004, 0.005, 0.006]}
+              for label in labels}  # fmt: skip
+    fig = viz.seed_dots_figure(groups, xlabel="trained model", title="t", log=True, panels=True)
+    for ax in fig.axes:
+        names = [t.get_text() for t in ax.get_xticklabels()]
+        assert names == ["1 block,\nwith FF", "1 block,\nwithout", "2 blocks,\nwith FF"]
+        assert ax.get_xlabel() == "trained model"
+        ticks = list(ax.get_xticks())
+        for line in ax.lines:  # every group's dots sit around its own tick
+            xs = list(line.get_xdata())
+            if xs:
+                assert min(abs(sum(xs) / len(xs) - t) for t in ticks) < 0.01
+
+
 # ---------------------------------------------------------------- the worked example
 
 
@@ -409,8 +427,13 @@ def test_the_depth_cell_prints_what_the_prose_quotes(measure):
     off = profiles["layer norm, residual off"].grad_norms
     fall = float(torch.log10(off[-1] / off[0]))
     assert f"{fall:.2f}" == "5.03" and f"{10 ** (-fall / 23):.2f}" == "0.60"
+    # "the two lines with residuals lie together at the top, between 10 and 100"
+    for label in ("layer norm, residual on", "no norm, residual on"):
+        grads = profiles[label].grad_norms
+        assert 10 < float(grads.min()) and float(grads.max()) < 100, label
     text = " ".join(lesson_markdown().split())
     for quoted in ("(33.1 against 17.7 with layer norm, 69.5 against 18.9 with none)",
+                   "lie together at the top, between 10 and 100",
                    "falls 5.03 powers of ten", "here by 0.60 on average",
                    "and $0.60^{23}$ is about $10^{-5}$", "it ends near $10^{-30}$"):  # fmt: skip
         assert quoted in text, quoted
@@ -457,18 +480,21 @@ def test_the_trained_seeds_and_bars_the_prose_quotes():
     without = [v for n in (1, 2, 4) for v in seeds(f"layers-{n}-bare")]
     assert (min(with_), max(with_)) == (0.007, 0.038) and max(with_) < 0.04
     assert (min(without), max(without)) == (0.377, 0.858)
-    # "the means rise with depth by less than the seeds' noise": no pair of depths clears the
-    # bar of three seed ranges
+    # "the means rise with depth by less than three seed ranges": no pair of depths clears
+    # the bar of three seed ranges
     runs = {n: [run["all"] for run in variants.seed_excess(f"layers-{n}-bare")] for n in (1, 2, 4)}
     for a, b in ((1, 2), (2, 4), (1, 4)):
         gap = sum(runs[b]) / 3 - sum(runs[a]) / 3
         bar = 3 * max(max(runs[a]) - min(runs[a]), max(runs[b]) - min(runs[b]))
         assert 0 < gap < bar, (a, b, gap, bar)
+    # "though every four-block run lies above every one-block run"
+    assert min(runs[4]) > max(runs[1])
     text = " ".join(lesson_markdown().split())
     quotes = (
         "within 0.04 nats of the floor (0.007 to 0.038)",
         "0.377 to 0.858 nats",
-        "rise with depth (0.431, 0.551, 0.774) by less than the seeds' noise",
+        "rise with depth (0.431, 0.551, 0.774) by less than three seed ranges, though every "
+        "four-block run lies above every one-block run",
     )
     for quoted in quotes:
         assert quoted in text, quoted

@@ -197,6 +197,17 @@ def test_the_prose_quotes_the_measured_numbers():
         assert quoted in text, quoted
 
 
+@pytest.mark.slow
+def test_the_subject_below_its_floor_is_as_the_prose_says(removed):
+    # "Seed 1's subject, and so the mean (-0.016), even ended below it"
+    subject = [g["subject"] for g in removed[1]]
+    assert [round(s, 3) for s in subject] == [0.011, -0.061, 0.001]
+    assert round(sum(subject) / 3, 3) == -0.016
+    text = markdown()
+    assert "Seed 1's subject, and so the mean (-0.016), even ended *below* it" in text
+    assert "never on average (lesson 03 met this first)" in text
+
+
 def test_the_object_rule_is_as_the_lesson_says_and_not_linear_in_a_sum():
     """Plural when exactly one noun is; kind moved along by the other's place; either noun
     alone says nothing about the object (so no sum of features with a linear read-out can
@@ -239,3 +250,13 @@ def test_your_layer_takes_the_learners_function_or_says_whose(models):
         torch.testing.assert_close(token_by_token(layer, h), layer(h))
     layer, whose = your_layer(first, stub)
     assert layer is first.ff and whose == "the course's (yours is not written yet)"
+
+
+def test_the_prediction_is_read_whatever_its_case_and_spaces(capsys):
+    """Issue: "Object" or "object " was judged wrong without a word."""
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    (source,) = [c.source for c in cells if "my_choice is None" in c.source]
+    verdict = source[source.index("if my_choice is None:") :]
+    for choice, said in (("Object ", "right."), ("subject", "see below why.")):
+        exec(verdict, {"my_choice": choice, "larger": "object"})  # noqa: S102 (the lesson's cell)
+        assert capsys.readouterr().out.rstrip().endswith(said), choice

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_lib import seq2seq
 from course_lib.attention import causal_mask
 from course_lib.block import TransformerBlock
 from course_lib.exercises.core import Bug, Case, Exercise
@@ -166,9 +167,11 @@ PRENORM_BLOCK = Exercise(
         "with what the cell after the check prints for it.",
     ),
     # the course's block computes this very wiring from the same four parts
-    forbidden=((TransformerBlock, "forward"),),
+    forbidden=((TransformerBlock, "forward"), (seq2seq, "decoder_layer_reference")),
     forbidden_hint="The course's TransformerBlock computes this block, so running its forward "
-    "on the parts proves nothing. Wire the four parts yourself.",
+    "on the parts proves nothing; nor does the course's decoder layer of lesson 05 "
+    "(seq2seq.decoder_layer_reference), which makes both additions for you. Wire the four "
+    "parts yourself.",
 )
 
 

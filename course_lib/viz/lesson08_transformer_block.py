@@ -201,8 +201,8 @@ def seed_dots_figure(
     (the skills, or the depths), drawn side by side at each category with the group's own
     colour and marker; a group's seeds sit a little apart, so none hides another. log=True
     draws the excess on a log axis (every value must then be above 0: the floor itself lies
-    below the axis); panels=True gives each category its own axes and range. On a linear axis
-    the line at 0 is the floor.
+    below the axis); panels=True gives each category its own axes and range, each group named
+    under its dots. On a linear axis the line at 0 is the floor.
     """
     if not groups:
         raise ValueError("groups: expected at least one {category: values} group, got none")
@@ -223,18 +223,21 @@ def seed_dots_figure(
     axes = list(axes.flat)
     count = len(groups)
     handles = []
+    # the distance between two groups' dots: a whole unit in a panel of their own, where each
+    # group is named under its dots; side by side within 0.8 of a category otherwise
+    unit = 1.0 if panels else 0.8 / max(count, 2)
     for i, label in enumerate(groups):
         style = {"color": PALETTE[i % len(PALETTE)], "ms": 7, "alpha": 0.85}
         for j, category in enumerate(categories):
             ax = axes[j] if panels else axes[0]
-            centre = (0 if panels else j) + (i - (count - 1) / 2) * 0.8 / max(count, 2)
+            centre = (0 if panels else j) + (i - (count - 1) / 2) * unit
             seeds = values[(label, category)]
-            spread = [(k - (len(seeds) - 1) / 2) * 0.12 / max(count, 2) for k in range(len(seeds))]
+            spread = [(k - (len(seeds) - 1) / 2) * 0.15 * unit for k in range(len(seeds))]
             (dots,) = ax.plot([centre + d for d in spread], seeds,
                               LINE_MARKERS[i % len(LINE_MARKERS)], linestyle="none",
                               **style)  # fmt: skip
             mean = sum(seeds) / len(seeds)
-            half = 0.3 / max(count, 2)
+            half = 0.375 * unit
             ax.plot([centre - half, centre + half], [mean, mean], color=style["color"], lw=2)
             if j == 0:
                 handles.append(dots)
@@ -251,16 +254,18 @@ def seed_dots_figure(
             if j == 0:
                 handles.append(line)
                 labels.append("the floor (excess 0)")
-        if panels:
-            ax.set_xticks([])
-            ax.set_xlim(-0.6, 0.6)
+        if panels:  # each group named under its own dots, so no colour has to be matched
+            centres = [i - (count - 1) / 2 for i in range(count)]
+            ax.set_xticks(centres, [str(label).replace(", ", ",\n") for label in groups])
+            ax.set_xlim(-count / 2, count / 2)
             ax.set_title(str(categories[j]), fontsize=11)
             ax.set_xlabel(xlabel, fontsize=10)
         else:
             ax.set_xticks(range(len(categories)), [str(c) for c in categories], fontsize=10)
             ax.set_xlim(-0.6, len(categories) - 0.4)
             ax.set_xlabel(xlabel)
-        ax.tick_params(labelsize=10)
+        ax.tick_params(axis="y", labelsize=10)
+        ax.tick_params(axis="x", labelsize=9 if panels else 10)
         ax.grid(True, axis="y", which="major", alpha=0.3)
     scale = " (log scale)" if log else ""
     axes[0].set_ylabel(f"excess loss over the floor (nats){scale}")

@@ -33,6 +33,7 @@ def tradeoff_figure(table: dict) -> Figure:
         "top-3 as the temperature rises": (GREEN, "^", ":", [r for r in rows if r["top_k"] == 3]),
     }  # fmt: skip
     offsets = {BLUE: ((6, 5), "left"), ORANGE: ((-6, -13), "right"), GREEN: ((-36, -4), "right")}
+    crowded = []  # (y, x, text, colour) of the points near the right edge, labelled in a column
     for label, (colour, marker, style, rows) in groups.items():
         xs, ys, xerr, yerr = [], [], [[], []], [[], []]
         for row in rows:
@@ -48,16 +49,29 @@ def tradeoff_figure(table: dict) -> Figure:
             if said == "T=0":
                 said = "T=0 (greedy), the same lines as k=1"
             (dx, dy), align = offsets[colour]
-            if said != "k=1" and not (colour == GREEN and row["temperature"] == 1):
+            if said == "k=1" or (colour == GREEN and row["temperature"] == 1):
+                continue  # drawn already: greedy's point, top-3's at temperature 1
+            if d.mean() > table["samples"] - 2.5:
+                crowded.append((k.mean(), d.mean(), said, colour))
+            else:
                 ax.annotate(said, (d.mean(), k.mean()), textcoords="offset points",
-                            xytext=(dx, dy), ha=align, fontsize=8, color=colour)  # fmt: skip
+                            xytext=(dx, dy), ha=align, fontsize=9, color=colour)  # fmt: skip
         ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, color=colour, linestyle="none", capsize=2)
         ax.plot(xs, ys, color=colour, marker=marker, linestyle=style, ms=7, mfc="white",
                 mew=1.6, label=label)  # fmt: skip
+    # the points near 15 different starts sit within a few percent of each other: their labels
+    # go in a column to the right, at least GAP apart, each joined to its point by a thin line
+    GAP, column, below = 4.5, table["samples"] + 0.7, None
+    for y, x, said, colour in sorted(crowded, reverse=True):
+        below = y if below is None else min(y, below - GAP)
+        ax.annotate(said, (x, y), xytext=(column, below), textcoords="data", va="center",
+                    fontsize=9, color=colour, arrowprops={"arrowstyle": "-", "color": colour,
+                    "lw": 0.6, "alpha": 0.7, "shrinkA": 0, "shrinkB": 4})  # fmt: skip
     ax.set_xlabel(f"different starts (first {table['window']} new tokens) of "
                   f"{table['samples']} samples")  # fmt: skip
     ax.set_ylabel("lines that keep every rule (%)")
-    ax.set_xlim(0, table["samples"] + 1.5)
+    ax.set_xlim(0, table["samples"] + 2.8)  # room for the column of labels
+    ax.set_xticks(range(0, table["samples"] + 1, 2))
     ax.set_ylim(-3, 105)
     ax.grid(True, alpha=0.3)
     ax.set_title(f"mean of the {len(table['seeds'])} base models; bars: their range")

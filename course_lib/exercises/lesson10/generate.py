@@ -5,11 +5,15 @@ case (GENERATE). Beside that, `run_generate` checks the contract's promises on i
 generate of the course's involved: at temperature 0 every new token is the argmax of the
 model's logits at its position, read from one pass of the model over the whole output; with
 top_k every new token is among the k largest of those logits; the same seed gives the same
-tokens; and each bad argument raises a ValueError or TypeError that names it.
+tokens; and each bad argument raises a ValueError or TypeError that names it. A generate that
+calls the course's sampler (model.generate, model.next_token or kv_cache.generate_cached),
+however it reached it, fails (`forbidden`).
 """
 
 import torch
 
+from course_lib import kv_cache
+from course_lib import model as course_model
 from course_lib.corpus import load_split
 from course_lib.exercises.core import FAILED, PASSED, Bug, Case, Exercise, Verdict, run
 from course_lib.exercises.stub import attempt
@@ -134,7 +138,7 @@ def _wrong(**switches):
     return wrong
 
 
-IDEA = "the section 'Sampling, one token at a time' and the exercise's contract"
+IDEA = "the sections 'Four ways to choose a token' and 'Exercise: generate' (its contract)"
 
 GENERATE = Exercise(
     name="generate",
@@ -228,13 +232,23 @@ GENERATE = Exercise(
         ),
     ),
     hints=(
-        "Run your generate and the course's (course_lib.model.generate) on the same prompt "
-        "with 3 new tokens and the same seed: the first token that differs tells you which "
-        "step to look at.",
+        "Try your generate at temperature 0 on one prompt with 3 new tokens, and compare each "
+        "new token with the argmax of model(ids)[:, -1] for the sequence before it: the first "
+        "one that differs tells you which step to look at.",
         "Each step: the last max_len tokens through the model, the last row of logits, top-k "
         "(every logit below the k-th largest set to -inf), then argmax at temperature 0, else "
         "one torch.multinomial draw from softmax(logits / temperature).",
     ),
+    # the course's sampler, whole or one step of it: a generate built on them checks nothing
+    forbidden=(
+        (course_model, "generate"),
+        (course_model, "next_token"),
+        (kv_cache, "generate_cached"),
+    ),
+    forbidden_hint="course_lib.model.generate is the course's sampler, the function the "
+    "check compares yours with; its next_token picks one token the same way, and lesson 13's "
+    "generate_cached gives the same tokens. A generate built on any of them checks nothing "
+    "of yours: write the loop, the top-k cut and the draw yourself.",
 )
 
 
