@@ -19,8 +19,6 @@ from course_lib.positional import apply_rope
 ARGUMENTS = ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers")
 MAX_LEN = corpus.LONG_LEN  # the longest sequence a case feeds (the base model's max_len)
 
-# ---------------------------------------------------------------- MyTransformer
-
 
 def contract_of(model) -> dict:
     """A TinyTransformer's config as MyTransformer's keyword arguments."""
