@@ -588,3 +588,35 @@ def test_grouped_by_broadcasting_the_groups_passes():
         return out(y.transpose(1, 2).reshape(B, T, D))
 
     assert run(GROUPED_MULTIHEAD, grouped).passed
+
+
+# ---------------------------------------------------------------- the course's own cache
+
+
+def _through_cached_forward(model, ids, cache):
+    """forward_with_cache built on the course's cached_forward, its KVCache kept in the list."""
+    from course_lib import kv_cache
+
+    store = cache[0] if cache else kv_cache.new_cache(model, ids.shape[0])
+    return kv_cache.cached_forward(model, ids, store), [store]
+
+
+def _through_generate_cached(model, prompt, num_tokens, *, temperature=1.0, seed=0):
+    from course_lib.kv_cache import generate_cached
+
+    return generate_cached(model, prompt, num_tokens, temperature=temperature, seed=seed)
+
+
+@pytest.mark.parametrize(
+    ("exercise", "route", "called"),
+    [
+        (FORWARD_WITH_CACHE, _through_cached_forward, "course_lib.kv_cache.cached_forward"),
+        (GENERATE_CACHED, _through_generate_cached, "course_lib.kv_cache.generate_cached"),
+    ],
+    ids=["forward_with_cache", "generate_cached"],
+)
+def test_the_courses_own_cache_is_refused(exercise, route, called):
+    result = run_forward(route) if exercise is FORWARD_WITH_CACHE else run(exercise, route)
+    assert not result.passed and result.bug == "forbidden", result.message
+    assert f"your function calls {called}" in result.message
+    assert result.steps[0] == exercise.forbidden_hint

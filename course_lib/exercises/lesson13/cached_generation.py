@@ -14,13 +14,25 @@ from functools import cache
 
 import torch
 
-from course_lib import corpus
+from course_lib import corpus, kv_cache
 from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
 from course_lib.exercises.lesson13.attend_cached import attend_cached_reference
 from course_lib.exercises.lesson13.rope_from import rope_from_reference
 from course_lib.model import TinyTransformer, generate
 from course_lib.runtime import one_thread
 from course_lib.variants import load_trained
+
+# the course's own cached forward pass and generation: an answer built on them checks nothing
+COURSE_CACHE = (
+    (kv_cache, "cached_forward"),
+    (kv_cache, "cached_logits"),
+    (kv_cache, "generate_cached"),
+)
+COURSE_CACHE_HINT = (
+    "course_lib.kv_cache is the course's own cache: cached_forward, cached_logits and "
+    "generate_cached do what this exercise asks. An answer built on them checks nothing of "
+    "yours: run each layer through your attend_cached, and keep the cache as your list."
+)
 
 # ---------------------------------------------------------------- the models the cases use
 
@@ -240,6 +252,8 @@ FORWARD_WITH_CACHE = Exercise(
         "Compare one step at a time with the model: the logits of your prompt pass against "
         "model(ids), then each cached step's against model on the sequence so far, last row.",
     ),
+    forbidden=COURSE_CACHE,
+    forbidden_hint=COURSE_CACHE_HINT,
     # float32 logits: the cached pass sums each product in another order than the uncached
     # one (a row alone against a batch of rows). Right answers written other ways (RoPE's
     # angles by division or in float64, scores by hand, torch's fused attention) come within
@@ -392,6 +406,8 @@ GENERATE_CACHED = Exercise(
         "Compare your first few tokens with generate(model, prompt, 3, seed=...) on the same "
         "prompt: the first one that differs tells you which step to look at.",
     ),
+    forbidden=COURSE_CACHE,
+    forbidden_hint=COURSE_CACHE_HINT,
 )
 
 
