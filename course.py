@@ -219,9 +219,7 @@ def steps(python: Path) -> dict[str, list[Step]]:
             step("-m", "pytest", "-rs", "-n", "2", "--dist", "loadfile", "--ignore=tests/browser",
                  "-m", "not rounding and not path_independent and not retrains and not wheel",
                  "tests", env=GENERIC),
-            # retrains: the shipped weights are this CPU's own, bit for bit (the first step)
-            step(*UNIT_AND_NBVAL, "-m", "not path_independent and not wheel and not retrains",
-                 env=AVX2),
+            step(*UNIT_AND_NBVAL, "-m", "not path_independent and not wheel", env=AVX2),
             step("-m", "pytest", "-rs", "-p", "no:xdist", "--durations=4", "-m", "wheel",
                  "tests/test_wheel.py"),
             step("-m", "pytest", "-rs", "-n", "2", "--dist", "loadfile", *NBVAL, "notebooks",

@@ -628,3 +628,26 @@ def test_a_workspace_keeps_finding_your_rope_in_04_positional_encoding(tmp_path)
         "to_rotate_half": "lesson 07: the course's (no definition of yours found in this folder)",
     }
     assert work.functions["rope_heads"](None) == "mine, from 04"
+
+
+def score_by_private_angles(q, k, m, n):  # the course's private angle table, turned by hand
+    angles = positional._angle_table(torch.tensor([m, n]), q.shape[0], 10000.0, q.dtype)
+    q_m = COURSE_ROTATE(q.reshape(-1, 2), angles[0])  # (d/2, 2)
+    k_n = COURSE_ROTATE(k.reshape(-1, 2), angles[1])
+    return (q_m * k_n).sum()
+
+
+def score_by_private_rotation(q, k, m, n):  # the course's private rotation, the angles own
+    d = q.shape[0]
+    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=q.dtype) / d)  # (d/2,)
+    q_m = positional._rotate_interleaved(q, (m * theta).cos(), (m * theta).sin())  # (d,)
+    k_n = positional._rotate_interleaved(k, (n * theta).cos(), (n * theta).sin())
+    return (q_m * k_n).sum()
+
+
+def test_rope_scores_through_the_private_angles_or_rotation_are_told_so():
+    q, k = torch.randn(8), torch.randn(8)
+    for fn in (score_by_private_angles, score_by_private_rotation):
+        assert torch.allclose(fn(q, k, 5, 2), COURSE_SCORES(q, k, 5, 2)[0], atol=1e-5)
+    _forbidden(ROPE_SCORE, score_by_private_angles, "course_lib.positional._angle_table")
+    _forbidden(ROPE_SCORE, score_by_private_rotation, "course_lib.positional._rotate_interleaved")

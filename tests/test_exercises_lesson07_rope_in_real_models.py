@@ -434,3 +434,16 @@ def test_rope_heads_reference_is_torchs_own_rotation_matrix_per_position():
             matrix = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
             expected[..., t, 2 * i : 2 * i + 2] = x[..., t, 2 * i : 2 * i + 2] @ matrix.T
     torch.testing.assert_close(ROPE_HEADS.reference(x), expected)
+
+
+def heads_by_private_rotation(x):  # the course's private rotation, the angle table own
+    T, d = x.shape[-2:]
+    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=x.dtype) / d)  # (d/2,)
+    angles = torch.arange(T, dtype=x.dtype)[:, None] * theta  # (T, d/2)
+    return positional._rotate_interleaved(x, angles.cos(), angles.sin())
+
+
+def test_rope_heads_through_the_private_rotation_are_told_so():
+    x = torch.randn(2, 3, 5, 8)
+    assert torch.allclose(heads_by_private_rotation(x), ROPE_HEADS.reference(x), atol=1e-6)
+    _forbidden(ROPE_HEADS, heads_by_private_rotation, "course_lib.positional._rotate_interleaved")

@@ -5,6 +5,7 @@ bug list: each test names the hint it expects.
 """
 
 import ast
+import functools
 import math
 from functools import partial
 from pathlib import Path
@@ -702,3 +703,34 @@ def test_the_cases_leave_the_random_state():
     for _ in range(2):
         MY_TRANSFORMER.case_list()
     assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_a_cached_mask_is_the_same_after_the_check():
+    """The check changes what each of your functions returns, in place, to see it reach the
+    logits: a mask your make_causal_mask keeps (here an lru_cache) is put back afterwards."""
+    calls = []
+
+    @functools.lru_cache
+    def cached_mask(T):
+        calls.append(T)
+        return mine.make_causal_mask(T)
+
+    class MyTransformer(Written):
+        def forward(self, idx):
+            mask = cached_mask(idx.shape[1])
+            x = mine.token_embedding(idx, self.embed.weight)
+            for b in self.blocks:
+                x = mine.prenorm_block(
+                    x,
+                    lambda h: self.attention(b, h, mask),  # noqa: B023 (called at once)
+                    lambda h: mine.feed_forward(h, b.ff[0], b.ff[2]),  # noqa: B023
+                    lambda h: mine.layer_norm(h, b.norm1.weight, b.norm1.bias),  # noqa: B023
+                    lambda h: mine.layer_norm(h, b.norm2.weight, b.norm2.bias),  # noqa: B023
+                )
+            x = mine.layer_norm(x, self.norm.weight, self.norm.bias)
+            return mine.output_layer(x, self.head.weight)
+
+    assert run_model(MyTransformer).passed
+    assert calls, "the class ran"
+    for T in set(calls):
+        assert torch.equal(cached_mask(T), torch.ones(T, T, dtype=torch.bool).tril())

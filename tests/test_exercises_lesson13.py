@@ -607,13 +607,29 @@ def _through_generate_cached(model, prompt, num_tokens, *, temperature=1.0, seed
     return generate_cached(model, prompt, num_tokens, temperature=temperature, seed=seed)
 
 
+def _through_generate(model, prompt, num_tokens, *, temperature=1.0, seed=0):
+    return generate(model, prompt, num_tokens, temperature=temperature, seed=seed)
+
+
+def _recomputing(model, prompt, num_tokens, *, temperature=1.0, seed=0):
+    """generate's tokens with no cache at all: the whole sequence through the model each step."""
+    g = torch.Generator().manual_seed(seed)
+    ids = prompt
+    for _ in range(num_tokens):
+        probs = torch.softmax(model(ids)[:, -1] / temperature, dim=-1)  # (B, V)
+        ids = torch.cat((ids, torch.multinomial(probs, 1, generator=g)), dim=1)
+    return ids
+
+
 @pytest.mark.parametrize(
     ("exercise", "route", "called"),
     [
         (FORWARD_WITH_CACHE, _through_cached_forward, "course_lib.kv_cache.cached_forward"),
         (GENERATE_CACHED, _through_generate_cached, "course_lib.kv_cache.generate_cached"),
+        (GENERATE_CACHED, _through_generate, "course_lib.model.generate"),
+        (GENERATE_CACHED, _recomputing, "TinyTransformer.forward"),
     ],
-    ids=["forward_with_cache", "generate_cached"],
+    ids=["forward_with_cache", "generate_cached", "generate", "no cache"],
 )
 def test_the_courses_own_cache_is_refused(exercise, route, called):
     result = run_forward(route) if exercise is FORWARD_WITH_CACHE else run(exercise, route)

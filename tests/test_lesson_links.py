@@ -15,18 +15,19 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 def prose(path: Path) -> str:
-    cells = json.loads(path.read_text())["cells"]
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
 
 
 def slug(heading: str) -> str:
-    """The anchor GitHub and JupyterLab give a Markdown heading."""
+    """The anchor GitHub gives a Markdown heading (where the README is read)."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
     return text.replace(" ", "-")
 
 
 def readme_anchors() -> set[str]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # a comment in a code block
     return {slug(m[1]) for m in re.finditer(r"^#+ (.+)$", text, re.M)}
 
 

@@ -13,7 +13,7 @@ MOST_WORDS = 2500
 
 
 def prose_words(path: Path) -> int:
-    cells = json.loads(path.read_text())["cells"]
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     return len(re.findall(r"[A-Za-z]+", markdown))
 

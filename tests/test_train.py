@@ -1,4 +1,5 @@
 import json
+import os
 from itertools import pairwise
 from pathlib import Path
 
@@ -192,7 +193,15 @@ def _same_state(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+# the shipped weights were trained on this CPU's own kernels: bit for bit only there
+ON_ITS_OWN_KERNELS = pytest.mark.skipif(
+    bool(os.environ.get("ATEN_CPU_CAPABILITY")),
+    reason="bit-for-bit weights hold on the CPU's own kernel path; this run forces another",
+)
+
+
 @pytest.mark.retrains
+@ON_ITS_OWN_KERNELS
 def test_a_rebuilt_variant_is_the_shipped_one(tmp_path):
     """The cheapest shipped variant trained again from its seed as `python -m course_lib.train`
     trains it (about 45 s): on this kernel path the same weights, bit for bit, and the same
@@ -207,6 +216,7 @@ def test_a_rebuilt_variant_is_the_shipped_one(tmp_path):
 
 
 @pytest.mark.retrains
+@ON_ITS_OWN_KERNELS
 def test_a_rebuilt_stand_in_is_the_shipped_one(tmp_path):
     """Lesson 11 run again by its tool, as `python -m course_lib.train` runs it (about 2
     minutes): the final weights and every saved step the same as the shipped stand-in's."""

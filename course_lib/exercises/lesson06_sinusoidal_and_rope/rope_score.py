@@ -119,8 +119,8 @@ ROPE_SCORE = Exercise(
         "product of the two turned vectors.",
     ),
     # the course's RoPE, whichever way it is reached: scores, rotated vectors in either layout
-    # (lesson 07's apply_rope_half too: the same module), angle tables; _cos_sin is the
-    # private step every one of them runs
+    # (lesson 07's apply_rope_half too: the same module), angle tables, and the private steps
+    # they run (_angle_table, _cos_sin, the two rotations), each reachable on its own
     forbidden=(
         (position_demos, "rope_scores"),
         (positional, "apply_rope"),
@@ -130,6 +130,9 @@ ROPE_SCORE = Exercise(
         (positional.RotaryEmbedding, "forward"),
         (positional.RotaryEmbedding, "rotate_qk"),
         (positional, "_cos_sin"),
+        (positional, "_angle_table"),
+        (positional, "_rotate_interleaved"),
+        (positional, "_rotate_half"),
     ),
     forbidden_hint="The check compares yours with the course's RoPE, so running it "
     "(position_demos.rope_scores, positional.apply_rope or apply_rope_half, or a "

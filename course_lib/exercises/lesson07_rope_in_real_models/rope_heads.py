@@ -163,6 +163,8 @@ ROPE_HEADS = Exercise(
         (positional.RotaryEmbedding, "forward"),
         (positional.RotaryEmbedding, "rotate_qk"),
         (positional, "_angle_table"),
+        (positional, "_rotate_interleaved"),
+        (positional, "_rotate_half"),
     ),
     forbidden_hint="The check compares yours with the course's RoPE, so running it "
     "(positional.apply_rope, apply_rope_half or a RotaryEmbedding) or taking its angle table "

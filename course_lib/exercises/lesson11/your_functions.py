@@ -42,20 +42,23 @@ def _counted_as(code, torch_files: str) -> str | None:
     return name if name in YOUR_FUNCTIONS else None
 
 
-def _changed(result, generator) -> bool:
-    """Change the tensor a function returned, in place; False when it cannot be changed."""
+def _changed(result, generator, kept: list) -> bool:
+    """Change the tensor a function returned, in place, keeping (tensor, its values before) in
+    `kept` so that the run can put it back; False when it cannot be changed."""
     if not isinstance(result, torch.Tensor):
         return False
+    if result.dtype != torch.bool and not result.is_floating_point():
+        return False
+    before = result.detach().clone()
     try:
         if result.dtype == torch.bool:  # a mask: open it, every query sees every key
             result.fill_(True)
-        elif result.is_floating_point():
+        else:
             noise = torch.randn(result.shape, generator=generator, dtype=result.dtype)
             result.add_(noise)
-        else:
-            return False
     except RuntimeError:  # an expanded view, which cannot be written in place
         return False
+    kept.append((result, before))
     return True
 
 
@@ -77,18 +80,26 @@ def _watched_run(cls, case: Case, change: str | None = None):
             if name is not None and event == "call":
                 called.add(name)
             elif name is not None and name == change:
-                changeable.append(_changed(arg, generator))
+                changeable.append(_changed(arg, generator, kept))
         if previous is not None:
             previous(frame, event, arg)
 
-    sys.setprofile(profile)
-    try:
-        model = cls(**config)
-        model.load_state_dict(weights)
-        with torch.no_grad():
-            logits = model.eval()(idx[:1, :5])  # (1, 5, V)
-    finally:
-        sys.setprofile(previous)
+    kept: list = []  # (tensor, its values) of every tensor changed: a mask the learner's
+    # function keeps (cached, or made once) must be the same after the check as before
+    with torch.random.fork_rng(devices=[]):  # building the class draws from the global RNG
+        sys.setprofile(profile)
+        try:
+            model = cls(**config)
+            model.load_state_dict(weights)
+            with torch.no_grad():
+                # a copy: the logits may be a changed result itself (output_layer's), which
+                # is put back below
+                logits = model.eval()(idx[:1, :5]).clone()  # (1, 5, V)
+        finally:
+            sys.setprofile(previous)
+            with torch.no_grad():
+                for tensor, before in reversed(kept):
+                    tensor.copy_(before)
     return logits, called, changeable
 
 
@@ -102,7 +113,10 @@ def unused_functions(cls, case: Case) -> tuple[list[str], list[str]]:
     for name in YOUR_FUNCTIONS:
         if name in never:
             continue
-        changed_logits, _, changeable = _watched_run(cls, case, change=name)
+        try:
+            changed_logits, _, changeable = _watched_run(cls, case, change=name)
+        except Exception:  # a class that cannot run on changed values: no evidence either way
+            continue
         if not any(changeable):  # nothing it returned could be changed: no evidence either way
             continue
         moved = (changed_logits - logits).abs().nan_to_num(nan=float("inf"))

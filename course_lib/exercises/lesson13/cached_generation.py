@@ -15,6 +15,7 @@ from functools import cache
 import torch
 
 from course_lib import corpus, kv_cache
+from course_lib import model as model_module
 from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
 from course_lib.exercises.lesson13.attend_cached import attend_cached_reference
 from course_lib.exercises.lesson13.rope_from import rope_from_reference
@@ -29,9 +30,9 @@ COURSE_CACHE = (
     (kv_cache, "generate_cached"),
 )
 COURSE_CACHE_HINT = (
-    "course_lib.kv_cache is the course's own cache: cached_forward, cached_logits and "
-    "generate_cached do what this exercise asks. An answer built on them checks nothing of "
-    "yours: run each layer through your attend_cached, and keep the cache as your list."
+    "course_lib.kv_cache is the course's own cache: cached_forward and cached_logits do what "
+    "this exercise asks. An answer built on them checks nothing of yours: run each layer "
+    "through your attend_cached, and keep the cache as your list."
 )
 
 # ---------------------------------------------------------------- the models the cases use
@@ -406,8 +407,18 @@ GENERATE_CACHED = Exercise(
         "Compare your first few tokens with generate(model, prompt, 3, seed=...) on the same "
         "prompt: the first one that differs tells you which step to look at.",
     ),
-    forbidden=COURSE_CACHE,
-    forbidden_hint=COURSE_CACHE_HINT,
+    # the course's cache, and generation without one: generate itself, or any loop that runs
+    # the whole model on the whole sequence again (TinyTransformer's forward)
+    forbidden=(
+        *COURSE_CACHE,
+        (model_module, "generate"),
+        (TinyTransformer, "forward"),
+    ),
+    forbidden_hint="generate_cached keeps generate's tokens by running each new token alone "
+    "through your forward_with_cache. Calling generate, the model itself (model(ids), which "
+    "recomputes every position) or course_lib.kv_cache's cached generation checks nothing of "
+    "yours: call your forward_with_cache on the prompt, then on each sampled token with the "
+    "cache it returned.",
 )
 
 
