@@ -307,8 +307,10 @@ def test_an_update_arrives_and_keeps_the_learners_edits(update, course, learners
     assert COURSE_SENTENCE in "".join(source(notebook, i) for i in range(ex))
     assert source(notebook, len(notebook["cells"]) - 1) == COURSE_LAST_CELL
     nbformat.validate(nbformat.from_dict(notebook))
-    # and the updated course_lib reaches a new kernel; the learner's own answer still passes
-    kernel = learners[second].kernel(LESSON)
+    # and the updated course_lib reaches a new kernel (the lesson's own, opened before the
+    # update, has the old course_lib.show imported: a learner restarts it), in the lesson's
+    # folder; the learner's own answer still passes
+    kernel = learners[second].kernel(LESSON.replace("00_start_here", "00_after_the_update"))
     try:
         assert (
             kernel.execute(
