@@ -38,8 +38,9 @@ def values_to_visit(control, count: int) -> list:
         return _zigzag([control.base**e for e in _spread(control.min, control.max, 12)], count)
     if isinstance(control, ipywidgets.IntSlider):
         values = list(range(control.min, control.max + 1, control.step))
-        if len(values) > 12:
-            values = sorted({int(round(v)) for v in _spread(control.min, control.max, 12)})
+        if len(values) > 12:  # 12 of them, on the slider's own steps (a learner cannot set 55
+            # on a slider that moves by 50, and an explorer may accept only those)
+            values = sorted({values[round(i * (len(values) - 1) / 11)] for i in range(12)})
         return _zigzag(values, count)
     if isinstance(control, ipywidgets.FloatSlider):
         return _zigzag(_spread(control.min, control.max, 12), count)

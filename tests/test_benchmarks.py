@@ -23,6 +23,15 @@ def test_every_explorer_is_found_and_every_control_can_be_moved(built_explorer):
             )
 
 
+def test_an_int_slider_is_visited_on_its_own_steps():
+    """Lesson 12's step slider moves by 50 over 0-600 (13 values) and its explorer has only
+    those steps saved: the benchmark must not set 55."""
+    slider = ipywidgets.IntSlider(value=600, min=0, max=600, step=50)
+    values = explorers.values_to_visit(slider, 24)
+    assert set(values) <= set(range(0, 601, 50)) and {0, 600} <= set(values)
+    assert len(set(values)) == 12
+
+
 def test_values_to_visit_covers_each_kind_of_control():
     assert explorers.values_to_visit(ipywidgets.IntSlider(value=1, min=1, max=3), 5) == [
         1,
