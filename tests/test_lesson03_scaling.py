@@ -203,7 +203,7 @@ def test_the_lessons_run_prints_what_its_prose_says(runs):
     assert f"{u256['entropy'][0]:.2f}" == "0.20" and "(entropy 0.20)" in text
     assert (
         f"{u256['flagged'][0]:.2f}" == "0.37"
-        and "(0.37 on the flagged keys, then above 0.6)" in text
+        and "(0.37 at step 0, then above 0.6 at step 59)" in text
     )
 
 
@@ -225,8 +225,8 @@ def test_scaled_heads_learn_to_spread_and_so_does_the_narrow_unscaled_one(runs, 
 @pytest.mark.slow
 def test_the_wide_unscaled_head_starves_and_stays_one_hot(runs, measure):
     """ "From step 10 on, its median row's gradient at the scores is below 1e-7. It still learns
-    which keys to pick (0.37 on the flagged keys, then above 0.6) but not to spread: its
-    entropy stays below 0.1 and its loss above 2/3." Worst over seeds 0-4 and the native,
+    which keys to pick (0.37 at step 0, then above 0.6 at step 59) but not to spread: from step
+    10 on its entropy stays below 0.1 and its loss above 2/3." Worst over seeds 0-4 and the native,
     generic and AVX2 paths: gradient 3.8e-8, entropy 0.095, loss 0.685, weight on the flagged
     keys at step 59 0.733 (seed 0 on AVX2; 0.836 generic, 0.818 native)."""
     for r in runs.values():
