@@ -11,6 +11,24 @@ from course_lib.positional import apply_rope
 # ---------------------------------------------------------------- rope_score
 
 
+# the course's RoPE, whichever way it is reached: rotated vectors in either layout (lesson 07's
+# apply_rope_half too: the same module), angle tables, and the private steps they run
+# (_cos_sin, _angle_table, the two rotations), each reachable on its own. Lesson 07's
+# rope_heads refuses the same
+COURSE_ROPE = (
+    (positional, "apply_rope"),
+    (positional, "apply_rope_half"),
+    (positional, "rope_angles"),
+    (positional.RotaryEmbedding, "__init__"),  # named first: it builds its angle tables
+    (positional.RotaryEmbedding, "forward"),
+    (positional.RotaryEmbedding, "rotate_qk"),
+    (positional, "_cos_sin"),
+    (positional, "_angle_table"),
+    (positional, "_rotate_interleaved"),
+    (positional, "_rotate_half"),
+)
+
+
 def rope_score_reference(q, k, m, n):
     q_m = apply_rope(q[None], torch.tensor([m]))[0]  # (d,)
     k_n = apply_rope(k[None], torch.tensor([n]))[0]  # (d,)
@@ -118,22 +136,8 @@ ROPE_SCORE = Exercise(
         "turn q's pairs by m times their speed and k's by n times theirs, then take the dot "
         "product of the two turned vectors.",
     ),
-    # the course's RoPE, whichever way it is reached: scores, rotated vectors in either layout
-    # (lesson 07's apply_rope_half too: the same module), angle tables, and the private steps
-    # they run (_angle_table, _cos_sin, the two rotations), each reachable on its own
-    forbidden=(
-        (position_demos, "rope_scores"),
-        (positional, "apply_rope"),
-        (positional, "apply_rope_half"),
-        (positional, "rope_angles"),
-        (positional.RotaryEmbedding, "__init__"),  # named first: it builds its angle tables
-        (positional.RotaryEmbedding, "forward"),
-        (positional.RotaryEmbedding, "rotate_qk"),
-        (positional, "_cos_sin"),
-        (positional, "_angle_table"),
-        (positional, "_rotate_interleaved"),
-        (positional, "_rotate_half"),
-    ),
+    # the course's RoPE, whichever way it is reached, and its scores
+    forbidden=((position_demos, "rope_scores"), *COURSE_ROPE),
     forbidden_hint="The check compares yours with the course's RoPE, so running it "
     "(position_demos.rope_scores, positional.apply_rope or apply_rope_half, or a "
     "RotaryEmbedding) checks nothing. Turn the pairs yourself: your rotate_pair takes pairs "

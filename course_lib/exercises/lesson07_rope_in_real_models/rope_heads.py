@@ -2,8 +2,8 @@
 
 import torch
 
-from course_lib import positional
 from course_lib.exercises.core import Bug, Case, Exercise
+from course_lib.exercises.lesson06_sinusoidal_and_rope.rope_score import COURSE_ROPE
 from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import BASE
 from course_lib.position_demos import rotate_pair
 from course_lib.positional import apply_rope, apply_rope_half
@@ -151,21 +151,9 @@ ROPE_HEADS = Exercise(
         "Viewing x as (..., T, d/2, 2) puts each pair on the last axis, where your rotate_pair "
         "expects it; turn them, then view the result as (..., T, d) again.",
     ),
-    # the course's RoPE on whole tensors in either layout, and its angle table, whichever way
-    # it is reached (_angle_table is the private step behind all of them); lesson 06's
-    # rope_score and the learner's rotate_pair are the pieces this exercise builds on, so
-    # they stay allowed
-    forbidden=(
-        (positional, "apply_rope"),
-        (positional, "apply_rope_half"),
-        (positional, "rope_angles"),
-        (positional.RotaryEmbedding, "__init__"),  # named first: it builds its angle tables
-        (positional.RotaryEmbedding, "forward"),
-        (positional.RotaryEmbedding, "rotate_qk"),
-        (positional, "_angle_table"),
-        (positional, "_rotate_interleaved"),
-        (positional, "_rotate_half"),
-    ),
+    # the course's RoPE, as lesson 06's rope_score refuses it; the learner's rotate_pair is the
+    # piece this exercise builds on, so it stays allowed
+    forbidden=COURSE_ROPE,
     forbidden_hint="The check compares yours with the course's RoPE, so running it "
     "(positional.apply_rope, apply_rope_half or a RotaryEmbedding) or taking its angle table "
     "checks nothing. Build the (T, d/2) table of angles yourself and let your rotate_pair turn "
