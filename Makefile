@@ -100,4 +100,4 @@ class-link:
 
 # nbgrader metadata on exercise and checker cells (again after regenerating a lesson)
 nbgrader-metadata: venv
-	$(PY) -m tools.nbgrader_metadata notebooks/[0-9][0-9]_*.ipynb
+	$(PY) -m tools.nbgrader_metadata notebooks/[0-9][0-9]*_*.ipynb

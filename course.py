@@ -14,6 +14,7 @@ string, so a course folder whose path has spaces works. The Makefile's targets c
 import argparse
 import hashlib
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -184,7 +185,7 @@ class Step:
 def steps(python: Path) -> dict[str, list[Step]]:
     """Every command but lab, test and venv, as the steps it runs."""
     lessons = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("*.ipynb"))
-    numbered = [p for p in lessons if Path(p).name[:2].isdigit() and Path(p).name[2] == "_"]
+    numbered = [p for p in lessons if re.match(r"\d\d[a-z]?_", Path(p).name)]
     linted = [p for p in LINTED if (ROOT / p).exists()]
 
     def step(*args, env=None):

@@ -41,7 +41,7 @@ PATH="{grader}:$PATH" JUPYTER_PATH="$here/jupyter" exec "{grader}/nbgrader" "$@"
 def lessons_with_exercises(folder: Path) -> list[Path]:
     return [
         path
-        for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+        for path in sorted(folder.glob("[0-9][0-9]*_*.ipynb"))
         if "BEGIN SOLUTION" in path.read_text(encoding="utf-8")
     ]
 

@@ -15,7 +15,7 @@ from course_lib.exercises import all_exercises, lesson_key
 
 pytestmark = pytest.mark.path_independent
 
-LESSONS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+LESSONS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 
 
 def _tree(source: str) -> ast.Module:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-COPIES = sorted((ROOT / "learner").glob("[0-9][0-9]_*.ipynb"))
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
+COPIES = sorted((ROOT / "learner").glob("[0-9][0-9]*_*.ipynb"))
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 

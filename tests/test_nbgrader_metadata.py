@@ -13,7 +13,7 @@ from helpers import stub
 from tools import nbgrader_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 EXERCISE = "def double(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION"
 
 # notebook files and one checker on fixed cases: the same on every kernel path

@@ -28,42 +28,43 @@ import pytest
 pytestmark = pytest.mark.path_independent
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb"))
 
 # term -> the lesson that teaches it; a pattern where the plain word would catch other words
 TERMS = {
-    "embedding": 1,
-    "logits": 1,
-    "floor": 1,
-    "validation loss": 1,
-    "causal mask": 2,
-    "padding": 2,
-    "multi-head": 4,
-    "cross-attention": 5,
-    "encoder": 5,
-    "decoder": 5,
-    "sinusoidal": 6,
-    "RoPE": 6,
-    "learned positions": 7,
-    "residual": 8,
-    "layer norm": 8,
-    "feed-forward": 8,
-    "GELU": 9,
-    "temperature": 10,
-    "top-k": 10,
-    "AdamW": 11,
-    "warm-up": 11,
-    "training loop": 11,
-    "checkpoint": 11,
-    "induction head": 12,
-    "knock-out": 12,
-    "knock out": 12,
+    "embedding": "01",
+    "logits": "01",
+    "floor": "01",
+    "validation loss": "01",
+    "causal mask": "02",
+    "padding": "02",
+    "multi-head": "04",
+    "cross-attention": "05",
+    "encoder": "05",
+    "decoder": "05",
+    "sinusoidal": "06",
+    "RoPE": "06",
+    "learned positions": "07",
+    "residual": "08",
+    "layer norm": "08",
+    "feed-forward": "08",
+    "GELU": "09",
+    "temperature": "10",
+    "top-k": "10",
+    "AdamW": "11",
+    "warm-up": "11",
+    "training loop": "11",
+    "checkpoint": "11",
+    "induction head": "12",
+    "knock-out": "12",
+    "knock out": "12",
 }
-_LESSON = re.compile(r"\blessons? (\d\d)\b", re.IGNORECASE)
+_LESSON = re.compile(r"\blessons? (\d\d[a-z]?)\b", re.IGNORECASE)
 
 
-def number(path: Path) -> int:
-    return int(path.name[:2])
+def number(path: Path) -> str:
+    """A lesson's label, "04" or (a lesson split in two) "02a": labels compare in course order."""
+    return path.name.split("_")[0]
 
 
 def code_tree(notebook) -> ast.Module:
@@ -108,14 +109,14 @@ def course_names(tree: ast.Module) -> dict[str, object]:
     return {k: v for k, v in used.items() if inspect.isfunction(v) or inspect.isclass(v)}
 
 
-def introduced_in(value) -> int | None:
+def introduced_in(value) -> str | None:
     """The lesson a function's or class's docstring names first, else its module's; None if
     neither names one."""
     module = inspect.getmodule(value)
     for doc in (inspect.getdoc(value), inspect.getdoc(module) if module else None):
         found = _LESSON.search(doc or "")
         if found:
-            return int(found.group(1))
+            return found.group(1).lower()
     return None
 
 
@@ -126,11 +127,11 @@ def used_too_early(path: Path) -> list[str]:
     for name, value in sorted(names.items()):
         lesson = introduced_in(value)
         if lesson is not None and lesson > here:
-            late.append(f"{name} (lesson {lesson:02d})")
+            late.append(f"{name} (lesson {lesson})")
     return late
 
 
-_LINK = re.compile(r"\]\((\d\d)_[\w-]+\.ipynb")
+_LINK = re.compile(r"\]\((\d\d[a-z]?)_[\w-]+\.ipynb")
 _ITEM = re.compile(r"\n(?=\s*(?:[|*-]|\d+\.)\s)")  # a new table row or list item
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z*`$(\[])")
 
@@ -144,13 +145,13 @@ def sentences(markdown: str) -> list[str]:
     return found
 
 
-def prose(notebook, here: int) -> str:
+def prose(notebook, here: str) -> str:
     """The lesson's markdown, less every sentence that links to a later lesson."""
     kept = []
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             for sentence in sentences(cell.source):
-                if not any(int(n) > here for n in _LINK.findall(sentence)):
+                if not any(n > here for n in _LINK.findall(sentence)):
                     kept.append(sentence)
     return "\n".join(kept)
 
@@ -164,7 +165,7 @@ def terms_too_early(path: Path) -> list[str]:
             continue
         flags = 0 if term.isupper() or term == "RoPE" else re.IGNORECASE
         if re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text, flags):
-            early.append(f"{term!r} (lesson {lesson:02d})")
+            early.append(f"{term!r} (lesson {lesson})")
     return early
 
 
@@ -190,7 +191,7 @@ def test_both_checks_catch_what_a_lesson_uses_too_early(tmp_path):
         new_code_cell("from course_lib import sampling\nfrom course_lib.show import bounded\n"
                       "sampling.rule_check"),
     ]), lesson)  # fmt: skip
-    assert introduced_in(importlib.import_module("course_lib.sampling").rule_check) == 10
+    assert introduced_in(importlib.import_module("course_lib.sampling").rule_check) == "10"
     assert used_too_early(lesson) == ["course_lib.sampling.rule_check (lesson 10)"]
     # GELU and top-k sit in sentences that link to the lessons that teach them
     assert terms_too_early(lesson) == ["'residual' (lesson 08)", "'layer norm' (lesson 08)"]

@@ -25,7 +25,7 @@ from nbconvert import HTMLExporter
 from course_lib import widgets
 from tools.static_explorers import explorer_figure
 
-LESSON_LINK = re.compile(r'href="(\d\d_[\w-]+)\.ipynb(#[^"]*)?"')
+LESSON_LINK = re.compile(r'href="(\d\d[a-z]?_[\w-]+)\.ipynb(#[^"]*)?"')
 TEMPLATE = Path(__file__).resolve().parent / "site_template" / "course_site.html.j2"
 CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)  # left as they are: no math in code
 MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)

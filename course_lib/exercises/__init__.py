@@ -100,8 +100,8 @@ def former_files(folder, key: str) -> list[Path]:
 
 
 def lesson_label(key: str) -> str:
-    """How messages name lesson `key`: by its number, "04"."""
-    return key[:2]
+    """How messages name lesson `key`: by its number, "04" (a lesson split in two: "02a")."""
+    return key.split("_")[0]
 
 
 def all_exercises() -> list[Exercise]:

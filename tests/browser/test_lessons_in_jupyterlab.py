@@ -33,7 +33,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tools.lab_page import KERNEL_DIALOG, accept_kernel_dialog, click_menu, start_run_all
 
-LESSONS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+LESSONS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
 RUN_ALL_TIMEOUT_MS = 240_000
