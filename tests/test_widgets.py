@@ -278,3 +278,32 @@ def test_a_kept_static_picture_gives_the_same_picture_as_a_full_redraw():
     e.controls["scale"].value = False
     fresh.controls["scale"].value = False
     assert picture(e) == picture(fresh)
+
+
+def test_snapped_lines_draw_the_same_pixels_when_their_last_bits_differ():
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from course_lib.widgets.base import pixel_snapped
+
+    def picture(y, snap):
+        fig = Figure(figsize=(4, 3), dpi=100)
+        canvas = FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        (line,) = ax.plot(x, y, lw=2)
+        ax.set_xlim(0, 10)
+        ax.set_ylim(-1.2, 1.2)
+        if snap:
+            with pixel_snapped([line]):
+                canvas.draw()
+            assert np.array_equal(line.get_ydata(), y)  # its data is put back
+        else:
+            canvas.draw()
+        return np.asarray(canvas.buffer_rgba()).copy()
+
+    x = np.linspace(0, 10, 400)
+    y = np.sin(3 * x)
+    nudged = y * (1 + 2**-21)  # float32 rounding, as another kernel path gives
+    assert not np.array_equal(picture(y, snap=False), picture(nudged, snap=False))
+    assert np.array_equal(picture(y, snap=True), picture(nudged, snap=True))
