@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from course_lib import corpus
-from course_lib._validation import float_tensor, positive_int
+from course_lib._validation import positive_int
 from course_lib.exercises import by_name
 from course_lib.exercises.core import NOT_IMPLEMENTED, run
 from course_lib.runtime import one_thread
@@ -102,20 +102,3 @@ def count_bigram_losses(split: str = "valid") -> torch.Tensor:
     01_language_and_loss)."""
     ids = corpus.load_split(split)
     return -counted_probabilities()[ids[:, :-1], ids[:, 1:]].log()  # (N, T - 1)
-
-
-def pca_2d(weight: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """(coordinates (V, 2), share of the variance they keep): the rows of weight (V, D),
-    centred, on their first two principal axes, from torch.linalg.svd (lesson
-    01_language_and_loss)."""
-    float_tensor("weight", weight, min_dim=2)
-    if weight.dim() != 2 or min(weight.shape) < 2:
-        raise ValueError(
-            f"weight: expected a (V, D) matrix, V and D >= 2, got {tuple(weight.shape)}"
-        )
-    centred = weight.detach() - weight.detach().mean(dim=0)  # (V, D)
-    _, s, vh = torch.linalg.svd(centred, full_matrices=False)  # vh: (D, D), rows = axes
-    coords = centred @ vh[:2].T  # (V, D) @ (D, 2) -> (V, 2)
-    # an axis's sign is arbitrary: point each so that its largest coordinate is positive
-    flip = torch.where(coords.max(dim=0).values >= -coords.min(dim=0).values, 1.0, -1.0)
-    return coords * flip.to(coords.dtype), float((s[:2] ** 2).sum() / (s**2).sum())

@@ -69,20 +69,6 @@ def test_the_counted_bigram_is_a_distribution_per_token():
     assert torch.isfinite(losses).all()  # every validation pair occurs in training
 
 
-def test_the_projection_keeps_the_largest_spread():
-    g = torch.Generator().manual_seed(0)
-    # points along one direction, with a little noise: the first axis is that direction
-    direction = torch.tensor([3.0, 4.0, 0.0]) / 5
-    t = torch.randn(50, 1, generator=g)
-    points = t * direction + 0.01 * torch.randn(50, 3, generator=g) + 7.0
-    coords, kept = bigram.pca_2d(points)
-    assert coords.shape == (50, 2) and kept > 0.999
-    assert coords[:, 0].abs().max() > 10 * coords[:, 1].abs().max()
-    assert coords.mean(dim=0).abs().max() < 1e-4  # centred
-    # the sign is fixed: the largest coordinate of each axis is positive
-    assert (coords.max(dim=0).values >= -coords.min(dim=0).values).all()
-
-
 @pytest.mark.parametrize(
     "call, error, words",
     [
@@ -94,13 +80,6 @@ def test_the_projection_keeps_the_largest_spread():
             "embedding: expected a function",
         ),
         (lambda: bigram.train_bigram(torch.nn.Linear(2, 2)), TypeError, "model: expected a Bigram"),
-        (lambda: bigram.pca_2d(torch.ones(5)), ValueError, "weight: expected at least 2 dim"),
-        (
-            lambda: bigram.pca_2d(torch.ones(5, 1)),
-            ValueError,
-            r"weight: expected a \(V, D\) matrix",
-        ),
-        (lambda: bigram.pca_2d(torch.ones(5, 3, dtype=torch.long)), TypeError, "floating-point"),
         (lambda: bigram.count_bigram_losses("test"), ValueError, "name: expected one of"),
     ],
 )

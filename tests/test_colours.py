@@ -63,20 +63,6 @@ VIZ_FIGURES = {
     "next_token_figure": lambda: viz.next_token_figure(
         [(["Dog"], {"near": 0.5, "with": 0.5}, "near", "other"), (["a"], {"b": 1.0}, "b", "mark")]
     ),
-    "bigram_curve_figure": lambda: viz.bigram_curve_figure(
-        HISTORY, floor=1.03, uniform=4.64, counted=2.22
-    ),
-    "skill_loss_figure": lambda: viz.skill_loss_figure(
-        {"all": 1.0, "subject": 1.6, "mark": 0.0},
-        {"subject": 2.0, "mark": 4.7},
-        {"subject": 0.08, "mark": 0.06},
-    ),  # fmt: skip
-    "embedding_map_figure": lambda: viz.embedding_map_figure(
-        torch.randn(6, 2, generator=torch.Generator().manual_seed(2)),
-        LABELS,
-        {"nouns": ("cat", "mat"), "others": ("the", "sat", "on", "a")},
-        explained=0.6,
-    ),  # fmt: skip
     "curve_panels": lambda: viz.curve_panels(
         [1, 2, 4, 8],
         [

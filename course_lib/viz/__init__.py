@@ -16,10 +16,7 @@ The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.
 """
 
 from course_lib.viz.lesson01_language_and_loss import (
-    bigram_curve_figure,
-    embedding_map_figure,
     next_token_figure,
-    skill_loss_figure,
 )
 from course_lib.viz.lesson02_attention_and_masks import (
     attention_heatmap,
@@ -138,7 +135,6 @@ __all__ = [
     "VIRIDIS_DARK",
     "attention_heatmap",
     "bends_figure",
-    "bigram_curve_figure",
     "block_diagram",
     "canvas_png",
     "colour",
@@ -155,7 +151,6 @@ __all__ = [
     "draw_head_map",
     "draw_weight_bars",
     "drift_figure",
-    "embedding_map_figure",
     "encoder_decoder_diagram",
     "encoding_heatmap",
     "excess_rows_figure",
@@ -189,7 +184,6 @@ __all__ = [
     "setup_pair_axes",
     "similarity_figure",
     "skill_curves_figure",
-    "skill_loss_figure",
     "time_figure",
     "time_per_token_figure",
     "to_png",
