@@ -343,7 +343,7 @@ def test_merge_into_a_float32_buffer_is_told_about_the_dtype():
 
 
 def attend(q, k, v, mask=None):
-    """A learner's lesson 02 attention (right), which the multihead attempts below call."""
+    """A learner's lesson 02b attention (right), which the multihead attempts below call."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
