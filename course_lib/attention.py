@@ -1,4 +1,4 @@
-"""Scaled dot-product attention and the causal mask (lessons 02 and 03)."""
+"""Scaled dot-product attention and the causal mask (lessons 02a, 02b and 03)."""
 
 import math
 
@@ -8,13 +8,13 @@ from course_lib._validation import broadcast_shape, float_tensor, positive_int
 
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
-    """(T, T) bool, True on and below the diagonal: query t may look at keys 0..t (lesson 02)."""
+    """(T, T) bool, True on and below the diagonal: query t may look at keys 0..t (lesson 02a)."""
     positive_int("T", T)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T)
 
 
 def scale_factor(scale, d_k: int) -> float:
-    """Factor for the scores: 1/sqrt(d_k) for True, 1 for False, or a given float (lesson 02)."""
+    """Factor for the scores: 1/sqrt(d_k) for True, 1 for False, or a given float (lesson 02a)."""
     if isinstance(scale, bool):
         return 1.0 / math.sqrt(d_k) if scale else 1.0
     if isinstance(scale, int | float):
@@ -26,7 +26,7 @@ def scale_factor(scale, d_k: int) -> float:
 
 def check_mask(mask, scores_shape: torch.Size) -> None:
     """Raise unless mask is a bool tensor broadcastable to scores_shape with no empty query row
-    (lesson 02)."""
+    (lesson 02a)."""
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask: expected a bool torch.Tensor, got {type(mask).__name__}")
     if mask.dtype != torch.bool:
@@ -50,7 +50,7 @@ def check_mask(mask, scores_shape: torch.Size) -> None:
 
 def check_qkv(q, k, v) -> torch.Size:
     """Validate q, k, v for attention and return the shape of the score matrix (..., T_q, T_k)
-    (lesson 02)."""
+    (lesson 02a)."""
     float_tensor("q", q, min_dim=2)
     float_tensor("k", k, min_dim=2)
     float_tensor("v", v, min_dim=2)
@@ -76,7 +76,7 @@ def check_qkv(q, k, v) -> torch.Size:
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, scale=True):
-    """softmax(q k^T * factor) v, returning (output, weights) (lesson 02; the scale in lesson 03).
+    """softmax(q k^T * factor) v, returning (output, weights) (lesson 02a; the scale in lesson 03).
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); mask is bool, True where a
     query may attend, broadcastable to (..., T_q, T_k). Weights rows sum to 1.
@@ -90,7 +90,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=True):
 
 def attend(q, k, v, mask, factor: float):
     """The arithmetic of scaled_dot_product_attention without its checks, for a caller whose
-    q, k, v and mask are right by construction, as inside a model's layers (lesson 02)."""
+    q, k, v and mask are right by construction, as inside a model's layers (lesson 02a)."""
     scores = (
         q @ k.transpose(-2, -1)
     ) * factor  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)

@@ -1,5 +1,6 @@
-"""Lesson 02's demonstrations: the line it follows, an embedding written by hand whose four
-features can be read, an untrained embedding, and sentences padded to one length (lesson 02).
+"""The demonstrations of lessons 02a and 02b: the line 02a follows, an embedding written by
+hand whose four features can be read (lesson 02a), an untrained embedding, and sentences padded
+to one length (lesson 02b).
 
 The math (attention, the masks) lives in `course_lib.attention`; this module only makes the
 vectors and batches the lesson runs it on.
@@ -20,13 +21,13 @@ PADDED_LINES = (2, 3, 4)  # the validation lines whose first sentences the batch
 
 def lesson_line() -> list[str]:
     """The 12 tokens the lesson follows: a sentence whose singular subject (Cat) stands three
-    nouns before its verb, then the next sentence's plural subject (lesson 02)."""
+    nouns before its verb, then the next sentence's plural subject (lesson 02a)."""
     return corpus.to_tokens(corpus.load_split("valid")[LINE])[:LINE_LENGTH]
 
 
 def feature_embedding() -> torch.Tensor:
     """(V, 4) float32: row i holds token i's FEATURES, 1 or 0; marks, prepositions,
-    syllables and brackets have none (lesson 02)."""
+    syllables and brackets have none (lesson 02a)."""
     table = torch.zeros(len(corpus.VOCAB), len(FEATURES))
     for token, i in corpus.TOKEN_ID.items():
         if token in language.SUBJECTS:
@@ -40,7 +41,7 @@ def feature_embedding() -> torch.Tensor:
 
 def untrained_embedding(D: int = 16, seed: int = 0) -> torch.Tensor:
     """(V + 1, D) float32: a random N(0, 1) row per token, as an embedding starts before
-    training, and a row of zeros for PAD, the id that fills short sentences (lesson 02)."""
+    training, and a row of zeros for PAD, the id that fills short sentences (lesson 02b)."""
     positive_int("D", D)
     g = torch.Generator().manual_seed(seed)
     rows = torch.randn(len(corpus.VOCAB), D, generator=g)
@@ -48,7 +49,7 @@ def untrained_embedding(D: int = 16, seed: int = 0) -> torch.Tensor:
 
 
 def first_sentence(tokens) -> list[str]:
-    """A line's tokens up to and including its first full stop (a mark) (lesson 02)."""
+    """A line's tokens up to and including its first full stop (a mark) (lesson 02b)."""
     tokens = list(tokens)
     for t, token in enumerate(tokens):
         if token in language.MARKS:
@@ -59,7 +60,7 @@ def first_sentence(tokens) -> list[str]:
 def padded_batch(lines=PADDED_LINES) -> tuple[list[list[str]], torch.Tensor, torch.Tensor]:
     """(sentences, ids (B, T) int64, lengths (B,) int64): the first sentence of each
     validation line in `lines`, right-padded with PAD to the longest one's length T
-    (lesson 02)."""
+    (lesson 02b)."""
     valid = corpus.load_split("valid")
     sentences = [first_sentence(corpus.to_tokens(valid[i])) for i in lines]
     lengths = torch.tensor([len(s) for s in sentences])  # (B,)

@@ -21,7 +21,8 @@ from functools import partial
 from course_lib.exercises import (
     lesson00,
     lesson01_language_and_loss,
-    lesson02_attention_and_masks,
+    lesson02a_attention,
+    lesson02b_attention_in_batches,
     lesson03_scaling,
     lesson04_multihead,
     lesson05_encoder_decoder,
@@ -119,11 +120,13 @@ check_token_embedding = checker(lesson01_language_and_loss.TOKEN_EMBEDDING)
 check_output_layer = checker(lesson01_language_and_loss.OUTPUT_LAYER)
 check_next_token_cross_entropy = checker(lesson01_language_and_loss.NEXT_TOKEN_CROSS_ENTROPY)
 
-# ---------------------------------------------------------------- lesson 02_attention_and_masks
-check_causal_mask = checker(lesson02_attention_and_masks.CAUSAL_MASK)
-check_qkv_projection = checker(lesson02_attention_and_masks.QKV_PROJECTION)
-check_attention = checker(lesson02_attention_and_masks.ATTENTION)
-check_padding_mask = checker(lesson02_attention_and_masks.PADDING_MASK)
+# ---------------------------------------------------------------- lesson 02a_attention
+check_causal_mask = checker(lesson02a_attention.CAUSAL_MASK)
+check_qkv_projection = checker(lesson02a_attention.QKV_PROJECTION)
+
+# ---------------------------------------------------------------- lesson 02b_attention_in_batches
+check_attention = checker(lesson02b_attention_in_batches.ATTENTION)
+check_padding_mask = checker(lesson02b_attention_in_batches.PADDING_MASK)
 
 # ---------------------------------------------------------------- lesson 04_multihead
 check_split_heads = checker(lesson04_multihead.SPLIT_HEADS)

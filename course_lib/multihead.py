@@ -73,7 +73,7 @@ class MultiHeadAttention(nn.Module):
         self.rope = rope
         self.scale = scale  # False: scores are q.k, not q.k / sqrt(d) (lesson 03)
         # True: torch's fused kernel when weights are not asked for (same numbers, faster);
-        # False: always the from-scratch path that lesson 02 builds.
+        # False: always the from-scratch path that lesson 02b builds.
         self.fused = True
         # False inside TinyTransformer: the model checks its ids once and passes a causal mask
         # that is valid by construction, so its layers skip the checks (one costs a host sync)

@@ -1,6 +1,6 @@
 """Your functions from earlier lessons, read from your own notebooks (lesson 04 on).
 
-The course builds one transformer across the lessons: lesson 02's attention goes into
+The course builds one transformer across the lessons: lesson 02b's attention goes into
 lesson 04's multi-head attention, which gets lesson 06's rotary embedding, which goes into
 lesson 08's block, which lesson 11 stacks into a model. `earlier_work("attention", ...)`
 gives a later lesson the functions you wrote, so the model at the end is made of your code.
@@ -8,7 +8,7 @@ gives a later lesson the functions you wrote, so the model at the end is made of
 It reads the lesson notebooks next to the one running (your workspace copies when you work
 in `workspace/`, the course's solved lessons in `notebooks/`), takes each exercise cell
 (the cells nbgrader marks as solutions) and runs only its imports and its `def`/`class`
-statements, in lesson order, in one namespace: lesson 04's multihead finds lesson 02's
+statements, in lesson order, in one namespace: lesson 04's multihead finds lesson 02b's
 attention there. Nothing else in those notebooks runs.
 
 An exercise you have not written yet (its cell still raises NotImplementedError) is replaced

@@ -109,7 +109,7 @@ def additive_scores(x_q, x_k, w_q, w_k, m, n, base: float = 10000.0) -> torch.Te
     """(P,) scores when sinusoidal encodings are added to the embeddings first (lesson 06).
 
     q = W_q (x_q + PE[m]) and k = W_k (x_k + PE[n]); x_q, x_k (D,); w_q, w_k (d, D), a row per
-    output, as lesson 02 stores a projection.
+    output, as lesson 02a stores a projection.
     """
     for name, value in (("x_q", x_q), ("x_k", x_k), ("w_q", w_q), ("w_k", w_k)):
         float_tensor(name, value)

@@ -7,7 +7,7 @@ import torch
 
 @contextmanager
 def one_thread():
-    """Run tiny tensor work on one thread, then restore the setting (lesson 02 onwards).
+    """Run tiny tensor work on one thread, then restore the setting (lesson 02b onwards).
 
     For the course's sizes waking a thread pool costs more than it saves; on a busy 2-core
     machine it made lesson 03's training run 10x slower.

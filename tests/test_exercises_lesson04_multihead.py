@@ -117,7 +117,7 @@ def test_no_cell_above_split_heads_hands_the_learner_the_courses_split():
 @pytest.fixture(scope="module")
 def notebook_solutions():
     """The lesson's own exercise cells, run the way later lessons get them (course_lib.mywork):
-    multihead there calls the attention of lesson 02 (today's 01_attention_qkv notebook)."""
+    multihead there calls lesson 02b's attention (the 02b_attention_in_batches notebook)."""
     work = collect(["split_heads", "merge_heads", "multihead"], NOTEBOOKS)
     assert set(work.origin.values()) == {"lesson 04: yours"}
     return work.functions
@@ -343,7 +343,7 @@ def test_merge_into_a_float32_buffer_is_told_about_the_dtype():
 
 
 def attend(q, k, v, mask=None):
-    """A learner's lesson 02 attention (right), which the multihead attempts below call."""
+    """A learner's lesson 02b attention (right), which the multihead attempts below call."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))

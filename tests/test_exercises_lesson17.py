@@ -368,7 +368,7 @@ def test_a_mask_that_is_never_applied():
 
 
 def test_the_whole_matrix_is_caught_even_with_right_numbers():
-    def whole(q, k, v, mask=None, tile_size=64):  # lesson 02's attention, tiles never used
+    def whole(q, k, v, mask=None, tile_size=64):  # lesson 02b's attention, tiles never used
         s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
         if mask is not None:
             s = s.masked_fill(~mask, -INF)

@@ -90,7 +90,7 @@ def test_transpose_example():
 
 def one_head_by_hand():
     """The worked example as the lesson runs it, from set_seed(0): torch's one-head layer
-    without biases, and the lesson 02 projections and attention, then its out_proj."""
+    without biases, and the lesson 02a projections and 02b attention, then its out_proj."""
     import course_lib
 
     found = notebook_functions("qkv_projection", "attention")

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from course_lib import reversal
-from course_lib.exercises.lesson02_attention_and_masks import attention_reference as attention
+from course_lib.exercises.lesson02b_attention_in_batches import attention_reference as attention
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_encoder_decoder.ipynb"
 SEEDS = range(5)

@@ -198,7 +198,7 @@ def test_sinusoidal_added_score_changes_under_a_common_shift(seed, measure):
     shifts = torch.arange(0, 100)
     scores = position_demos.additive_scores(x_q, x_k, w_q, w_k, 7 + shifts, 3 + shifts)
     pe = positional.sinusoidal_encoding(110, 16)
-    # q = W_q (x_q + PE[m]), W_q (d, D) a row per output, as lesson 02 stores it
+    # q = W_q (x_q + PE[m]), W_q (d, D) a row per output, as lesson 02a stores it
     by_hand = (((x_q + pe[7 + shifts]) @ w_q.T) * ((x_k + pe[3 + shifts]) @ w_k.T)).sum(-1)
     torch.testing.assert_close(scores, by_hand)
     # worst over seeds 0-9 and the three paths: 7.2

@@ -1,5 +1,5 @@
 """Lesson 17's claims, each measured with the lesson's own solutions (read from the notebooks as
-a later lesson reads them): what lesson 02's attention allocates, the online softmax's worked
+a later lesson reads them): what lesson 02b's attention allocates, the online softmax's worked
 example, that the tiled forward never allocates a (T, T) block, what autograd keeps through
 the loop and through the recomputing Function, and the lesson's numbers as its text quotes them.
 

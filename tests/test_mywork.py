@@ -276,3 +276,61 @@ def test_a_workspace_made_before_the_move_keeps_the_learners_work(tmp_path):
     q, k, v = torch.randn(3, 2, 5, 4).unbind(0)
     ours, theirs = work.functions["attention"](q, k, v)[0], by_name("attention").reference(q, k, v)
     assert torch.allclose(ours, theirs[0], atol=1e-6)
+
+
+# ---------------------------------------------------------------- lesson 02 split into 02a and 02b
+
+BEFORE_THE_02_SPLIT = ROOT_TESTS / "fixtures" / "workspace_before_the_02_split"
+
+
+def test_a_workspace_holding_lesson_02_keeps_the_learners_work_for_02a_and_02b(tmp_path):
+    """A workspace copy of the old 02_attention_and_masks (the learner copy of main before the
+    split) with make_causal_mask and attention written by the learner, then updated: 02a and
+    02b arrive beside it with stubs, and earlier_work finds the learner's functions of both
+    halves in the old file, the course's for the two left unwritten."""
+    from course_lib.exercises import FORMER
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_02_SPLIT / "02_attention_and_masks.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    written = {p.name for p in prepare(LESSONS_DIR, tmp_path)}
+    assert {"02a_attention.ipynb", "02b_attention_in_batches.ipynb"} <= written
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()  # never written over
+    assert "02_attention_and_masks" in FORMER["02a_attention"]
+    assert "02_attention_and_masks" in FORMER["02b_attention_in_batches"]
+    names = ["make_causal_mask", "qkv_projection", "attention", "padding_mask"]
+    work = collect(names, tmp_path)
+    assert work.origin == {
+        "make_causal_mask": "lesson 02a: yours in 02_attention_and_masks.ipynb",
+        "qkv_projection": "lesson 02a: the course's (yours is not written yet)",
+        "attention": "lesson 02b: yours in 02_attention_and_masks.ipynb",
+        "padding_mask": "lesson 02b: the course's (yours is not written yet)",
+    }
+    for name in ("make_causal_mask", "attention"):
+        assert work.functions[name] is not by_name(name).reference, name
+    assert torch.equal(work.functions["make_causal_mask"](5), torch.ones(5, 5).tril().bool())
+    q, k, v = torch.randn(3, 2, 5, 4).unbind(0)
+    mask = torch.ones(5, 5).tril().bool()
+    ours = work.functions["attention"](q, k, v, mask)[0]
+    assert torch.allclose(ours, by_name("attention").reference(q, k, v, mask)[0], atol=1e-6)
+    # written again in the new halves, the new versions win
+    for stem, name, body in (
+        ("02a_attention", "make_causal_mask", "def make_causal_mask(T):\n    return 'in 02a'"),
+        ("02b_attention_in_batches", "attention",
+         "def attention(q, k, v, mask=None):\n    return 'in 02b'"),
+    ):  # fmt: skip
+        path = tmp_path / f"{stem}.ipynb"
+        notebook = nbformat.read(path, as_version=4)
+        (cell,) = [
+            c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == name
+        ]
+        cell.source = body
+        nbformat.write(notebook, path)
+    work = collect(["make_causal_mask", "attention"], tmp_path)
+    assert work.origin == {
+        "make_causal_mask": "lesson 02a: yours",
+        "attention": "lesson 02b: yours",
+    }
+    assert work.functions["make_causal_mask"](3) == "in 02a"
+    assert work.functions["attention"](None, None, None) == "in 02b"

@@ -22,7 +22,8 @@ from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
 LESSONS = {
     "00_start_here": "lesson00",
     "01_language_and_loss": "lesson01_language_and_loss",
-    "02_attention_and_masks": "lesson02_attention_and_masks",
+    "02a_attention": "lesson02a_attention",
+    "02b_attention_in_batches": "lesson02b_attention_in_batches",
     "03_scaling": "lesson03_scaling",
     "04_multihead": "lesson04_multihead",
     "05_encoder_decoder": "lesson05_encoder_decoder",
@@ -45,7 +46,8 @@ LESSONS = {
 # learner's version), so a workspace may still hold the earlier file with the learner's work
 # in it: course_lib.mywork reads it there wherever the new lesson's exercise is still a stub.
 FORMER: dict[str, tuple[str, ...]] = {
-    "02_attention_and_masks": ("01_attention_qkv",),
+    "02a_attention": ("01_attention_qkv", "02_attention_and_masks"),
+    "02b_attention_in_batches": ("01_attention_qkv", "02_attention_and_masks"),
     "03_scaling": ("02_scaling",),
     "04_multihead": ("03_multihead",),
     "06_sinusoidal_and_rope": ("04_positional_encoding",),

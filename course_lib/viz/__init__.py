@@ -10,7 +10,7 @@ each name lives in one module of this package:
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
 - `lesson01_language_and_loss` ... `lesson17`: each lesson's figures and the constants they
   draw with, in lesson order; a lesson that has moved to the published order has a module
-  named after its notebook (`lesson02_attention_and_masks`, `lesson03_scaling`, ...).
+  named after its notebook (`lesson02a_attention`, `lesson03_scaling`, ...).
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -18,11 +18,8 @@ The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.
 from course_lib.viz.lesson01_language_and_loss import (
     next_token_figure,
 )
-from course_lib.viz.lesson02_attention_and_masks import (
-    attention_heatmap,
-    draw_weight_bars,
-    padding_figure,
-)
+from course_lib.viz.lesson02a_attention import attention_heatmap
+from course_lib.viz.lesson02b_attention_in_batches import draw_weight_bars, padding_figure
 from course_lib.viz.lesson03_scaling import (
     REFERENCE_STYLES,
     curve_panels,
@@ -107,7 +104,8 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02_attention_and_masks",
+FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
+                  "lesson02b_attention_in_batches",
                   "lesson03_scaling", "lesson04_multihead", "lesson05_encoder_decoder",
                   "lesson06_sinusoidal_and_rope", "lesson07_rope_in_real_models",
                   "lesson08_transformer_block", "lesson10", "lesson11",

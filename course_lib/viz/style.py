@@ -1,6 +1,6 @@
 """The course's look, shared by every lesson's figures and explorers: resolution, colour
 policy (PALETTE, COLOURS, MARKERS, line styles), meaning() and colour(), new_figure(), the
-argument helpers the figure modules share, draw_attention (lessons 02 and 03), and the boxes
+argument helpers the figure modules share, draw_attention (lessons 02a and 03), and the boxes
 and arrows of the block diagrams (lessons 05_encoder_decoder and 08).
 """
 
@@ -104,7 +104,7 @@ def _as_array(weights):
 
 
 def draw_attention(ax, weights, query_labels=None, key_labels=None, *, annot=False, cbar=True):
-    """Draw a (T_q, T_k) weight matrix as a labelled seaborn heatmap on ax (lesson 02)."""
+    """Draw a (T_q, T_k) weight matrix as a labelled seaborn heatmap on ax (lesson 02a)."""
     data = _as_array(weights)
     sns.heatmap(
         data,

@@ -1,7 +1,7 @@
 """Explorers: controls that re-run a bit of course math and redraw its picture live.
 
 One module per lesson, named after its notebook where the lesson has moved to the published
-order (`lesson02_attention_and_masks`, `lesson12_read_your_model`, ...), on a small shared base
+order (`lesson02b_attention_in_batches`, `lesson12_read_your_model`, ...), on a small shared base
 (`base`: the Explorer class, its readout line, `state()` and `settings()`, the control helpers
 and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons
 04_multihead and 12 share (TickStamp). Lessons import from here:
@@ -11,7 +11,7 @@ and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures tha
 from course_lib.widgets.base import ConceptCheck, Explorer
 from course_lib.widgets.lesson00 import SoftmaxExplorer
 from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
-from course_lib.widgets.lesson02_attention_and_masks import AttentionExplorer
+from course_lib.widgets.lesson02b_attention_in_batches import AttentionExplorer
 from course_lib.widgets.lesson03_scaling import ScalingExplorer
 from course_lib.widgets.lesson04_multihead import HeadsExplorer, heads_examples
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer

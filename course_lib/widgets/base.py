@@ -247,7 +247,7 @@ def compare_learner(fn, args: tuple, course_value, what: str, setting: str, atol
 
     The picture shows the learner's numbers when their function runs and returns the right
     shape; the note says, in words, whether and how far they differ from the course's at this
-    control setting (lesson 02 on, `AttentionExplorer(attention=my_attention)` and friends).
+    control setting (lesson 02b on, `AttentionExplorer(attention=my_attention)` and friends).
     With fn None there is nothing to compare: the course's value and an empty note.
     """
     if fn is None:
@@ -357,7 +357,7 @@ def slider(description: str, value, low, high, step=1, **kw):
 
 
 def choice_slider(description: str, options, value):
-    """A slider over a list of values (say head widths), firing on release (lesson 02 on)."""
+    """A slider over a list of values (say head widths), firing on release (lesson 02b on)."""
     return widgets.SelectionSlider(
         options=options, value=value, description=description, continuous_update=False,
         style=STYLE,
@@ -376,7 +376,7 @@ def toggle_buttons(description: str, options, value, button_width: str | None = 
 
 
 def checkbox(description: str, value: bool):
-    """A switch: on or off (lesson 02 on)."""
+    """A switch: on or off (lesson 02b on)."""
     return widgets.Checkbox(value=value, description=description, style=STYLE)
 
 

@@ -9,10 +9,10 @@ from course_lib.exercises.stub import stub_source
 from course_lib.workspace import prepare
 
 # A learner's attention with a classic slip, the softmax over the queries instead of the
-# keys: lesson 02's checker must say TRY AGAIN, and its explorer, which runs the learner's
+# keys: lesson 02b's checker must say TRY AGAIN, and its explorer, which runs the learner's
 # function, must say DIFFERS in the page. Later lessons take it through earlier_work and must
 # still run to the end.
-SLIPPED_LESSON, SLIPPED_EXERCISE = "02_attention_and_masks.ipynb", "attention"
+SLIPPED_LESSON, SLIPPED_EXERCISE = "02b_attention_in_batches.ipynb", "attention"
 LEARNER_SLIP = """def attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
@@ -22,7 +22,7 @@ LEARNER_SLIP = """def attention(q, k, v, mask=None):
 
 
 def write_learners_folder(root: Path, notebooks: Path) -> None:
-    """The workspace copies, lesson 02 with the slip, and the course's lessons in course/."""
+    """The workspace copies, lesson 02b with the slip, and the course's lessons in course/."""
     prepare(notebooks, root)
     path = root / SLIPPED_LESSON
     notebook = nbformat.read(path, as_version=4)

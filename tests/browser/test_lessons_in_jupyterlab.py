@@ -2,9 +2,9 @@
 unsolved workspace copy, then every control moved.
 
 The learner's copy (tests/browser/conftest.py) has every exercise still a stub, except lesson
-02's attention, which holds a classic slip: Run All must reach the end of every lesson without
-a traceback, each checker saying "not implemented yet" (lesson 02's attention: TRY AGAIN), so
-skipping an exercise never blocks a lesson; lesson 02's explorer, running the slipped function,
+02b's attention, which holds a classic slip: Run All must reach the end of every lesson without
+a traceback, each checker saying "not implemented yet" (lesson 02b's attention: TRY AGAIN), so
+skipping an exercise never blocks a lesson; lesson 02b's explorer, running the slipped function,
 must say DIFFERS and name the query it shows, before and after the query moves. The course's
 own lessons, opened without running, show every explorer's stored still: its setting, its
 readout line and its picture (checked on one).
@@ -383,7 +383,7 @@ def checker_verdicts(page, facts) -> list[tuple[str, str, str]]:
 
 
 def assert_slip_is_flagged(page, explorer, shots: Path) -> None:
-    """Lesson 02's explorer runs the learner's slipped attention: its readout says DIFFERS and
+    """Lesson 02b's explorer runs the learner's slipped attention: its readout says DIFFERS and
     names the query shown, and names the new one after the query slider moves."""
     readout = explorer.locator(".widget-html-content").first
     first = readout.inner_text()

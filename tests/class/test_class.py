@@ -24,7 +24,7 @@ from localhub import Kernel, Slider, home, processes_of
 from tools.lab_page import start_run_all
 
 LESSON = "course/notebooks/00_start_here.ipynb"
-DELETED = "course/notebooks/02_attention_and_masks.ipynb"
+DELETED = "course/notebooks/02b_attention_in_batches.ipynb"
 IN_COURSE = "notebooks/00_start_here.ipynb"
 IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
 ALL_RAN = """(expected) => {

@@ -2,8 +2,8 @@
 
 On a temporary nbgrader course folder: `generate_assignment` turns every lesson with exercises
 into its learner version (stubs), and `autograde` scores three learners' submissions of
-lessons 00 and 02: the course's own solutions (full marks), the learner version untouched
-(zero on every exercise), and the solutions with one known bug in lesson 02's attention
+lessons 00 and 02b: the course's own solutions (full marks), the learner version untouched
+(zero on every exercise), and the solutions with one known bug in lesson 02b's attention
 (exactly that exercise's point lost). Needs `make grader` (nbgrader in .class/grader).
 """
 
@@ -18,8 +18,8 @@ import pytest
 
 COURSE = Path(__file__).resolve().parents[2]
 GRADER = COURSE / ".class" / "grader" / "bin"
-GRADED = ["00_start_here", "02_attention_and_masks"]
-SCALE = " / math.sqrt(q.shape[-1])"  # in lesson 02's attention solution; the bug drops it
+GRADED = ["00_start_here", "02b_attention_in_batches"]
+SCALE = " / math.sqrt(q.shape[-1])"  # in lesson 02b's attention solution; the bug drops it
 SCORES = """
 import json, sys
 from nbgrader.api import Gradebook
@@ -109,7 +109,7 @@ def test_the_learner_version_has_stubs_where_the_solutions_were(graded):
 def test_the_courses_own_solutions_get_full_marks(graded):
     _, scores = graded
     solutions = scores["solutions"]
-    assert len(solutions) == 5  # softmax; make_causal_mask, qkv_projection, attention, padding_mask
+    assert len(solutions) == 3  # softmax; attention, padding_mask
     assert all(score == top > 0 for score, top in solutions.values()), solutions
 
 

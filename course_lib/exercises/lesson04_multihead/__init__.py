@@ -9,7 +9,7 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
   (nn.Linear D -> D) applied to the merged heads; mask None or bool broadcastable to
   (B, H, T, T), True = may attend; rope None or a function applied to q and to k, each
   (B, H, T, d), before the scores (lesson 06 passes one). Built from your split_heads,
-  merge_heads and lesson 02's attention. Same numbers as torch.nn.MultiheadAttention with
+  merge_heads and lesson 02b's attention. Same numbers as torch.nn.MultiheadAttention with
   in_proj_weight = qkv.weight, out_proj = out.
 
 The multihead check compares with torch's own multi-head attention (the function that

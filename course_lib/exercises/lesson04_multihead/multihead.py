@@ -93,7 +93,7 @@ def _multihead_cases() -> list[Case]:
         return Case((x, qkv, out, H), {"mask": mask, "rope": rope}, label=label)
 
     padded = causal_mask(6) & (torch.arange(6) < torch.tensor([[6], [4]]))[:, None, None, :]
-    # lesson 02's padding mask (B, 1, T) with an axis for the heads: (B, 1, 1, T)
+    # lesson 02b's padding mask (B, 1, T) with an axis for the heads: (B, 1, 1, T)
     padding = (torch.arange(5) < torch.tensor([[5], [3]]))[:, None, None, :]
     return [
         case(2, 5, 12, 3, "three heads, no mask, no rope"),
@@ -219,14 +219,14 @@ MULTIHEAD = Exercise(
     reference=multihead_reference,
     cases=_multihead_cases,
     idea="the section 'The whole layer': what the layer holds and what each head does, and the "
-    "worked example that rebuilds torch's one-head layer from your lesson 02 functions",
+    "worked example that rebuilds torch's one-head layer from your lesson 02a and 02b functions",
     bugs=(
         Bug(
             "returns_pair",
             _mh_returns_pair,
             "you returned a pair (output, weights); multihead returns one tensor, the "
             "layer's output (B, T, D)",
-            "lesson 02's attention returns (output, weights): keep its output, merge the "
+            "lesson 02b's attention returns (output, weights): keep its output, merge the "
             "heads, project, and return only that.",
         ),
         Bug(
@@ -241,7 +241,7 @@ MULTIHEAD = Exercise(
             "mask_ignored",
             _mh_mask_ignored,
             "with a mask, your queries still look at keys the mask blocks",
-            "the mask never reaches the attention: pass it on to lesson 02's attention, "
+            "the mask never reaches the attention: pass it on to lesson 02b's attention, "
             "which broadcasts a (T, T) or (B, 1, T, T) mask over every head.",
         ),
         Bug(
@@ -318,13 +318,13 @@ MULTIHEAD = Exercise(
     hints=(
         "In order: qkv(x), cut into q, k, v; split each into heads; rope on q and k if given; "
         "attention in every head at once, with the mask; merge the heads; out.",
-        "Your multihead runs your split_heads, merge_heads and lesson 02 attention: if one of "
+        "Your multihead runs your split_heads, merge_heads and lesson 02b attention: if one of "
         "their checks did not pass, fix that first (the earlier_work line above the exercise "
         "says whose attention you use).",
     ),
     # what computes this exercise's answer, or a piece the learner writes, in torch or the
     # course: the check compares with them. Right answers that split, attend and merge their
-    # own way (a loop over heads, torch.cat) pass; lesson 02's attention, the learner's or the
+    # own way (a loop over heads, torch.cat) pass; lesson 02b's attention, the learner's or the
     # course's through earlier_work, is the piece multihead is meant to call.
     forbidden=(
         (F, "scaled_dot_product_attention"),
@@ -344,7 +344,7 @@ MULTIHEAD = Exercise(
         (attend_rolling, "_merged"),
     ),
     forbidden_hint="multihead is yours to assemble from your split_heads, merge_heads and "
-    "lesson 02 attention. torch's multi-head layer and fused attention, and the course's own "
+    "lesson 02b attention. torch's multi-head layer and fused attention, and the course's own "
     "attention layers and head-cutting functions, compute what this exercise asks for (the "
     "check compares with them), so calling one checks nothing.",
 )

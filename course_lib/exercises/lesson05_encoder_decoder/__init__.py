@@ -11,7 +11,7 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
   d = D / H, each scaled by 1/sqrt(d); mask None or bool broadcastable to (B, H, T_q, T_k),
   True = may attend; out (Linear D -> D) mixes the merged heads. Same numbers as
   torch.nn.MultiheadAttention called as layer(x, memory, memory), in_proj_weight =
-  [q_proj.weight; kv_proj.weight]. Built from the learner's attention (lesson 02) and
+  [q_proj.weight; kv_proj.weight]. Built from the learner's attention (lesson 02b) and
   split_heads / merge_heads (lesson 04).
 - decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None) -> (B, T_out, D):
   h = y + self_attn(y, causal mask of size T_out); return h + cross_attn(h, memory,

@@ -96,14 +96,14 @@ SLIDING_WINDOW_MASK = Exercise(
             _mask(flip=True),
             "your mask is upside down: rows are keys and columns are queries",
             "row i is query i and column j is key j, so the True entries lie on and below "
-            "the diagonal, like lesson 02's causal mask. Yours lie above it: index it [query, "
+            "the diagonal, like lesson 02a's causal mask. Yours lie above it: index it [query, "
             "key].",
         ),
         Bug(
             "float_mask",
             _mask(kind="float"),
             "your numbers are right, but the mask is float 0s and 1s, not bool",
-            "return a bool tensor, True where a query may read a key, as lesson 02's causal "
+            "return a bool tensor, True where a query may read a key, as lesson 02a's causal "
             "mask: comparisons of integer tensors (<, <=) give bool tensors already, and & "
             "and | combine them.",
         ),

@@ -271,7 +271,7 @@ def run_backward(fn) -> Verdict:
             f"{PROBE['T']} keys, tile_size {PROBE['tile_size']})",
             (
                 "Your backward rebuilds the whole weight matrix, which is what autograd "
-                "through lesson 02's attention keeps. Rebuild one tile of weights at a time "
+                "through lesson 02b's attention keeps. Rebuild one tile of weights at a time "
                 "from lse, and use it at once for that tile's share of dq, dk and dv.",
                 f"See {IDEA}.",
             ),

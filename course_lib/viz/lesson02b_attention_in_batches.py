@@ -1,30 +1,15 @@
-"""Lesson 02's figures: an attention matrix, one query's weights, and a padded sentence's
+"""Lesson 02b's figures: one query's weights (the explorer's bars), and a padded sentence's
 weights with and without the padding mask."""
 
 import numpy as np
 from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
-from course_lib.viz.style import _as_array, _numbers, draw_attention, new_figure
-
-
-def attention_heatmap(
-    weights, query_labels=None, key_labels=None, *, title=None, annot=None
-) -> Figure:
-    """Figure of one attention weight matrix, rows = queries, columns = keys (lesson 02)."""
-    data = _as_array(weights)
-    size = max(3.5, 0.45 * data.shape[1] + 2.0)
-    fig, ax = new_figure(size, max(3.0, 0.45 * data.shape[0] + 1.2))
-    if annot is None:
-        annot = max(data.shape) <= 8
-    draw_attention(ax, data, query_labels, key_labels, annot=annot)
-    if title:
-        ax.set_title(title)
-    return fig
+from course_lib.viz.style import _as_array, _numbers, new_figure
 
 
 def draw_weight_bars(ax, weights_row, key_labels, color="tab:blue"):
-    """Bars of one query's attention weights over the keys, on a fixed 0..1 axis (lesson 02)."""
+    """Bars of one query's attention weights over the keys, on a fixed 0..1 axis (lesson 02b)."""
     heights = _numbers("weights_row", weights_row)
     if len(heights) != len(key_labels):
         raise ValueError(
@@ -40,7 +25,7 @@ def draw_weight_bars(ax, weights_row, key_labels, color="tab:blue"):
 
 def padding_figure(unmasked, masked, tokens, T: int) -> Figure:
     """Two maps of one right-padded sentence's weights, its real queries (rows) over all T
-    keys, without and with the padding mask (lesson 02).
+    keys, without and with the padding mask (lesson 02b).
 
     Both share one square-root colour scale from 0 to the larger map's largest weight, so a
     pad's small share stays visible beside one large weight; the right-hand axis of each map

@@ -1,4 +1,4 @@
-"""AttentionExplorer (lesson 02_attention_and_masks): every control swept end to end, the
+"""AttentionExplorer (lesson 02b_attention_in_batches): every control swept end to end, the
 learner's function drawn and compared, the setting named in the picture."""
 
 import base64

@@ -1,4 +1,4 @@
-"""Lesson 02's projections exercise: q, k and v from one stored matrix.
+"""Lesson 02a's projections exercise: q, k and v from one stored matrix.
 
 The lesson's worked example makes q, k and v of its hand-built head with three separate
 matrices, one product each, on one (T, D) sentence, d_k = 2 and d_v = 1. The exercise takes
@@ -63,7 +63,7 @@ def _order_k_q_v(x, w_qkv, d_k):
 
 QKV_PROJECTION = Exercise(
     name="qkv_projection",
-    lesson="02_attention_and_masks",
+    lesson="02a_attention",
     reference=qkv_projection_reference,
     cases=_cases,
     idea="the head built by hand in 'Query, key and value' (one matrix for each of q, k, v, "

@@ -1,11 +1,12 @@
-"""Lesson 02's attention exercise: every query at once, batched, with an optional mask.
+"""Lesson 02b's attention exercise: every query at once, batched, with an optional mask.
 
-The lesson works the four steps for one query of one sentence, one dot product per key in a
-Python loop, and works `transpose(-2, -1)` and `masked_fill` with minus infinity on other
-tensors; the exercise asks for every query at once, any leading batch dimensions, the mask,
-and d_v != d_k. Its check refuses a call to the course's attention or torch's fused one. The
-cases are ordered so that an axis counted from the front (dim=1, transpose(1, 2), shape[2])
-gives wrong numbers, with a hint of its own, before a case where it would only raise.
+Lesson 02a works the four steps for one query of one sentence, one dot product per key in a
+Python loop, and `masked_fill` with minus infinity on other scores; lesson 02b lists the four
+steps again and works `transpose(-2, -1)` on other tensors; the exercise asks for every query
+at once, any leading batch dimensions, the mask, and d_v != d_k. Its check refuses a call to
+the course's attention or torch's fused one. The cases are ordered so that an axis counted
+from the front (dim=1, transpose(1, 2), shape[2]) gives wrong numbers, with a hint of its own,
+before a case where it would only raise.
 """
 
 import math
@@ -151,11 +152,11 @@ def _swapped(q, k, v, mask=None):
 
 ATTENTION = Exercise(
     name="attention",
-    lesson="02_attention_and_masks",
+    lesson="02b_attention_in_batches",
     reference=attention_reference,
     cases=_attention_cases,
-    idea="the four steps of 'One query, step by step', worked for the verb, and the section "
-    "'The causal mask'",
+    idea="the four steps listed in 'Attention for every query at once' (lesson 02a works them "
+    "for the verb, and masked_fill in its section on the causal mask)",
     bugs=(
         Bug(
             "swapped_results",
@@ -235,7 +236,7 @@ ATTENTION = Exercise(
             "scale_fixed_at_2",
             lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda *a: 1 / math.sqrt(2)),
             "your scale is 1/sqrt(2) whatever the width of q: it does not follow q",
-            "does your function read the lesson's d_k = 2 (a name from outside the function)? "
+            "does your function read lesson 02a's d_k = 2 (a name from outside the function)? "
             "It must take d_k from q itself.",
         ),
         Bug(
@@ -279,7 +280,7 @@ ATTENTION = Exercise(
         ),
     ),
     hints=(
-        "Do the lesson's four steps for every query at once, then ask of each step which axis "
+        "Do lesson 02a's four steps for every query at once, then ask of each step which axis "
         "it works on once batch dimensions stand in front. Counted from the end, the keys are "
         "always the last axis of the scores and the width d_k the last axis of q.",
         "The mask may have fewer dimensions than the scores (one (T_q, T_k) mask for the whole "
@@ -293,6 +294,6 @@ ATTENTION = Exercise(
     ),
     forbidden_hint="The course's scaled_dot_product_attention (and attend, which it calls) and "
     "torch's F.scaled_dot_product_attention compute this very function, so calling one "
-    "proves nothing. Write the four steps of 'One query, step by step' yourself, with matrix "
+    "proves nothing. Write lesson 02a's four steps yourself, with matrix "
     "products over every query at once.",
 )

@@ -1,4 +1,4 @@
-"""course_lib.viz.lesson02_attention_and_masks: the padding figure shows the weight on pads."""
+"""course_lib.viz.lesson02b_attention_in_batches: the padding figure shows the weight on pads."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Lesson 02's explorer: one query's attention weights beside the whole map.
+"""Lesson 02b's explorer: one query's attention weights beside the whole map.
 
 `AttentionExplorer(attention=attention)` draws the map from the learner's own attention (the
 lesson's exercise) and says in the readout where it differs from the course's.
@@ -18,7 +18,7 @@ from course_lib.widgets.base import Explorer, checkbox, choice_slider, compare_l
 
 
 class AttentionExplorer(Explorer):
-    """Lesson 02: pick a query token of the lesson's line; see its weights beside the whole
+    """Lesson 02b: pick a query token of lesson 02a's line; see its weights beside the whole
     map, from an untrained embedding (random rows) and random projections of width d
     (d_k = d_v = d).
 
