@@ -1,5 +1,4 @@
-"""Lesson 11a's MyTransformer exercise: a trained model's weights in your class, logits
-compared."""
+"""Lesson 11a's MyTransformer: a trained model's weights in your class, logits compared."""
 
 import functools
 import math
@@ -11,14 +10,12 @@ from course_lib import corpus, sliding_window
 from course_lib.attention import causal_mask
 from course_lib.block import TransformerBlock
 from course_lib.exercises.core import FAILED, Bug, Case, Exercise, Verdict, run
+from course_lib.exercises.lesson11a_build_your_model.stand_in import ARGUMENTS, MAX_LEN, StandIn
 from course_lib.exercises.lesson11a_build_your_model.your_functions import unused_functions
 from course_lib.exercises.stub import attempt, not_written
 from course_lib.model import TinyTransformer
 from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import apply_rope
-
-ARGUMENTS = ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers")
-MAX_LEN = corpus.LONG_LEN  # the longest sequence a case feeds (the base model's max_len)
 
 
 def contract_of(model) -> dict:
@@ -33,16 +30,6 @@ def transformer_logits(config, weights, idx):
     model.load_state_dict(weights)
     with torch.no_grad():
         return model.eval()(idx)  # (B, T, V)
-
-
-class StandIn(TinyTransformer):
-    """The course's TinyTransformer built from MyTransformer's five arguments: what
-    earlier_work("MyTransformer") hands lesson 11b where yours is not written yet."""
-
-    def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers):
-        sizes = dict(vocab_size=vocab_size, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
-                     num_layers=num_layers)  # fmt: skip
-        super().__init__(**sizes, max_len=MAX_LEN)
 
 
 def model_logits(cls):
@@ -380,9 +367,8 @@ MY_TRANSFORMER = Exercise(
     "hold the weights, and compute the forward pass with your functions in mine.",
     # 1e-4: right models written another way (RoPE's angles from exp and log, an einsum
     # attention, layer norm with rsqrt) drift from the course's by 1.9e-5 to 2.2e-5 times
-    # (1 + |logit|) on these cases, by kernel path (tests/
-    # test_exercises_lesson11a_build_your_model.py); every bug here is told apart from the
-    # reference at this tolerance (no bug is dead)
+    # (1 + |logit|) on these cases, by kernel path (tests/test_exercises_lesson11a_*.py);
+    # every bug here is told apart from the reference at this tolerance (no bug is dead)
     atol=1e-4,
     rtol=1e-4,
 )
