@@ -1,4 +1,4 @@
-"""Training time for lesson 11's run, the capstone's model, and the step where its copy forms."""
+"""Training time for lesson 11b's run, the capstone's model, and the step where its copy forms."""
 
 import time
 from dataclasses import replace
@@ -9,11 +9,11 @@ from course_lib.model import TinyTransformer
 from course_lib.runtime import one_thread
 
 TARGET_S = 60.0  # issue 24: the capstone's model trains within 60 s of wall time, one thread
-RECIPE = replace(variants.RECIPE, steps=capstone.STEPS)  # lesson 11's live run: 600 steps
+RECIPE = replace(variants.RECIPE, steps=capstone.STEPS)  # lesson 11b's live run: 600 steps
 
 
 def measure(recipe=RECIPE) -> dict:
-    """Train lesson 11's run (variants.BASE from the recipe's seed) on data/language/'s training
+    """Train lesson 11b's run (variants.BASE from the recipe's seed) on data/language/'s training
     split; after each validation, its excess over the floor of the validation split, overall and
     on the copy positions. The measuring time is subtracted, so the times are training alone."""
     course_lib.set_seed(recipe.seed)
@@ -30,7 +30,7 @@ def measure(recipe=RECIPE) -> dict:
 
     with one_thread():
         began = time.perf_counter()
-        # as lesson 11 runs it: train's own validation on two lines, the callback measures
+        # as lesson 11b runs it: train's own validation on two lines, the callback measures
         train.train(model, corpus.load_split("train"), valid_ids[:2], recipe, progress=False,
                     callback=record)  # fmt: skip
         total = time.perf_counter() - began - measuring[0]
@@ -50,7 +50,7 @@ def report(r: dict | None = None) -> list[str]:
     r = measure() if r is None else r
     status = "met" if r["train_s"] <= TARGET_S else "**missed**"
     return [
-        f"Lesson 11's run (`variants.BASE` from seed 0, the variant table's recipe cut to "
+        f"Lesson 11b's run (`variants.BASE` from seed 0, the variant table's recipe cut to "
         f"{r['steps']} steps, one thread, on data/language/): whole run {r['train_s']:.1f} s; "
         f"the copy positions' excess fell the most by step {r['jump_step']} "
         f"({r['jump_s']:.1f} s in); final excess over the floor {r['excess']:.3f} nats per "

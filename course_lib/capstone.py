@@ -1,21 +1,22 @@
-"""The model you train in lesson 11 and read in lesson 12, and the course's stand-in for it.
+"""The model you train in lesson 11b and read in lesson 12, and the course's stand-in for it.
 
-Lesson 11 saves your run as MODEL_FILE in the folder it runs in: a dict with "model", the
+Lesson 11b saves your run as MODEL_FILE in the folder it runs in: a dict with "model", the
 state_dict after the last step, and "steps", the state_dict after every 50th step (step ->
 state_dict), so that lesson 12 can watch the heads form. `load_run` reads it back into the
-course's TinyTransformer (the names are the same, lesson 11 checked that it computes what
+course's TinyTransformer (the names are the same, lesson 11a checked that it computes what
 your MyTransformer computes) and hands out attention weights, which lesson 12 needs.
 
-Where the file is missing (lesson 11 not run in this folder) or cannot be read, lesson 12
-reads the stand-in: the file lesson 11 writes when it runs with the course's solutions,
-shipped as STAND_IN. `python -m tools.lesson11_stand_in` writes it again by running lesson 11.
+Where the file is missing (lesson 11b not run in this folder) or cannot be read, lesson 12
+reads the stand-in: the file lesson 11b writes when it runs with the course's solutions,
+shipped as STAND_IN. `python -m tools.lesson11_stand_in` writes it again by running lesson 11b.
 A run on another CPU rounds differently, so its weights differ from the stand-in's in the
 third decimal; lesson 12 prints only what such runs share.
 
-Lesson 11's own steps live here too, so that its cells stay short: `your_model` (your
-MyTransformer once it has passed its check, else the course's TinyTransformer, and which),
-`train_live` (the live run, measured skill by skill), `save_run` (the file, saying whose class
-and loop trained it), and the copy skill's curves of the variant table's three base runs.
+The steps of lesson 11's two halves live here too, so that their cells stay short:
+`your_model` (your MyTransformer once it has passed its check, else the course's
+TinyTransformer, and which), `train_live` (the live run, measured skill by skill), `save_run`
+(the file, saying whose class and loop trained it), and the copy skill's curves of the variant
+table's three base runs.
 """
 
 import json
@@ -31,17 +32,17 @@ from course_lib.runtime import evaluating
 
 MODEL_FILE = "my_model_11.pt"
 STAND_IN = CHECKPOINT_DIR / "lesson11-stand-in.pt"
-STEPS = 600  # lesson 11's run: the variant table's recipe cut to 600 steps
+STEPS = 600  # lesson 11b's run: the variant table's recipe cut to 600 steps
 SIZES = ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers")  # MyTransformer's arguments
 
 
-# ---------------------------------------------------------------- lesson 11: your run
+# ---------------------------------------------------------------- lesson 11b: your run
 
 
 def your_model(cls, passed: bool, weights: dict, config=None):
     """(model, whose): your class `cls` built with config's five sizes (default: the base
     model's) and holding `weights`, when it has passed its check; else the course's
-    TinyTransformer holding them. `whose` says which, in words (lesson 11)."""
+    TinyTransformer holding them. `whose` says which, in words (lesson 11a)."""
     from course_lib.variants import BASE
 
     config = BASE if config is None else config
@@ -56,7 +57,7 @@ def your_model(cls, passed: bool, weights: dict, config=None):
 
 @dataclass
 class LiveRun:
-    """Lesson 11's live run: the model after it, each step's loss, the excess over the floor
+    """Lesson 11b's live run: the model after it, each step's loss, the excess over the floor
     per skill before the first step and at every measurement, a copy of the weights then, and
     whose class and loop made it."""
 
@@ -71,7 +72,7 @@ def train_live(model, whose: str, loop, train_ids, valid_ids, config) -> LiveRun
     """Train `model` (whose: "your MyTransformer" or the stand-in, in words) with `loop`, your
     train_loop, or the course's train.train when loop is None; the excess over the floor of
     valid_ids per skill is measured at step 0 and at every callback, with a copy of the weights
-    each time (lesson 11)."""
+    each time (lesson 11b)."""
     run = LiveRun(model, [], trained_by={"class": whose})
 
     def measure(step, m):
@@ -94,15 +95,15 @@ def train_live(model, whose: str, loop, train_ids, valid_ids, config) -> LiveRun
 
 
 def save_run(path, run: LiveRun) -> None:
-    """Save lesson 11's run for lesson 12: the last weights, those of every measured step, and
-    whose class and loop trained them (lesson 11)."""
+    """Save lesson 11b's run for lesson 12: the last weights, those of every measured step, and
+    whose class and loop trained them (lesson 11b)."""
     torch.save({"model": run.model.state_dict(), "steps": run.steps,
                 "trained_by": dict(run.trained_by)}, path)  # fmt: skip
 
 
 def shipped_copy_curves() -> dict:
     """seed -> [(step, excess on the copy positions)] of the variant table's three base runs,
-    measured every 50 steps of their 2,000 (lesson 11)."""
+    measured every 50 steps of their 2,000 (lesson 11b)."""
     from course_lib.variants import RESULTS
 
     table = json.loads(RESULTS.read_text(encoding="utf-8"))
@@ -112,14 +113,14 @@ def shipped_copy_curves() -> dict:
 
 def first_within(curve, bound: float = 0.2):
     """The first step of [(step, excess)] whose excess is below bound; None if none is
-    (lesson 11)."""
+    (lesson 11b)."""
     return next((step for step, excess in curve if excess < bound), None)
 
 
 def largest_drop(curve, after: int = 100) -> tuple:
     """(step, nats): the largest fall of the excess between two measurements of [(step,
     excess)] after step `after` (the first steps' general fall left out), and the step that
-    ends it (lesson 11)."""
+    ends it (lesson 11b)."""
     falls = [(a[1] - b[1], b[0]) for a, b in zip(curve, curve[1:], strict=False) if a[0] >= after]
     nats, step = max(falls)
     return step, nats
@@ -127,7 +128,7 @@ def largest_drop(curve, after: int = 100) -> tuple:
 
 @dataclass
 class Run:
-    """A run of lesson 11 read back: the final model, the saved steps, where it came from."""
+    """A run of lesson 11b read back: the final model, the saved steps, where it came from."""
 
     model: TinyTransformer  # after the last step, in eval mode
     steps: dict  # step -> state_dict, every 50th step (the stand-in's when your file has none)
@@ -168,13 +169,13 @@ def trained_by_words(trained_by: dict) -> str:
 
 
 def stand_in() -> Run:
-    """The course's stand-in: lesson 11's run with the course's solutions (lesson 12)."""
+    """The course's stand-in: lesson 11b's run with the course's solutions (lesson 12)."""
     final, steps, _ = _read(STAND_IN)
     return Run(_model(final), steps, "the course's stand-in, lesson 11's run with its solutions")
 
 
 def load_run(path=MODEL_FILE) -> Run:
-    """Your run of lesson 11 from `path` (default: my_model_11.pt in this folder), or the
+    """Your run of lesson 11b from `path` (default: my_model_11.pt in this folder), or the
     course's stand-in, saying which, and whose class and loop trained it (lesson 12)."""
     path = Path(path)
     if not path.exists():

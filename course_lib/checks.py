@@ -31,7 +31,8 @@ from course_lib.exercises import (
     lesson08_transformer_block,
     lesson09_feed_forward,
     lesson10,
-    lesson11,
+    lesson11a_build_your_model,
+    lesson11b_train_your_model,
     lesson12_read_your_model,
     lesson13,
     lesson14,
@@ -90,7 +91,7 @@ def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
     00).
 
     verdict defaults to core.run(exercise, fn). Where what the learner writes is not a
-    function of the cases' arguments (lesson 11's class and training loop), it is the
+    function of the cases' arguments (lesson 11a's class, 11b's training loop), it is the
     exercise's run_model / run_loop, which adapt it and then call core.run; lesson 17's run_online
     and run_backward call core.run, then check what the numbers cannot show (the gradients, and
     that no (T_q, T_k) matrix is ever held).
@@ -167,9 +168,15 @@ check_forward_with_cache = checker(lesson13.FORWARD_WITH_CACHE, lesson13.run_for
 check_generate_cached = checker(lesson13.GENERATE_CACHED, lesson13.run_generate)
 check_grouped_multihead = checker(lesson13.GROUPED_MULTIHEAD)
 
-# ---------------------------------------------------------------- lesson 11
-check_my_transformer = checker(lesson11.MY_TRANSFORMER, lesson11.run_model)
-check_train_loop = checker(lesson11.TRAIN_LOOP, lesson11.run_loop)
+# ---------------------------------------------------------------- lesson 11a_build_your_model
+check_my_transformer = checker(
+    lesson11a_build_your_model.MY_TRANSFORMER, lesson11a_build_your_model.run_model
+)
+
+# ---------------------------------------------------------------- lesson 11b_train_your_model
+check_train_loop = checker(
+    lesson11b_train_your_model.TRAIN_LOOP, lesson11b_train_your_model.run_loop
+)
 
 # ---------------------------------------------------------------- lesson 12
 check_head_detector = checker(lesson12_read_your_model.HEAD_DETECTOR)

@@ -1,4 +1,4 @@
-"""TinyTransformer: a causal language model made of the course's own blocks (lesson 11)."""
+"""TinyTransformer: a causal language model made of the course's own blocks (lesson 11a)."""
 
 from dataclasses import asdict, dataclass
 
@@ -19,7 +19,7 @@ CHECKPOINT_DIR = DATA_DIR / "checkpoints"  # the shipped models (course_lib.vari
 @dataclass(frozen=True)
 class ModelConfig:
     """Everything needed to rebuild a TinyTransformer; saved in each checkpoint's card
-    (lesson 11)."""
+    (lesson 11a)."""
 
     vocab_size: int  # V, number of token ids
     d_model: int = 64  # D, width of the residual stream
@@ -43,7 +43,7 @@ class ModelConfig:
 
 def check_ids(name: str, ids, vocab_size: int, max_len: int | None = None) -> None:
     """A (B, T) int64 tensor of T >= 1 ids in [0, vocab_size), at most max_len long if given
-    (lesson 11)."""
+    (lesson 11a)."""
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2:
         got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise ValueError(f"{name}: expected a (B, T) tensor of int64 token ids, got {got}")
@@ -55,7 +55,7 @@ def check_ids(name: str, ids, vocab_size: int, max_len: int | None = None) -> No
 
 
 class TinyTransformer(nn.Module):
-    """Token embedding, position scheme, causal TransformerBlocks, final norm, LM head (lesson 11).
+    """Token embedding, position scheme, causal TransformerBlocks, final norm, LM head (lesson 11a).
 
     forward(idx) maps ids (B, T) to next-token logits (B, T, V); position t only sees 0..t.
     With return_weights=True it also returns one (B, H, T, T) attention tensor per layer.
@@ -128,7 +128,7 @@ class TinyTransformer(nn.Module):
 
     @classmethod
     def from_config(cls, config: ModelConfig) -> "TinyTransformer":
-        """Build the model a ModelConfig describes (lesson 11)."""
+        """Build the model a ModelConfig describes (lesson 11a)."""
         kwargs = asdict(config)
         keywords = ("positional", "norm", "prenorm", "scale", "residual", "tied", "ff", "bias",
                     "num_kv_heads")  # fmt: skip

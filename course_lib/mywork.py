@@ -2,17 +2,21 @@
 
 The course builds one transformer across the lessons: lesson 02b's attention goes into
 lesson 04's multi-head attention, which gets lesson 06's rotary embedding, which goes into
-lesson 08's block, which lesson 11 stacks into a model. `earlier_work("attention", ...)`
+lesson 08's block, which lesson 11a stacks into a model. `earlier_work("attention", ...)`
 gives a later lesson the functions you wrote, so the model at the end is made of your code.
 
 It reads the lesson notebooks next to the one running (your workspace copies when you work
 in `workspace/`, the course's solved lessons in `notebooks/`), takes each exercise cell
 (the cells nbgrader marks as solutions) and runs only its imports and its `def`/`class`
-statements, in lesson order, in one namespace: lesson 04's multihead finds lesson 02b's
-attention there. Nothing else in those notebooks runs.
+statements, in lesson order: lesson 04's multihead finds lesson 02b's attention there. Each
+notebook's cells see what came before them and the notebook's own `mine = earlier_work(...)`,
+bound to those functions as they stand at that point (lesson 11a's MyTransformer calls
+`mine.multihead`, and lesson 11b gets that class working). Nothing else in those
+notebooks runs.
 
 An exercise you have not written yet (its cell still raises NotImplementedError) is replaced
-by the course's own version, and `earlier_work` says so: skipping an exercise never blocks a
+by the course's own version (for MyTransformer, a class, its stand-in: the course's model built
+from the same arguments), and `earlier_work` says so: skipping an exercise never blocks a
 later lesson.
 """
 
@@ -48,10 +52,11 @@ class Work:
         return "\n".join(f"{name:<{width}}  {why}" for name, why in self.origin.items())
 
 
-def _exercise_cells(path: Path) -> tuple[list[str], list[str]]:
-    """(import sources of the whole notebook, sources of its exercise cells)."""
+def _exercise_cells(path: Path) -> tuple[list[str], list[str], list[tuple[str, list[str]]]]:
+    """(import sources of the whole notebook, sources of its exercise cells, and each
+    `name = earlier_work("a", "b", ...)` of its other cells as (name, ["a", "b", ...]))."""
     notebook = nbformat.read(path, as_version=4)
-    imports, exercises = [], []
+    imports, exercises, handed = [], [], []
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
@@ -66,7 +71,33 @@ def _exercise_cells(path: Path) -> tuple[list[str], list[str]]:
         except SyntaxError:
             continue
         imports += [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    return imports, exercises
+        handed += [found for n in tree.body if (found := _handed(n)) is not None]
+    return imports, exercises, handed
+
+
+def _handed(node) -> tuple[str, list[str]] | None:
+    """(name, the exercises asked for) when node is `name = earlier_work("a", ...)`."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None
+    call, target = node.value, node.targets[0]
+    if not (isinstance(target, ast.Name) and isinstance(call, ast.Call)):
+        return None
+    if not (isinstance(call.func, ast.Name) and call.func.id == "earlier_work"):
+        return None
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return target.id, names
+
+
+def _course_version(exercise):
+    """What stands in for an exercise not written: its stand-in (a class), else its reference."""
+    return exercise.stand_in if exercise.stand_in is not None else exercise.reference
+
+
+def _resolved(name: str, namespace: dict, origin: dict, exercise):
+    """Exercise `name` as the lessons read so far define it: yours, else the course's."""
+    if origin.get(name, "").startswith("yours") and name in namespace:
+        return namespace[name]
+    return _course_version(exercise)
 
 
 def earlier_work(*names: str, folder=None, quiet: bool = False) -> SimpleNamespace:
@@ -106,23 +137,28 @@ def collect(names, folder: Path) -> Work:
         former = [p for p in former_files(folder, lesson) if p not in done]
         done.update(former)
         for path in [*former, *([current] if current else [])]:
-            imports, cells = _exercise_cells(path)
+            imports, cells, handed = _exercise_cells(path)
+            # this notebook's globals: everything before it, and its own `mine`, which its
+            # functions read when they run (a later notebook's `mine` must not replace it)
+            scope = dict(namespace)
             for source in imports:
                 try:
-                    exec(compile(source, str(path), "exec"), namespace)
+                    exec(compile(source, str(path), "exec"), scope)
                 except Exception:  # an import the learner's machine lacks: cells may not need it
                     continue
+            for target, wanted in handed:
+                scope[target] = SimpleNamespace(**{
+                    n: _resolved(n, namespace, origin, exercises[n]) for n in wanted
+                    if n in exercises
+                })  # fmt: skip
             where = "" if path == current else f" in {path.name}"
             for source in cells:
-                _run_definitions(source, path, namespace, origin, where)
+                _run_definitions(source, path, scope, origin, where)
+            namespace.update({k: v for k, v in scope.items() if k not in dict(handed)})
     work = Work()
     for name in names:
         reason = origin.get(name, "the course's (no definition of yours found in this folder)")
-        if reason.startswith("yours") and name in namespace:
-            work.functions[name] = namespace[name]
-        else:
-            work.functions[name] = exercises[name].reference
-            namespace[name] = exercises[name].reference
+        work.functions[name] = _resolved(name, namespace, origin, exercises[name])
         work.origin[name] = f"lesson {lesson_label(exercises[name].lesson)}: {reason}"
     return work
 
@@ -146,7 +182,7 @@ def _run_definitions(source: str, path: Path, namespace: dict, origin: dict, whe
             if is_stub(node) and node.name in exercises:
                 if origin.get(node.name, "").startswith("yours"):
                     continue
-                namespace[node.name] = exercises[node.name].reference
+                namespace[node.name] = _course_version(exercises[node.name])
                 origin[node.name] = "the course's (yours is not written yet)"
                 continue
             module = ast.Module(body=[node], type_ignores=[])

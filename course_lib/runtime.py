@@ -22,7 +22,7 @@ def one_thread():
 
 @contextmanager
 def evaluating(model: torch.nn.Module):
-    """Put model in eval mode for the block, then back in the mode it had (lesson 11).
+    """Put model in eval mode for the block, then back in the mode it had (lesson 11b).
 
     Dropout and batch norm behave differently in training; a measurement must not change
     the model it measures, even when it raises.

@@ -1,4 +1,4 @@
-"""Training a TinyTransformer on the toy language (lesson 11); rebuilding every shipped file.
+"""Training a TinyTransformer on the toy language (lesson 11b); rebuilding every shipped file.
 
     python -m course_lib.train --data    # data/language/ again, then every shipped checkpoint
     python -m course_lib.train           # every shipped checkpoint in data/checkpoints/
@@ -7,9 +7,9 @@
 
 The shipped checkpoints are the trained variants of course_lib.variants.CHECKPOINTS, each
 trained from its seed exactly as the variant table trains it (`variants.save_trained`), and
-lesson 12's stand-in, lesson 11 run top to bottom with the course's solutions
+lesson 12's stand-in, lesson 11b run top to bottom with the course's solutions
 (tools/lesson11_stand_in.py: it runs the lesson, so it needs the repository), rebuilt last
-because lesson 11 reads the shipped base model. Every training runs on one thread, so a rebuild
+because lesson 11b reads the shipped base model. Every training runs on one thread, so a rebuild
 on the same kernel path writes the same bytes: tests/test_corpus.py regenerates the data files
 and compares checksums, and the retraining tests of tests/test_train.py rebuild a variant and
 the stand-in and compare their weights and cards with the shipped ones.
@@ -37,7 +37,7 @@ from course_lib.runtime import evaluating
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How one training run goes; saved in each checkpoint's card (lesson 11)."""
+    """How one training run goes; saved in each checkpoint's card (lesson 11b)."""
 
     steps: int = 1000  # optimizer steps
     batch_size: int = 32  # sequences per step
@@ -51,7 +51,7 @@ class TrainConfig:
 
 @dataclass
 class History:
-    """What a run recorded: per step, and validation loss at intervals (lesson 11)."""
+    """What a run recorded: per step, and validation loss at intervals (lesson 11b)."""
 
     step: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
@@ -70,7 +70,7 @@ def lm_loss(model, ids: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def loss_by_position(model, ids: torch.Tensor, batch_size: int = 100) -> torch.Tensor:
-    """(T-1,): mean loss of the prediction made at each position t, over ids (N, T) (lesson 11)."""
+    """(T-1,): mean loss of the prediction made at each position t, over ids (N, T) (lesson 11b)."""
     total = torch.zeros(ids.shape[1] - 1)
     with evaluating(model):
         for i in range(0, len(ids), batch_size):
@@ -94,13 +94,13 @@ def token_losses(model, ids: torch.Tensor, batch_size: int = 100) -> torch.Tenso
 
 
 def evaluate(model, ids: torch.Tensor) -> float:
-    """Mean next-token loss over ids (N, T), in eval mode, without gradients (lesson 11)."""
+    """Mean next-token loss over ids (N, T), in eval mode, without gradients (lesson 11b)."""
     return float(loss_by_position(model, ids).mean())
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:
     """Linear warm-up to config.lr, then a cosine decay to config.lr / 10 at the last step
-    (lesson 11)."""
+    (lesson 11b)."""
     if step < config.warmup_steps:
         return config.lr * (step + 1) / config.warmup_steps
     progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
@@ -109,7 +109,7 @@ def learning_rate(step: int, config: TrainConfig) -> float:
 
 def batches(train_ids: torch.Tensor, batch_size: int, generator: torch.Generator):
     """Endless batches (batch_size, T) of rows of train_ids (N, T), drawn with replacement
-    from generator: the order train() sees them in, for a given seed (lesson 11)."""
+    from generator: the order train() sees them in, for a given seed (lesson 11b)."""
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator: expected a torch.Generator, got {type(generator).__name__}")
     while True:
@@ -117,7 +117,7 @@ def batches(train_ids: torch.Tensor, batch_size: int, generator: torch.Generator
 
 
 class StepResult(NamedTuple):
-    """What one training step reports: its loss and each block's gradient norm (lesson 11)."""
+    """What one training step reports: its loss and each block's gradient norm (lesson 11b)."""
 
     loss: float  # the batch's loss before the update
     grad_norms: list[float]  # per block, before clipping
@@ -126,7 +126,7 @@ class StepResult(NamedTuple):
 def train_step(model, optimizer, ids: torch.Tensor, step: int, config: TrainConfig) -> StepResult:
     """One step of train(): the schedule's lr at `step` into every param group, this batch's
     gradients only, the global norm clipped to config.grad_clip (unless None), the update
-    (lesson 11)."""
+    (lesson 11b)."""
     lr = learning_rate(step, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -149,7 +149,7 @@ def train(
     progress=True,
     callback=None,
 ):
-    """Train on random batches of train_ids (N, T) with AdamW; return a History (lesson 11).
+    """Train on random batches of train_ids (N, T) with AdamW; return a History (lesson 11b).
 
     callback(steps_done, model), if given, runs after each validation (every eval_every steps
     and after the last), e.g. to score the heads as they specialise; it must not train.
@@ -206,7 +206,8 @@ def _trained_variants() -> dict[str, tuple[str, int]]:
 
 def shipped_checkpoints() -> list[str]:
     """Every shipped checkpoint's name, in the order a rebuild trains them: the trained variants
-    ("lang-base-s0", ...), then lesson 11's stand-in, whose run reads the base model (lesson 11)."""
+    ("lang-base-s0", ...), then lesson 11b's stand-in, whose run reads the base model (lesson
+    11b)."""
     return [*_trained_variants(), STAND_IN]
 
 
@@ -218,12 +219,12 @@ def _save_variant(job: tuple[str, int, Path]) -> str:
 
 
 def build_stand_in(target: Path) -> Path:
-    """Run tools/lesson11_stand_in.py in a process of its own, writing lesson 11's run to
-    target; it runs the lesson, which only the repository has (lesson 11)."""
+    """Run tools/lesson11_stand_in.py in a process of its own, writing lesson 11b's run to
+    target; it runs the lesson, which only the repository has (lesson 11b)."""
     tool = ROOT / "tools" / "lesson11_stand_in.py"
     if not tool.is_file():
         raise FileNotFoundError(
-            f"{STAND_IN}: its tool runs lesson 11 from the repository, and there is no {tool} "
+            f"{STAND_IN}: its tool runs lesson 11b from the repository, and there is no {tool} "
             "here (an installed course has none): rebuild it from a clone"
         )
     command = [sys.executable, "-m", "tools.lesson11_stand_in", str(target)]
@@ -233,7 +234,7 @@ def build_stand_in(target: Path) -> Path:
 
 def rebuild(names=None, directory=CHECKPOINT_DIR, *, jobs: int = 1, say=print) -> None:
     """Train the shipped checkpoints `names` (default: all, shipped_checkpoints) again from
-    their seeds into directory, `jobs` trainings at a time; the stand-in last (lesson 11)."""
+    their seeds into directory, `jobs` trainings at a time; the stand-in last (lesson 11b)."""
     known = shipped_checkpoints()
     names = known if names is None else list(names)
     for name in names:
@@ -254,13 +255,13 @@ def rebuild(names=None, directory=CHECKPOINT_DIR, *, jobs: int = 1, say=print) -
 
 
 def main(argv=None) -> None:
-    """python -m course_lib.train, as the module's docstring says (lesson 11)."""
+    """python -m course_lib.train, as the module's docstring says (lesson 11b)."""
     names = shipped_checkpoints()
     parser = argparse.ArgumentParser(
         prog="python -m course_lib.train",
         description="Rebuild the course's shipped data: with --data the toy language's splits "
         "(data/language/), then every shipped checkpoint (data/checkpoints/), each trained "
-        "again from its seed on one torch thread, lesson 11's stand-in last.",
+        "again from its seed on one torch thread, lesson 11b's stand-in last.",
     )
     parser.add_argument(
         "names", nargs="*", help=f"only these checkpoints (default: all of {', '.join(names)})"

@@ -4,7 +4,7 @@
     python -m course_lib.variants --jobs 2   # two at a time, one torch thread each
     python -m course_lib.variants --missing  # train only variants not yet in the file
     python -m course_lib.variants --save     # train and ship the models of CHECKPOINTS
-    python -m course_lib.train               # the same models, then lesson 11's stand-in
+    python -m course_lib.train               # the same models, then lesson 11b's stand-in
 
 Each variant is one model with one thing changed (D = 64, 4 heads, d_ff = 256, two layers,
 RoPE), trained for 2,000 AdamW steps of 32 lines from each seed on the toy language of
@@ -305,7 +305,7 @@ def verdicts(runs: list[dict]) -> list[dict]:
 def jump_step(curve: list[list[float]]) -> int:
     """The step that ends the largest fall, by factor, of the copy positions' excess between
     two validations: where the induction circuit forms (the first steps' general fall is
-    large in nats but small as a factor) (lesson 11)."""
+    large in nats but small as a factor) (lesson 11b)."""
     falls = [(b[1] / a[1], b[0]) for a, b in zip(curve, curve[1:], strict=False) if a[1] > 0]
     return min(falls)[1]
 

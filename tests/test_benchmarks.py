@@ -179,7 +179,7 @@ def test_training_measures_lesson_11s_run_at_a_tiny_size():
 
     from benchmarks import training
 
-    assert (training.RECIPE.steps, training.RECIPE.seed) == (600, 0)  # lesson 11's live run
+    assert (training.RECIPE.steps, training.RECIPE.seed) == (600, 0)  # lesson 11b's live run
     tiny = replace(training.RECIPE, steps=4, eval_every=2, warmup_steps=1, batch_size=4)
     result = training.measure(tiny)
     assert result["steps"] == 4 and result["jump_step"] in (2, 4)

@@ -19,7 +19,7 @@ from course_lib import corpus, train, variants
 from course_lib.model import TinyTransformer, generate
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSON = "notebooks/11_build_and_train.ipynb"  # the lesson that trains
+LESSON = "notebooks/11b_train_your_model.ipynb"  # the lesson that trains
 CLAIM = "torch.cuda.is_available = torch.backends.mps.is_available = lambda: True\n"
 
 # The claim can be faked only on a torch built without CUDA, the build requirements.txt pins.
@@ -41,7 +41,7 @@ def gpu_claimed(monkeypatch):
 
 
 def capstone_paths() -> list[torch.Tensor]:
-    """What lesson 11 does, in small: a shipped model's logits and samples, and a few training
+    """What lesson 11b does, in small: a shipped model's logits and samples, and a few training
     steps of a fresh model, each tensor as the lesson gets it."""
     course_lib.set_seed(0)
     shipped = variants.load_trained("base", 0)
@@ -73,13 +73,13 @@ def test_the_claim_is_believed_and_a_device_move_would_fail(gpu_claimed):
         torch.zeros(1).to("cuda")
 
 
-# the lesson that trains (11) under strict nbval in its own kernel: about 40 s. What it checks,
+# the lesson that trains (11b) under strict nbval in its own kernel: about 40 s. What it checks,
 # that a GPU claim changes nothing, is the same on every kernel path (the plain nbval runs
 # check the lesson's numbers on the other paths), so it runs on one path only
 @pytest.mark.slow
 @pytest.mark.path_independent
 def test_the_capstone_lesson_runs_unchanged_where_torch_sees_a_gpu(tmp_path):
-    """Every cell of lesson 11 in a kernel whose torch says CUDA and MPS are there (an IPython
+    """Every cell of lesson 11b in a kernel whose torch says CUDA and MPS are there (an IPython
     startup file, which kernels run before the first cell), compared with the stored outputs
     by strict nbval: recorded where torch sees no GPU, so every number must come out equal."""
     startup = tmp_path / "ipython" / "profile_default" / "startup"

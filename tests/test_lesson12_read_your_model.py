@@ -1,7 +1,7 @@
-"""Lesson 12's claims, on the course's stand-in for lesson 11's run: what its detectors find,
+"""Lesson 12's claims, on the course's stand-in for lesson 11b's run: what its detectors find,
 the copy heads forming with the copy's excess, the classic test at chance, what knock-outs
 cost, how its greedy lines break and what it leaks; and that the stored outputs hold for a
-run of lesson 11 that rounds differently (the learner's, or one on another CPU)."""
+run of lesson 11b that rounds differently (the learner's, or one on another CPU)."""
 
 import contextlib
 import io
@@ -50,7 +50,7 @@ def test_the_stand_in_is_lesson_11s_run_and_its_last_row():
     assert sorted(stand_in.steps) == list(range(0, 601, 50))
     said = _stored('print("excess (nats):"')
     final = dict(line.split() for line in re.findall(r"[a-z]+ [\d.]+", said))
-    lesson11 = nbformat.read(NOTEBOOK.parent / "11_build_and_train.ipynb", as_version=4).cells
+    lesson11 = nbformat.read(NOTEBOOK.parent / "11b_train_your_model.ipynb", as_version=4).cells
     table = next(c for c in lesson11 if "shipped_excess" in c.source).outputs[0]["text"]
     for skill in SKILLS:
         row = next(r for r in table.splitlines() if r.split()[:1] == [skill])
@@ -242,7 +242,7 @@ def test_no_prediction_is_given_away_before_it_is_asked():
     )
 
 
-# ---------------------------------------------------------------- another run of lesson 11
+# ---------------------------------------------------------------- another run of lesson 11b
 
 
 def _outputs(folder: Path) -> dict:
@@ -264,7 +264,7 @@ def _outputs(folder: Path) -> dict:
 
 @pytest.mark.retrains
 def test_the_stored_outputs_hold_for_a_run_that_rounds_differently(tmp_path):
-    """Lesson 11's recipe trained by the course's TinyTransformer and train.train, which sum in
+    """Lesson 11b's recipe trained by the course's TinyTransformer and train.train, which sum in
     another order than the notebook's MyTransformer and train_loop: its weights differ from
     the stand-in's in the third decimal, as a run on another CPU does. Every compared output
     of the lesson is the same with it."""
@@ -276,7 +276,7 @@ def test_the_stored_outputs_hold_for_a_run_that_rounds_differently(tmp_path):
 
     course_lib.set_seed(0)
     model = TinyTransformer.from_config(variants.BASE)
-    with one_thread():  # lesson 11 with neither exercise passed: the course's class and loop
+    with one_thread():  # lesson 11b with neither exercise passed: the course's class and loop
         run = capstone.train_live(model, "the course's TinyTransformer", None,
                                   corpus.load_split("train"), corpus.load_split("valid"),
                                   replace(variants.RECIPE, steps=600))  # fmt: skip

@@ -9,19 +9,19 @@ pytestmark = pytest.mark.path_independent
 
 def test_a_lesson_gets_20_s_and_the_capstone_60_s():
     assert budget("03_multihead") == 20.0
-    assert budget("11_build_and_train") == 60.0
+    assert budget("11b_train_your_model") == 60.0
 
 
 def test_lesson_11_trains_the_learners_model_live_on_the_capstones_budget():
-    assert budget("11_build_and_train") == 60.0
+    assert budget("11b_train_your_model") == 60.0
     assert budget("12_read_your_model") == 20.0
 
 
 def test_only_the_notebooks_over_their_budget_are_named():
-    times = {"01_attention_qkv": 20.0, "02_scaling": 20.5, "11_build_and_train": 59.0}
+    times = {"01_attention_qkv": 20.0, "02_scaling": 20.5, "11b_train_your_model": 59.0}
     assert over_budget(times) == ["02_scaling: 20.5 s of cells, budget 20 s"]
-    assert over_budget({"11_build_and_train": 61.2}) == [
-        "11_build_and_train: 61.2 s of cells, budget 60 s"
+    assert over_budget({"11b_train_your_model": 61.2}) == [
+        "11b_train_your_model: 61.2 s of cells, budget 60 s"
     ]
     assert over_budget({}) == []
 

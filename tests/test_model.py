@@ -162,7 +162,7 @@ def test_checkpoints_are_a_few_megabytes():
     # 13.20 MB (13,198,076 bytes), everything the course ships: the toy language's 16 trained
     # variants, 6.73 MB (base, sinusoidal, no positions and learned positions over 3 seeds,
     # 0.46-0.50 MB each; the one-layer models of 1, 2, 4 and 8 heads, 0.26 MB each; a 1.5 KB
-    # card each), and lesson 11's stand-in, 6.47 MB (its starting, final and 12 snapshot
+    # card each), and lesson 11b's stand-in, 6.47 MB (its starting, final and 12 snapshot
     # weights, every 50th of its 600 steps, that lesson 12 reads, 0.46 MB each, and who trained
     # it). Another model crosses the bar.
     total = sum(p.stat().st_size for p in CHECKPOINT_DIR.iterdir())

@@ -334,3 +334,80 @@ def test_a_workspace_holding_lesson_02_keeps_the_learners_work_for_02a_and_02b(t
     }
     assert work.functions["make_causal_mask"](3) == "in 02a"
     assert work.functions["attention"](None, None, None) == "in 02b"
+
+
+# ---------------------------------------------------------------- lesson 11 split into 11a and 11b
+
+BEFORE_THE_SPLIT_OF_11 = ROOT_TESTS / "fixtures" / "workspace_before_the_split_of_11"
+
+
+def test_your_class_of_lesson_11a_reaches_lesson_11b_working():
+    """MyTransformer's forward calls `mine.multihead` and the rest: earlier_work hands out the
+    class with lesson 11a's own `mine`, and a later notebook's `mine` does not replace it."""
+    from course_lib import variants
+    from course_lib.exercises.lesson11a_build_your_model import run_model
+    from course_lib.paths import LESSONS_DIR
+
+    work = collect(["MyTransformer", "forward_with_cache"], LESSONS_DIR)  # reads up to 13
+    assert work.origin["MyTransformer"] == "lesson 11a: yours"
+    cls = work.functions["MyTransformer"]
+    assert isinstance(cls, type) and cls.__name__ == "MyTransformer"
+    shipped = variants.load_trained("base", 0)
+    model = cls(**{n: getattr(variants.BASE, n) for n in ("vocab_size", "d_model", "num_heads",
+                                                          "d_ff", "num_layers")})  # fmt: skip
+    model.load_state_dict(shipped.state_dict())
+    ids = torch.arange(12).reshape(2, 6)
+    with torch.no_grad():
+        assert torch.allclose(model.eval()(ids), shipped(ids), atol=1e-4)
+    assert run_model(cls).passed
+
+
+def test_a_class_not_written_yet_gets_the_courses_stand_in(tmp_path):
+    """A learner's workspace (stubs): lesson 11b gets a class with MyTransformer's arguments,
+    the course's model, which lesson 11a's check refuses, so 11b says the course's stands in."""
+    from course_lib import capstone, variants
+    from course_lib.exercises.lesson11a_build_your_model import StandIn, run_model
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    prepare(LESSONS_DIR, tmp_path)
+    work = collect(["MyTransformer"], tmp_path)
+    assert work.origin == {"MyTransformer": "lesson 11a: the course's (yours is not written yet)"}
+    assert work.functions["MyTransformer"] is StandIn
+    weights = variants.load_trained("base", 0).state_dict()
+    assert not run_model(StandIn).passed
+    _, whose = capstone.your_model(StandIn, False, weights)
+    assert whose == "the course's TinyTransformer (your MyTransformer has not passed its check)"
+    model = StandIn(104, 64, 4, 256, 2)
+    model.load_state_dict(weights)  # strict: the base model's names and shapes
+
+
+def test_a_workspace_holding_lesson_11_before_its_split_keeps_the_learners_work(tmp_path):
+    """The fixture is lesson 11 before the split (git show of its last version) with the
+    learner's own MyTransformer and train_loop in it, no markers; 11a and 11b arrive beside it
+    with stubs, and earlier_work finds both in the old file, each working with that file's
+    `mine`."""
+    from course_lib.exercises import FORMER
+    from course_lib.exercises.lesson11a_build_your_model import run_model
+    from course_lib.exercises.lesson11b_train_your_model import run_loop
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_SPLIT_OF_11 / "11_build_and_train.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    written = prepare(LESSONS_DIR, tmp_path)
+    assert {"11a_build_your_model.ipynb", "11b_train_your_model.ipynb"} <= {p.name for p in written}
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()
+    assert "11_build_and_train" in FORMER["11a_build_your_model"]
+    assert FORMER["11b_train_your_model"] == ("11_build_and_train",)
+    work = collect(["MyTransformer", "train_loop"], tmp_path)
+    assert work.origin == {
+        "MyTransformer": "lesson 11a: yours in 11_build_and_train.ipynb",
+        "train_loop": "lesson 11b: yours in 11_build_and_train.ipynb",
+    }
+    for name in ("MyTransformer", "train_loop"):
+        assert work.functions[name] is not by_name(name).reference
+    assert "My model" in work.functions["MyTransformer"].__doc__
+    assert work.functions["train_loop"].__doc__.startswith("My loop")
+    assert run_model(work.functions["MyTransformer"]).passed
+    assert run_loop(work.functions["train_loop"]).passed

@@ -61,7 +61,7 @@ def test_learned_rows_moved_rebuilds_the_random_start():
     moved = position_demos.learned_rows_moved("learned-positions", 0)
     assert moved.shape == (128,)
     # a model reads positions 0-30 of a 32-token line: rows 31-127 never get a gradient and
-    # move a few percent (the optimiser's weight decay, lesson 11)
+    # move a few percent (the optimiser's weight decay, lesson 11b)
     assert moved[31:].max() < 0.1 < moved[:31].min()
 
 

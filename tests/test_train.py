@@ -127,10 +127,12 @@ def test_the_batch_sampler_is_written_once():
         and path.name != "test_train.py"
     ]
     lesson11 = {
-        "course_lib/exercises/lesson11/__init__.py",
-        "course_lib/exercises/lesson11/train_loop.py",
-        "notebooks/11_build_and_train.ipynb",
-        "tests/test_exercises_lesson11.py",
+        "course_lib/exercises/lesson11b_train_your_model/__init__.py",
+        "course_lib/exercises/lesson11b_train_your_model/train_loop.py",
+        "notebooks/11b_train_your_model.ipynb",
+        "tests/test_exercises_lesson11b_train_your_model.py",
+        # a learner's loop in lesson 11 before its split (tests/test_mywork.py)
+        "tests/fixtures/workspace_before_the_split_of_11/11_build_and_train.ipynb",
     }
     assert [f for f in found if f not in lesson11] == ["course_lib/train.py"]
 

@@ -35,10 +35,10 @@ SCRIPT = (Path(__file__).resolve().parent / "site_template" / "explorers.js").re
 # explorers a lesson builds from its own live state: the static page shows the same explorer
 # built as a learner would without that state, and says so
 STAND_INS = {
-    "TrainedHeadsExplorer": "It shows the course's stand-in, lesson 11's run with the course's "
-    "solutions; the notebook shows the model you trained in lesson 11. Typing your own line "
+    "TrainedHeadsExplorer": "It shows the course's stand-in, lesson 11b's run with the course's "
+    "solutions; the notebook shows the model you trained in lesson 11b. Typing your own line "
     "needs the notebook.",
-    "KnockoutExplorer": "It shows the course's stand-in for lesson 11's run, its lines written "
+    "KnockoutExplorer": "It shows the course's stand-in for lesson 11b's run, its lines written "
     "by the course's generate; the notebook shows your model and your generate.",
     "NextTokenExplorer": "It shows a first model built from the course's pieces (seed 0); the "
     "notebook shows the one you trained from yours.",

@@ -8,9 +8,9 @@ under `pytest --lesson-budget` (`make test` passes it), fails the run when a les
 
 LESSON_S = 20.0
 CAPSTONE_S = 60.0
-# the capstone's lesson that trains the learner's own model live (its second half,
-# 12_read_your_model, trains nothing and keeps a lesson's budget)
-CAPSTONES = ("11_build_and_train",)
+# the capstone's lesson that trains the learner's own model live (11a, which builds it, and
+# 12_read_your_model, which reads it, train nothing and keep a lesson's budget)
+CAPSTONES = ("11b_train_your_model",)
 
 
 def budget(notebook: str) -> float:

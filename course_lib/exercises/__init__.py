@@ -32,7 +32,8 @@ LESSONS = {
     "08_transformer_block": "lesson08_transformer_block",
     "09_feed_forward": "lesson09_feed_forward",
     "10_sampling_and_cost": "lesson10",
-    "11_build_and_train": "lesson11",
+    "11a_build_your_model": "lesson11a_build_your_model",
+    "11b_train_your_model": "lesson11b_train_your_model",
     "12_read_your_model": "lesson12_read_your_model",
     "13_kv_cache_and_gqa": "lesson13",
     "14_todays_block": "lesson14",
@@ -54,7 +55,8 @@ FORMER: dict[str, tuple[str, ...]] = {
     "07_rope_in_real_models": ("04_positional_encoding",),
     "08_transformer_block": ("05_transformer_block",),
     "09_feed_forward": ("05_transformer_block",),
-    "11_build_and_train": ("06_capstone_train_tiny_transformer",),
+    "11a_build_your_model": ("06_capstone_train_tiny_transformer", "11_build_and_train"),
+    "11b_train_your_model": ("11_build_and_train",),
     "12_read_your_model": ("06_capstone_train_tiny_transformer",),
 }
 

@@ -150,7 +150,7 @@ FEED_FORWARD = Exercise(
             "different function",
             "that is GELU's tanh approximation, which differs from the exact form by up to "
             "5e-4 per hidden unit. The course's block uses the exact form, x times Phi(x) "
-            "written with the error function, and lesson 11 matches the trained model only "
+            "written with the error function, and lesson 11a matches the trained model only "
             "with that one.",
         ),
         Bug(

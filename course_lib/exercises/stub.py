@@ -36,7 +36,7 @@ def stub_source(name: str | None = None, indent: str = "") -> str:
 
 def not_written(name: str | None = None) -> NotImplementedError:
     """The error a stub raises for exercise name, for code that must raise it on the learner's
-    behalf (lesson 11's checker, when the learner's class raises one)."""
+    behalf (lesson 11a's checker, when the learner's class raises one)."""
     return NotImplementedError(stub_message(name))
 
 

@@ -63,7 +63,11 @@ from course_lib.viz.lesson08_transformer_block import (
     setup_depth_axes,
 )
 from course_lib.viz.lesson10 import time_figure, tradeoff_figure
-from course_lib.viz.lesson11 import copy_forming_figure, schedule_figure, skill_curves_figure
+from course_lib.viz.lesson11b_train_your_model import (
+    copy_forming_figure,
+    schedule_figure,
+    skill_curves_figure,
+)
 from course_lib.viz.lesson12_read_your_model import (
     RISE_TICKS,
     detector_figure,
@@ -108,7 +112,7 @@ FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
                   "lesson02b_attention_in_batches",
                   "lesson03_scaling", "lesson04_multihead", "lesson05_encoder_decoder",
                   "lesson06_sinusoidal_and_rope", "lesson07_rope_in_real_models",
-                  "lesson08_transformer_block", "lesson10", "lesson11",
+                  "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
                   "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16",
                   "lesson17")  # fmt: skip
 

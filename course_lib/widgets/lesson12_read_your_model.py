@@ -1,4 +1,4 @@
-"""Lesson 12's explorers, on your model of lesson 11: where each head looks after any saved
+"""Lesson 12's explorers, on your model of lesson 11b: where each head looks after any saved
 step of training (TrainedHeadsExplorer), and what knocking one head out does to each skill
 and to the lines the model writes (KnockoutExplorer)."""
 
@@ -50,7 +50,7 @@ def fresh_sentences(count: int, seed: int = 6) -> list[str]:
 class TrainedHeadsExplorer(Explorer):
     """Lesson 12: where each head of your model looks on a line, after any saved step.
 
-    `run` is lesson 11's run read back (course_lib.capstone.load_run; without it, the course's
+    `run` is lesson 11b's run read back (course_lib.capstone.load_run; without it, the course's
     stand-in, capstone.stand_in). Each line and step costs
     one forward pass the first time it is shown, then it is kept. Marks on the map are the
     (query, key) cells of each detector of course_lib.corpus: a head doing that job lights them.
@@ -228,7 +228,7 @@ class TrainedHeadsExplorer(Explorer):
             super()._on_change(change)
 
     def settings(self) -> dict[str, list]:
-        """Every line, layer and head; the steps before and after the copy's jump in lesson 11
+        """Every line, layer and head; the steps before and after the copy's jump in lesson 11b
         and the last; queries 12 and 27, the copy line's repeated prepositions: 192 pictures.
         A static page cannot type, so no text box."""
         steps = sorted({*(s for s in (250, 300) if s in self.steps), self.steps[-1]})

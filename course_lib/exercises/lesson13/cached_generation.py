@@ -2,7 +2,7 @@
 per-layer cache, and generation that uses it.
 
 forward_with_cache returns a cache as well as logits, and is called once per chunk of new
-tokens, so it is checked through an adapter (as lesson 11's MyTransformer is): `stepwise(fn)`
+tokens, so it is checked through an adapter (as lesson 11a's MyTransformer is): `stepwise(fn)`
 feeds a sequence to fn chunk by chunk, each call getting the cache the one before returned,
 and gives back every chunk's logits and the last cache as tensors. Its reference is the
 model's own uncached forward pass: the logits of model(ids), and each layer's rotated keys
@@ -206,7 +206,7 @@ FORWARD_WITH_CACHE = Exercise(
     reference=uncached,
     cases=_forward_cases,
     idea="the section 'The whole model with a cache': exercise 3's text, and the forward "
-    "pass of your MyTransformer in lesson 11, whose module names the base model shares",
+    "pass of your MyTransformer in lesson 11a, whose module names the base model shares",
     bugs=(
         Bug(
             "one_cache_for_every_layer",
@@ -246,7 +246,7 @@ FORWARD_WITH_CACHE = Exercise(
         ),
     ),
     hints=(
-        "The steps of your lesson 11 MyTransformer's forward pass, with two changes in each "
+        "The steps of your lesson 11a MyTransformer's forward pass, with two changes in each "
         "layer: the attention is your attend_cached, given that layer's cached keys and values "
         "(empty tensors (B, H, 0, d) when the cache is []), and what it returns for that layer "
         "goes into the new cache.",

@@ -1,4 +1,4 @@
-"""Lesson 11's train_loop exercise: the whole loop, beside course_lib.train.train."""
+"""Lesson 11b's train_loop exercise: the whole loop, beside course_lib.train.train."""
 
 import copy
 import functools
@@ -237,7 +237,7 @@ def _loop_cases() -> list[Case]:
 
 TRAIN_LOOP = Exercise(
     name="train_loop",
-    lesson="11_build_and_train",
+    lesson="11b_train_your_model",
     reference=loop_reference,
     cases=_loop_cases,
     idea="the section 'The whole loop': the recipe, its schedule and the contract",

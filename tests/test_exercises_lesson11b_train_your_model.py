@@ -1,8 +1,8 @@
-"""Lesson 11's exercise: the notebook's loop passes, learner-style loops get their hint.
+"""Lesson 11b's exercise: the notebook's loop passes, learner-style loops get their hint.
 
 Every wrong loop here is written out whole the way a learner would write it (a for loop
 with its batch, lr, loss, backward and step), not taken from the bug list in
-course_lib/exercises/lesson11/; each names the bug its hint must be.
+course_lib/exercises/lesson11b_train_your_model/; each names the bug its hint must be.
 """
 
 import math
@@ -17,10 +17,10 @@ from course_lib import train
 from course_lib.checks import check_train_loop
 from course_lib.exercises import by_name
 from course_lib.exercises.core import dead_bugs, run
-from course_lib.exercises.lesson11 import TRAIN_LOOP, loop_reference, loop_run
+from course_lib.exercises.lesson11b_train_your_model import TRAIN_LOOP, loop_reference, loop_run
 from helpers import assert_stubs_not_implemented, solution_cells, stub, verdict
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11_build_and_train.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11b_train_your_model.ipynb"
 
 
 def _check(fn, bug):
@@ -86,7 +86,7 @@ def learner_loop(model, train_ids, config, callback=None, *, shift=True, zero=Tr
 
 
 def _notebook_loop():
-    """train_loop as lesson 11's cell defines it, with the course's lesson-01 loss in `mine`."""
+    """train_loop as lesson 11b's cell defines it, with the course's lesson-01 loss in `mine`."""
     loss = by_name("next_token_cross_entropy").reference
     namespace = {"torch": torch, "nn": torch.nn, "math": math,
                  "mine": SimpleNamespace(next_token_cross_entropy=loss)}  # fmt: skip

@@ -1,4 +1,5 @@
-"""Lesson 11's MyTransformer: the notebook's solution passes, learner-style mistakes get their hint.
+"""Lesson 11a's MyTransformer: the notebook's solution passes, learner-style mistakes get their
+hint.
 
 The learner-style code below is written the way a learner would write it, not taken from the
 bug list: each test names the hint it expects.
@@ -21,11 +22,11 @@ from course_lib import corpus, variants
 from course_lib.checks import check_my_transformer
 from course_lib.exercises import by_name
 from course_lib.exercises.core import NOT_IMPLEMENTED, PASSED, dead_bugs
-from course_lib.exercises.lesson11 import MY_TRANSFORMER, model_logits, run_model
+from course_lib.exercises.lesson11a_build_your_model import MY_TRANSFORMER, model_logits, run_model
 from course_lib.model import TinyTransformer
 from helpers import verdict
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11_build_and_train.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11a_build_your_model.ipynb"
 EARLIER = ("token_embedding", "output_layer", "make_causal_mask", "multihead", "rope_heads",
            "feed_forward", "prenorm_block", "layer_norm")  # fmt: skip
 
@@ -83,7 +84,7 @@ def hand_written_functions() -> SimpleNamespace:
 
 
 def notebook_solutions(mine=None) -> SimpleNamespace:
-    """MyTransformer as lesson 11's exercise cell defines it, on `mine` (default: the course's
+    """MyTransformer as lesson 11a's exercise cell defines it, on `mine` (default: the course's
     functions from the earlier lessons)."""
     namespace = {"torch": torch, "nn": nn, "F": F, "math": math, "partial": partial,
                  "mine": mine or course_functions()}  # fmt: skip
@@ -92,7 +93,7 @@ def notebook_solutions(mine=None) -> SimpleNamespace:
         if cell.metadata.get("nbgrader", {}).get("solution"):
             exec(compile(ast.parse(cell.source), str(NOTEBOOK), "exec"), namespace)
             found.append(cell.metadata["nbgrader"]["grade_id"])
-    assert found == ["MyTransformer", "train_loop"], found
+    assert found == ["MyTransformer"], found
     return SimpleNamespace(MyTransformer=namespace["MyTransformer"])
 
 
@@ -440,7 +441,7 @@ def test_float64_logits_and_an_instance_are_named(capsys):
 
 
 def _your_model(cls):
-    """What lesson 11's cells build from the learner's class: (model, whose), the class only
+    """What lessons 11a and 11b build from the learner's class: (model, whose), the class only
     once it has passed its check (the lesson's `passed = run_model(MyTransformer).passed`)."""
     from course_lib import capstone
 

@@ -1,4 +1,4 @@
-"""Lesson 11's MyTransformer exercise: a trained model's weights in your class, logits compared."""
+"""Lesson 11a's MyTransformer: a trained model's weights in your class, logits compared."""
 
 import functools
 import math
@@ -10,14 +10,12 @@ from course_lib import corpus, sliding_window
 from course_lib.attention import causal_mask
 from course_lib.block import TransformerBlock
 from course_lib.exercises.core import FAILED, Bug, Case, Exercise, Verdict, run
-from course_lib.exercises.lesson11.your_functions import unused_functions
+from course_lib.exercises.lesson11a_build_your_model.stand_in import ARGUMENTS, MAX_LEN, StandIn
+from course_lib.exercises.lesson11a_build_your_model.your_functions import unused_functions
 from course_lib.exercises.stub import attempt, not_written
 from course_lib.model import TinyTransformer
 from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import apply_rope
-
-ARGUMENTS = ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers")
-MAX_LEN = corpus.LONG_LEN  # the longest sequence a case feeds (the base model's max_len)
 
 
 def contract_of(model) -> dict:
@@ -206,8 +204,8 @@ def _random_weights(config, seed: int) -> dict:
 
 @functools.cache
 def _shipped():
-    """The base model of seed 0 (lesson 11's 'Does it compute what the course's model
-    computes?'), loaded once per process with the random state left as it was."""
+    """The base model of seed 0 (lesson 11a's 'Your class from here on'), loaded once per
+    process with the random state left as it was."""
     from course_lib.variants import load_trained
 
     with torch.random.fork_rng(devices=[]):
@@ -244,8 +242,9 @@ def _model_cases() -> list[Case]:
 
 MY_TRANSFORMER = Exercise(
     name="MyTransformer",
-    lesson="11_build_and_train",
+    lesson="11a_build_your_model",
     reference=transformer_logits,
+    stand_in=StandIn,
     cases=_model_cases,
     idea="the section 'Your model': the cell that prints the base model's state_dict and "
     "the exercise's contract below it",
@@ -368,8 +367,8 @@ MY_TRANSFORMER = Exercise(
     "hold the weights, and compute the forward pass with your functions in mine.",
     # 1e-4: right models written another way (RoPE's angles from exp and log, an einsum
     # attention, layer norm with rsqrt) drift from the course's by 1.9e-5 to 2.2e-5 times
-    # (1 + |logit|) on these cases, by kernel path (tests/test_exercises_lesson11_my_transformer
-    # .py); every bug here is told apart from the reference at this tolerance (no bug is dead)
+    # (1 + |logit|) on these cases, by kernel path (tests/test_exercises_lesson11a_*.py);
+    # every bug here is told apart from the reference at this tolerance (no bug is dead)
     atol=1e-4,
     rtol=1e-4,
 )

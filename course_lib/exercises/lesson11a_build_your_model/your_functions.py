@@ -1,4 +1,4 @@
-"""Lesson 11's MyTransformer is made of the learner's functions: which of them a class never
+"""Lesson 11a's MyTransformer is made of the learner's functions: which of them a class never
 runs, and which run without their results reaching the logits.
 
 The contract makes every computation of MyTransformer one of the learner's functions of the

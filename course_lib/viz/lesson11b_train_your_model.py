@@ -1,11 +1,11 @@
-"""Lesson 11's figures: the learning-rate schedule, the excess over the floor of each skill as
+"""Lesson 11b's figures: the learning-rate schedule, the excess over the floor of each skill as
 your model trains, and the copy skill's excess against the three seeds of the variant table."""
 
 from matplotlib.figure import Figure
 
 from course_lib.viz.style import BLUE, GREEN, ORANGE, PURPLE, VERMILLION, new_figure
 
-# each skill's look in lesson 11's figures: colour, dash pattern, marker; the three skills of
+# each skill's look in lesson 11b's figures: colour, dash pattern, marker; the three skills of
 # the lesson's prediction drawn solid and thick, the other three dashed and thin
 SKILL_LOOKS = {
     "subject": (BLUE, "-", "o", 2.2),
@@ -19,7 +19,7 @@ SEED_COLOURS = (BLUE, ORANGE, GREEN)
 
 
 def schedule_figure(schedule, runs: dict) -> Figure:
-    """The learning rate of every step (lesson 11): `schedule(step, config)` gives it, `runs`
+    """The learning rate of every step (lesson 11b): `schedule(step, config)` gives it, `runs`
     maps a label to a TrainConfig; the warm-up's end and the floor (a tenth of the peak) are
     marked."""
     fig, ax = new_figure(7.6, 3.4)
@@ -45,7 +45,7 @@ def schedule_figure(schedule, runs: dict) -> Figure:
 
 
 def skill_curves_figure(steps, excess: dict, skills=None, bound=None) -> Figure:
-    """Excess loss (nats over the floor) of each skill against the training step (lesson 11):
+    """Excess loss (nats over the floor) of each skill against the training step (lesson 11b):
     `excess` maps a skill to one value per step in `steps`; `skills` picks and orders them;
     `bound`, if given, is drawn as a dashed line (the lesson's "within 0.2 nats"). The axis is
     linear up to 0.1 nats and logarithmic above, so that both the start (several nats) and the
@@ -81,7 +81,7 @@ def skill_curves_figure(steps, excess: dict, skills=None, bound=None) -> Figure:
 
 
 def copy_forming_figure(live, shipped: dict, bound: float = 0.2) -> Figure:
-    """The copy positions' excess against the step (log scale, lesson 11): `live` your run's
+    """The copy positions' excess against the step (log scale, lesson 11b): `live` your run's
     [(step, excess)], `shipped` seed -> [(step, excess)] of the variant table's base runs. A
     dashed line marks `bound`; a circle marks each curve's first step below it, and the legend
     names that step."""
