@@ -184,6 +184,6 @@ def test_the_stored_tables_say_what_the_text_says():
     saved = next(o for o in out if o.startswith("saved for the backward, MiB:")).splitlines()
     rows = [line.rsplit(maxsplit=len(LENGTHS)) for line in saved[2:]]
     table = {name.strip(): [float(x) for x in sizes] for name, *sizes in rows}
-    assert all(a > b for a, b in zip(table["your online_attention"], table["lesson 02 attention"],
+    assert all(a > b for a, b in zip(table["your online_attention"], table["lesson 02b attention"],
                                      strict=True))  # fmt: skip
     assert table["flash_attention"] == table["torch's kernel"]
