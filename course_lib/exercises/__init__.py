@@ -23,7 +23,8 @@ LESSONS = {
     "00_start_here": "lesson00",
     "01_language_and_loss": "lesson01_language_and_loss",
     "02_attention_and_masks": "lesson02_attention_and_masks",
-    "03_scaling": "lesson03_scaling",
+    "03a_why_scale": "lesson03a_why_scale",
+    "03b_scale_in_models": "lesson03b_scale_in_models",
     "04_multihead": "lesson04_multihead",
     "05_encoder_decoder": "lesson05_encoder_decoder",
     "06_sinusoidal_and_rope": "lesson06_sinusoidal_and_rope",
@@ -46,7 +47,8 @@ LESSONS = {
 # in it: course_lib.mywork reads it there wherever the new lesson's exercise is still a stub.
 FORMER: dict[str, tuple[str, ...]] = {
     "02_attention_and_masks": ("01_attention_qkv",),
-    "03_scaling": ("02_scaling",),
+    "03a_why_scale": ("02_scaling", "03_scaling"),
+    "03b_scale_in_models": ("02_scaling", "03_scaling"),
     "04_multihead": ("03_multihead",),
     "06_sinusoidal_and_rope": ("04_positional_encoding",),
     "07_rope_in_real_models": ("04_positional_encoding",),
