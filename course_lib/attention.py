@@ -76,7 +76,7 @@ def check_qkv(q, k, v) -> torch.Size:
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, scale=True):
-    """softmax(q k^T * factor) v, returning (output, weights) (lesson 02a; the scale in lesson 03).
+    """softmax(q k^T * factor) v, returning (output, weights) (lesson 02a; the scale in lesson 03a).
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); mask is bool, True where a
     query may attend, broadcastable to (..., T_q, T_k). Weights rows sum to 1.

@@ -23,7 +23,8 @@ from course_lib.exercises import (
     lesson01_language_and_loss,
     lesson02a_attention,
     lesson02b_attention_in_batches,
-    lesson03_scaling,
+    lesson03a_why_scale,
+    lesson03b_scale_in_models,
     lesson04_multihead,
     lesson05_encoder_decoder,
     lesson06_sinusoidal_and_rope,
@@ -134,9 +135,11 @@ check_split_heads = checker(lesson04_multihead.SPLIT_HEADS)
 check_merge_heads = checker(lesson04_multihead.MERGE_HEADS)
 check_multihead = checker(lesson04_multihead.MULTIHEAD)
 
-# ---------------------------------------------------------------- lesson 03_scaling
-check_score_variance = checker(lesson03_scaling.SCORE_VARIANCE)
-check_softmax_jacobian = checker(lesson03_scaling.SOFTMAX_JACOBIAN)
+# ---------------------------------------------------------------- lesson 03a_why_scale
+check_softmax_jacobian = checker(lesson03a_why_scale.SOFTMAX_JACOBIAN)
+
+# ---------------------------------------------------------------- lesson 03b_scale_in_models
+check_score_variance = checker(lesson03b_scale_in_models.SCORE_VARIANCE)
 
 # ---------------------------------------------------------------- lesson 05_encoder_decoder
 check_cross_attention = checker(lesson05_encoder_decoder.CROSS_ATTENTION)

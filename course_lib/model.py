@@ -32,7 +32,7 @@ class ModelConfig:
     positional: str = "rope"
     norm: str = "layer"  # "layer", "batch" or "none", as in TransformerBlock
     prenorm: bool = True  # pre-norm blocks (the modern default) or post-norm
-    scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 03)
+    scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 03b)
     residual: bool = True  # False drops every block's "x +", for the variant table (lesson 08)
     tied: bool = False  # the head reuses the embedding's matrix (lesson 01_language_and_loss)
     ff: str = "gelu"  # "gelu" (Linear, GELU, Linear) or "swiglu", hidden width d_ff (lesson 14)

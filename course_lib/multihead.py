@@ -71,7 +71,7 @@ class MultiHeadAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         self.rope = rope
-        self.scale = scale  # False: scores are q.k, not q.k / sqrt(d) (lesson 03)
+        self.scale = scale  # False: scores are q.k, not q.k / sqrt(d) (lesson 03a)
         # True: torch's fused kernel when weights are not asked for (same numbers, faster);
         # False: always the from-scratch path that lesson 02b builds.
         self.fused = True

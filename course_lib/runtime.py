@@ -10,7 +10,7 @@ def one_thread():
     """Run tiny tensor work on one thread, then restore the setting (lesson 02b onwards).
 
     For the course's sizes waking a thread pool costs more than it saves; on a busy 2-core
-    machine it made lesson 03's training run 10x slower.
+    machine it made lesson 03a's training run 10x slower.
     """
     before = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -1,6 +1,7 @@
-"""Lesson 03's experiment: unscaled scores saturate the softmax and starve its gradient,
-measured on random problems, on freshly made nn.Linear projections, in a short training run
-of one head, and read from the variant table's trained models (lesson 03).
+"""Lessons 03a and 03b's experiments: unscaled scores saturate the softmax and starve its
+gradient, measured on random problems and in a short training run of one head (lesson 03a);
+how wide freshly made nn.Linear projections make the scores, and what the variant table's
+trained models say about the scale (lesson 03b).
 
 The attention itself is course_lib.attention.
 """
@@ -19,7 +20,7 @@ from course_lib.runtime import one_thread
 
 
 def random_qkv(n: int, T: int, d_k: int, d_v: int = 16, generator=None):
-    """n random (T, d_k) queries and keys and (T, d_v) values, entries N(0, 1) (lesson 03)."""
+    """n random (T, d_k) queries and keys and (T, d_v) values, entries N(0, 1) (lesson 03a)."""
     for name, value in (("n", n), ("T", T), ("d_k", d_k), ("d_v", d_v)):
         positive_int(name, value)
     q = torch.randn(n, T, d_k, generator=generator)
@@ -29,7 +30,7 @@ def random_qkv(n: int, T: int, d_k: int, d_v: int = 16, generator=None):
 
 
 def sample_scores(d_k: int, n: int, *, scale=False, generator=None) -> torch.Tensor:
-    """(n,) dot products q . k of independent unit-variance q, k in d_k dimensions (lesson 03)."""
+    """(n,) dot products q . k of independent unit-variance q, k in d_k dimensions (lesson 03a)."""
     positive_int("d_k", d_k)
     positive_int("n", n)
     q = torch.randn(n, d_k, generator=generator)
@@ -39,7 +40,7 @@ def sample_scores(d_k: int, n: int, *, scale=False, generator=None) -> torch.Ten
 
 def random_scores(d_k: int, *, scale, n: int = 256, T: int = 8, seed: int = 0) -> torch.Tensor:
     """(n, T, T) scores the softmax sees for n random problems of T unit-variance queries and
-    keys of width d_k, divided by sqrt(d_k) when scale is True (lesson 03)."""
+    keys of width d_k, divided by sqrt(d_k) when scale is True (lesson 03a)."""
     q, k, _ = random_qkv(n, T, d_k, generator=torch.Generator().manual_seed(seed))
     return (q @ k.transpose(-2, -1)) * scale_factor(scale, d_k)  # (n, T, T)
 
@@ -48,7 +49,7 @@ def linear_scores(d_model: int, d_k: int, *, bias: bool = True, layers: int = 20
                   n: int = 500, seed: int = 0) -> torch.Tensor:  # fmt: skip
     """(layers, n) raw scores q . k with q = W_Q(x), k = W_K(x'): for each of `layers` pairs
     of freshly made nn.Linear(d_model, d_k) (PyTorch's default initialisation), n pairs of
-    token vectors x, x' with independent N(0, 1) entries (lesson 03).
+    token vectors x, x' with independent N(0, 1) entries (lesson 03b).
 
     Made under its own seed, leaving the global random state as it was.
     """
@@ -66,7 +67,7 @@ def linear_scores(d_model: int, d_k: int, *, bias: bool = True, layers: int = 20
 
 
 def softmax_entropy(weights) -> torch.Tensor:
-    """Entropy in nats of each distribution along the last axis; 0 log 0 counts as 0 (lesson 03).
+    """Entropy in nats of each distribution along the last axis; 0 log 0 counts as 0 (lesson 03a).
 
     log(T) for a uniform row over T keys, 0 for a one-hot row.
     """
@@ -76,7 +77,7 @@ def softmax_entropy(weights) -> torch.Tensor:
 
 def typical_jacobian_norm(scores, jacobian) -> float:
     """The median over every row of scores (..., T) of the size (Frobenius norm) of its
-    softmax Jacobian, computed by `jacobian` (the learner's or the course's) (lesson 03)."""
+    softmax Jacobian, computed by `jacobian` (the learner's or the course's) (lesson 03a)."""
     J = jacobian(scores)  # (..., T, T, T): one (T, T) matrix per row
     return J.flatten(-2).norm(dim=-1).median().item()
 
@@ -84,7 +85,7 @@ def typical_jacobian_norm(scores, jacobian) -> float:
 def jacobian_sizes(softmax_jacobian, d_ks, *, n: int = 256, T: int = 8) -> tuple[dict, str]:
     """({"scaled": [...], "unscaled": [...]}, whose): typical_jacobian_norm of random_scores
     at each d_k (seed d_k), computed with the learner's softmax_jacobian where it passes its
-    check and with the course's otherwise; whose says which, in words (lesson 03)."""
+    check and with the course's otherwise; whose says which, in words (lesson 03a)."""
     jacobian, whose = yours_if_it_passes("softmax_jacobian", softmax_jacobian)
     sizes = {
         name: [typical_jacobian_norm(random_scores(d, scale=name == "scaled", n=n, T=T, seed=d),
@@ -97,14 +98,14 @@ def jacobian_sizes(softmax_jacobian, d_ks, *, n: int = 256, T: int = 8) -> tuple
 def score_variances(score_variance, widths) -> tuple[dict, str]:
     """({width: (derived, measured)}, whose): Var(q . k) at d_model = d_k = width, derived by
     the learner's score_variance where it passes its check (the course's otherwise) and
-    measured with linear_scores; whose says which, in words (lesson 03)."""
+    measured with linear_scores; whose says which, in words (lesson 03b)."""
     derive, whose = yours_if_it_passes("score_variance", score_variance)
     found = {w: (float(derive(w, w)), linear_scores(w, w).var().item()) for w in widths}
     return found, whose
 
 
 def marked_average_batch(B: int, T: int, D: int, marked: int = 3, generator=None):
-    """A toy task for lesson 03's training run: x (B, T, D) and target (B, D - 2).
+    """A toy task for lesson 03a's training run: x (B, T, D) and target (B, D - 2).
 
     Feature 0 flags `marked` tokens per sequence, feature 1 is a constant 1 on every token,
     the rest is content. Every position must output the mean content of the flagged
@@ -125,7 +126,7 @@ def marked_average_batch(B: int, T: int, D: int, marked: int = 3, generator=None
 
 
 class SingleHeadLayer(torch.nn.Module):
-    """One attention head whose values are the tokens' content; only W_q, W_k learn (lesson 03)."""
+    """One attention head whose values are the tokens' content; only W_q, W_k learn (lesson 03a)."""
 
     def __init__(self, D: int, d: int, *, scale=True):
         super().__init__()
@@ -153,7 +154,7 @@ def train_single_head(
     seed: int = 0,
 ) -> dict:
     """Train a SingleHeadLayer on marked_average_batch with SGD, momentum 0.9; per-step history
-    (lesson 03).
+    (lesson 03a).
 
     Returns lists "loss", "entropy" (mean attention entropy, nats), "max_weight" (mean
     largest weight per query), "flagged" (mean weight a query puts on the flagged keys) and
@@ -161,7 +162,7 @@ def train_single_head(
     W_q and W_k through the softmax). It runs in float64, which keeps every scaled run and
     the narrow unscaled one the same to the printed digits on every CPU; the wide unscaled run
     stays chaotic even so (its rows are one-hot: a change of 1e-15 in one starting weight
-    moves its loss at step 59 by about 0.04), so lesson 03 prints only bounds for its later
+    moves its loss at step 59 by about 0.04), so lesson 03a prints only bounds for its later
     steps.
     """
     positive_int("steps", steps)
@@ -198,7 +199,7 @@ def _train(scale, d, steps, D, T, B, lr, seed) -> dict:
 def first_scores_std(variant: str, seed: int, lines: int = 64) -> float:
     """The standard deviation of the raw scores q . k of the first head of `variant`'s model,
     untrained, made as its training run in the variant table starts (seed `seed`), on the
-    first `lines` lines of the validation split (lesson 03).
+    first `lines` lines of the validation split (lesson 03b).
 
     Made under its own seed, leaving the global random state as it was.
     """
@@ -227,7 +228,7 @@ SKILLS = ("all", "subject", "induction", "object", "song", "bracket", "mark", "o
 
 
 def scale_rows() -> list[dict]:
-    """The variant table's two rows about the scale, read from data/variants.json (lesson 03).
+    """The variant table's two rows about the scale, read from data/variants.json (lesson 03b).
 
     Each is {"title", "parameters", "holds", "scaled" and "unscaled": {skill: excess over the
     floor on the validation split for seeds 0, 1, 2}, "claims": [{"skill", "gap", "bar",
@@ -257,7 +258,7 @@ def scale_rows() -> list[dict]:
 
 def scale_row_text(row: dict) -> str:
     """One row of scale_rows as the lesson prints it: per skill the mean and each seed's excess,
-    then each claim's gap, bar and verdict (lesson 03)."""
+    then each claim's gap, bar and verdict (lesson 03b)."""
     lines = [
         f"{row['title']}, {row['parameters']:,} parameters: excess over the floor (nats)",
         f"{'skill':10} {'scaled: mean (seeds 0, 1, 2)':33} unscaled: mean (seeds 0, 1, 2)",

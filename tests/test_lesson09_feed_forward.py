@@ -205,7 +205,7 @@ def test_the_subject_below_its_floor_is_as_the_prose_says(removed):
     assert round(sum(subject) / 3, 3) == -0.016
     text = markdown()
     assert "Seed 1's subject, and so the mean (-0.016), even ended *below* it" in text
-    assert "never on average (lesson 03 met this first)" in text
+    assert "never on average (lesson 03b met this first)" in text
 
 
 def test_the_object_rule_is_as_the_lesson_says_and_not_linear_in_a_sum():

@@ -411,3 +411,47 @@ def test_a_workspace_holding_lesson_11_before_its_split_keeps_the_learners_work(
     assert work.functions["train_loop"].__doc__.startswith("My loop")
     assert run_model(work.functions["MyTransformer"]).passed
     assert run_loop(work.functions["train_loop"]).passed
+
+
+# ---------------------------------------------------------------- lesson 03 before its split
+
+BEFORE_THE_SPLIT_OF_03 = ROOT_TESTS / "fixtures" / "workspace_before_the_split_of_03"
+
+
+def test_a_workspace_holding_lesson_03_before_its_split_keeps_the_learners_work(tmp_path):
+    """03_scaling (from main before the split, each exercise written the learner's own way)
+    became 03a_why_scale (softmax_jacobian) and 03b_scale_in_models (score_variance): the
+    halves arrive beside it with stubs, and earlier_work finds each exercise in the old file."""
+    from course_lib.exercises import FORMER
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_SPLIT_OF_03 / "03_scaling.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    written = {p.name for p in prepare(LESSONS_DIR, tmp_path)}
+    assert {"03a_why_scale.ipynb", "03b_scale_in_models.ipynb"} <= written
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()
+    assert "03_scaling" in FORMER["03a_why_scale"] and "03_scaling" in FORMER["03b_scale_in_models"]
+    for name in ("softmax_jacobian", "score_variance"):  # each asked for alone, then together
+        work = collect([name], tmp_path)
+        assert work.origin[name].endswith(": yours in 03_scaling.ipynb"), work.origin[name]
+    work = collect(["softmax_jacobian", "score_variance"], tmp_path)
+    assert work.origin == {
+        "softmax_jacobian": "lesson 03a: yours in 03_scaling.ipynb",
+        "score_variance": "lesson 03b: yours in 03_scaling.ipynb",
+    }
+    for name in ("softmax_jacobian", "score_variance"):
+        assert work.functions[name].__doc__ == "Mine, written in lesson 03 before it was split."
+    scores = torch.randn(3, 5)
+    torch.testing.assert_close(work.functions["softmax_jacobian"](scores),
+                               by_name("softmax_jacobian").reference(scores))  # fmt: skip
+    assert work.functions["score_variance"](128, 128) == pytest.approx(14.445, abs=1e-3)
+    # written again in its new lesson, the learner's newer version wins
+    nb = nbformat.read(tmp_path / "03b_scale_in_models.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("def score_variance("))
+    cell.source = "def score_variance(d_model, d_k, bias=True):\n    return 'mine, in 03b'"
+    nbformat.write(nb, tmp_path / "03b_scale_in_models.ipynb")
+    work = collect(["softmax_jacobian", "score_variance"], tmp_path)
+    assert work.origin["score_variance"] == "lesson 03b: yours"
+    assert work.functions["score_variance"](1, 1) == "mine, in 03b"
+    assert work.origin["softmax_jacobian"] == "lesson 03a: yours in 03_scaling.ipynb"

@@ -1,8 +1,8 @@
-"""course_lib.saturation: lesson 03_scaling's measuring tools, each against torch or a hand
+"""course_lib.saturation: lessons 03a and 03b's measuring tools, each against torch or a hand
 derivation.
 
-The lesson's claims made with them (saturation, the vanishing Jacobian, the training run) are
-in tests/test_lesson03_scaling.py.
+The lessons' claims made with them (saturation, the vanishing Jacobian, the training run) are
+in tests/test_lesson03a_why_scale.py and tests/test_lesson03b_scale_in_models.py.
 """
 
 import math
@@ -12,10 +12,8 @@ import torch
 from torch.testing import assert_close
 
 from course_lib import saturation
-from course_lib.exercises.lesson03_scaling import (
-    score_variance_reference,
-    softmax_jacobian_reference,
-)
+from course_lib.exercises.lesson03a_why_scale import softmax_jacobian_reference
+from course_lib.exercises.lesson03b_scale_in_models import score_variance_reference
 from course_lib.saturation import (
     first_scores_std,
     jacobian_sizes,

@@ -75,7 +75,7 @@ class Exercise:
     """An exercise as data: the reference, the cases, the bugs with their hints."""
 
     name: str  # the function the learner writes, as the lesson names it
-    lesson: str  # its notebook's name, "03_scaling": a key of course_lib.exercises.LESSONS
+    lesson: str  # its notebook's name, "03a_why_scale": a key of course_lib.exercises.LESSONS
     reference: Callable
     cases: Callable[[], list]  # () -> [Case or tuple of positional arguments]
     idea: str  # where the lesson teaches what this needs: the last hint points there

@@ -10,7 +10,7 @@ each name lives in one module of this package:
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
 - `lesson01_language_and_loss` ... `lesson17`: each lesson's figures and the constants they
   draw with, in lesson order; a lesson that has moved to the published order has a module
-  named after its notebook (`lesson02a_attention`, `lesson03_scaling`, ...).
+  named after its notebook (`lesson02a_attention`, `lesson03a_why_scale`, ...).
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -20,12 +20,8 @@ from course_lib.viz.lesson01_language_and_loss import (
 )
 from course_lib.viz.lesson02a_attention import attention_heatmap
 from course_lib.viz.lesson02b_attention_in_batches import draw_weight_bars, padding_figure
-from course_lib.viz.lesson03_scaling import (
-    REFERENCE_STYLES,
-    curve_panels,
-    excess_rows_figure,
-    training_figure,
-)
+from course_lib.viz.lesson03a_why_scale import REFERENCE_STYLES, curve_panels, training_figure
+from course_lib.viz.lesson03b_scale_in_models import excess_rows_figure
 from course_lib.viz.lesson04_multihead import (
     NOUN_ROWS,
     WEIGHT_TICKS,
@@ -109,8 +105,8 @@ from course_lib.viz.style import (
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
-                  "lesson02b_attention_in_batches",
-                  "lesson03_scaling", "lesson04_multihead", "lesson05_encoder_decoder",
+                  "lesson02b_attention_in_batches", "lesson03a_why_scale",
+                  "lesson03b_scale_in_models", "lesson04_multihead", "lesson05_encoder_decoder",
                   "lesson06_sinusoidal_and_rope", "lesson07_rope_in_real_models",
                   "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
                   "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16",

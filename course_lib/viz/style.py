@@ -31,7 +31,7 @@ VIRIDIS_DARK = "#440154"  # viridis at 0: the background of an attention map
 
 # one colour per meaning, in every lesson (a label names its meaning, see `meaning`)
 COLOURS = {
-    "scaled": BLUE,  # lesson 03: scores divided by sqrt(d_k)
+    "scaled": BLUE,  # lesson 03a: scores divided by sqrt(d_k)
     "q . k / sqrt(d_k)": BLUE,
     "unscaled": VERMILLION,
     "q . k": VERMILLION,

@@ -12,7 +12,7 @@ from course_lib.widgets.base import ConceptCheck, Explorer
 from course_lib.widgets.lesson00 import SoftmaxExplorer
 from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
 from course_lib.widgets.lesson02b_attention_in_batches import AttentionExplorer
-from course_lib.widgets.lesson03_scaling import ScalingExplorer
+from course_lib.widgets.lesson03a_why_scale import ScalingExplorer
 from course_lib.widgets.lesson04_multihead import HeadsExplorer, heads_examples
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
 from course_lib.widgets.lesson06_sinusoidal_and_rope import PositionExplorer, RopeExplorer

@@ -400,7 +400,7 @@ def text_box(description: str, placeholder: str, width: str | None = None):
 
 
 class ConceptCheck:
-    """Write your own answer first, then reveal the course's (lesson 03 on, at the end of
+    """Write your own answer first, then reveal the course's (lesson 03a on, at the end of
     lessons)."""
 
     def __init__(self, question: str, answer: str):

@@ -267,13 +267,13 @@ MULTIHEAD = Exercise(
             "right with one head, wrong with several: as if each head's scores were divided "
             "by too large a number",
             "each head's scores are divided by sqrt(d), the square root of its own width "
-            "d = D / H, not by sqrt(D): a head's dot products sum d products (lesson 03).",
+            "d = D / H, not by sqrt(D): a head's dot products sum d products (lesson 03a).",
         ),
         Bug(
             "unscaled",
             _mh_unscaled,
             "the numbers differ as if each head's scores were not divided by anything",
-            "each head divides its scores by sqrt(d), d = D / H its own width (lesson 03). "
+            "each head divides its scores by sqrt(d), d = D / H its own width (lesson 03a). "
             "Lesson 02's attention does it for you when it is handed a head's d-wide q and k.",
         ),
         Bug(

@@ -264,7 +264,7 @@ ONLINE_ATTENTION = Exercise(
             _wrong(scale=False),
             "your output is softmax(q k^T) v: the scores are not scaled",
             "the scores are divided by sqrt(d), the width of q and k, before anything else, as "
-            "in lesson 03; each tile's scores need it.",
+            "in lesson 03a; each tile's scores need it.",
         ),
         Bug(
             "max_from_zero",

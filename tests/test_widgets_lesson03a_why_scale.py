@@ -1,4 +1,4 @@
-"""ScalingExplorer (lesson 03_scaling): every control swept end to end, the learner's
+"""ScalingExplorer (lesson 03a_why_scale): every control swept end to end, the learner's
 softmax_jacobian drawn and compared, the picture naming its setting."""
 
 import base64
@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from course_lib.exercises.lesson03_scaling import softmax_jacobian_reference
+from course_lib.exercises.lesson03a_why_scale import softmax_jacobian_reference
 from course_lib.saturation import random_scores, typical_jacobian_norm
 from course_lib.widgets import ScalingExplorer
 from helpers import picture, stub

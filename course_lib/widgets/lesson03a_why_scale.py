@@ -1,10 +1,10 @@
-"""Lesson 03_scaling's explorer: grow d_k with and without the 1/sqrt(d_k) scale."""
+"""Lesson 03a_why_scale's explorer: grow d_k with and without the 1/sqrt(d_k) scale."""
 
 import numpy as np
 import torch
 
 from course_lib import viz
-from course_lib.exercises.lesson03_scaling import softmax_jacobian_reference
+from course_lib.exercises.lesson03a_why_scale import softmax_jacobian_reference
 from course_lib.saturation import random_scores, softmax_entropy, typical_jacobian_norm
 from course_lib.widgets.base import Explorer, checkbox, choice_slider, compare_learner
 
@@ -14,7 +14,7 @@ def _setting(d_k: int, scale: bool) -> str:
 
 
 class ScalingExplorer(Explorer):
-    """Lesson 03_scaling: grow d_k with and without the 1/sqrt(d_k) scale; watch the softmax
+    """Lesson 03a_why_scale: grow d_k with and without the 1/sqrt(d_k) scale; watch the softmax
     saturate and its Jacobian vanish. The Jacobian at the current setting is your
     softmax_jacobian's, where you pass it and it runs."""
 

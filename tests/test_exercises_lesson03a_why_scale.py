@@ -1,9 +1,9 @@
-"""Lesson 03_scaling's exercises: the notebook's solutions pass, learner-style mistakes get their
-hint, right answers written other ways pass.
+"""Lesson 03a_why_scale's exercise: the notebook's solution passes, learner-style mistakes get
+their hint, right answers written other ways pass.
 
-Every wrong function here is written the way a learner would write it (the variance derived
-step by step with a slip in one step; the Jacobian built with loops, eye, outer products or a
-softmax by hand), not taken from the bug list in course_lib/exercises/lesson03_scaling.py.
+Every wrong function here is written the way a learner would write it (the Jacobian built with
+loops, eye, outer products or a softmax by hand), not taken from the bug list in
+course_lib/exercises/lesson03a_why_scale.py.
 """
 
 import math
@@ -14,21 +14,14 @@ import nbformat
 import pytest
 import torch
 
-from course_lib.checks import check_score_variance, check_softmax_jacobian
+from course_lib.checks import check_softmax_jacobian
 from course_lib.exercises.core import dead_bugs, run
-from course_lib.exercises.lesson03_scaling import (
-    EXERCISES,
-    SCORE_VARIANCE,
-    SOFTMAX_JACOBIAN,
-    score_variance_reference,
-    softmax_jacobian_reference,
-)
-from course_lib.saturation import linear_scores
+from course_lib.exercises.lesson03a_why_scale import SOFTMAX_JACOBIAN, softmax_jacobian_reference
 from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 from helpers import failed_with_hint as _check
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03_scaling.ipynb"
-NAMES = ("softmax_jacobian", "score_variance")
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03a_why_scale.ipynb"
+NAME, EXERCISE, CHECK = "softmax_jacobian", SOFTMAX_JACOBIAN, check_softmax_jacobian
 
 
 def softmax_jacobian(scores):  # the derivation, written here independently of the lesson
@@ -45,67 +38,30 @@ def _markdown() -> str:
     return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
 
 
-# ---------------------------------------------------------------- both exercises
+# ---------------------------------------------------------------- the exercise
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_lessons_solution_passes(name):
-    mine = notebook_functions(*NAMES)
-    exercise = next(e for e in EXERCISES if e.name == name)
-    assert run(exercise, mine[name]).passed
+def test_the_lessons_solution_passes():
+    mine = notebook_functions(NAME)
+    assert run(EXERCISE, mine[NAME]).passed
 
 
-CHECKS = [check_softmax_jacobian, check_score_variance]
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    out = verdict(check, stub, capsys)
+def test_a_stub_is_not_implemented_yet(capsys):
+    out = verdict(CHECK, stub, capsys)
     assert out.startswith("TRY AGAIN") and "not implemented yet" in out
 
 
 def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(NOTEBOOK, CHECKS, {"torch": torch, "math": math}, capsys)
+    assert_stubs_not_implemented(NOTEBOOK, [CHECK], {"torch": torch, "math": math}, capsys)
 
 
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_every_bug_can_be_named(exercise):
-    assert dead_bugs(exercise) == []
+def test_every_bug_can_be_named():
+    assert dead_bugs(EXERCISE) == []
 
 
-def test_each_last_hint_points_to_a_section_the_lesson_has():
-    text = _markdown()
-    for heading in (
-        "The variance of a score grows with $d_k$",
-        "A saturated softmax passes almost no gradient",
-        "Exercise 1: the softmax's Jacobian",
-        "Exercise 2: the variance a fresh `nn.Linear` gives",
-    ):
-        assert f"# {heading}" in text, heading
-    assert "'The variance of a score grows with d_k'" in SCORE_VARIANCE.idea
-    assert "'A saturated softmax passes almost no gradient'" in SOFTMAX_JACOBIAN.idea
-    assert "torch.diag_embed" in SOFTMAX_JACOBIAN.idea and "torch.diag_embed(x)" in text
-    assert "N(0, sigma^2)" in SCORE_VARIANCE.idea and "uniform on $(0, 1)$" in text
-
-
-def test_no_cell_above_an_exercise_hands_the_learner_the_answer():
-    """Above score_variance no code builds the formula or measures nn.Linear; above
-    softmax_jacobian no code calls a Jacobian or diag_embed. The course's softmax_jacobian is
-    never imported by the lesson (the explorer uses it inside)."""
-    cells = _lesson().cells
-    code = [c.source for c in cells if c.cell_type == "code"]
-    for name, ready_made in (
-        ("score_variance", ("linear_scores(", "score_variance_reference", "nn.Linear(")),
-        ("softmax_jacobian", ("jacobian(", "diag_embed", "jacrev", "jacfwd")),
-    ):
-        at = next(i for i, source in enumerate(code) if f"def {name}(" in source)
-        above = "\n".join(code[:at])
-        assert not any(word in above for word in ready_made), name
-    at = next(i for i, source in enumerate(code) if "def softmax_jacobian(" in source)
-    imported = [s for s in code if "import" in s]
-    assert not any(re.search(r"(?<!check_)\bsoftmax_jacobian\b", s) for s in imported)
-    assert all("softmax_jacobian(" not in s or "def " in s for s in code[:at])
-    assert "check_softmax_jacobian, hint" in code[0]
+def test_the_courses_own_function_handed_to_the_check_is_refused(capsys):
+    out = verdict(CHECK, EXERCISE.reference, capsys)
+    assert out.startswith("TRY AGAIN") and "the course's own function" in out
 
 
 def test_no_cell_hands_the_learner_the_courses_function():
@@ -130,135 +86,29 @@ def test_no_text_after_a_check_states_the_exercises_answer():
         assert answer not in text, answer
 
 
-# ---------------------------------------------------------------- score_variance
-
-
-@pytest.mark.slow  # 2,400 pairs of layers: in `make test`, not `make quick`
-def test_the_reference_is_what_default_linear_layers_measure():
-    """The formula against the measurement, over three seeds of 200 pairs of layers: within 3%
-    (measured here at most 1.8%); the notebook's seed 0 within 1% (0.8% and 0.5%)."""
-    for d_model, d_k, bias in ((64, 64, True), (128, 128, True), (32, 8, False), (8, 8, True)):
-        derived = score_variance_reference(d_model, d_k, bias)
-        for seed in range(3):
-            measured = linear_scores(d_model, d_k, bias=bias, seed=seed).var().item()
-            assert abs(measured / derived - 1) < 0.03, (d_model, d_k, bias, seed, measured)
-
-
-def test_right_variances_written_other_ways_pass():
-    def step_by_step(d_model, d_k, bias=True):
-        bound = 1 / math.sqrt(d_model)
-        var_w = (2 * bound) ** 2 / 12  # a uniform on an interval of width 2 * bound
-        var_q = d_model * var_w * 1.0 + (var_w if bias else 0)
-        return float(d_k * var_q * var_q)
-
-    def closed_form(d_model, d_k, bias=True):
-        return d_k * ((d_model + int(bias)) / (3 * d_model)) ** 2
-
-    for fn in (step_by_step, closed_form):
-        assert run(SCORE_VARIANCE, fn).passed, fn.__name__
-
-
-def test_variance_mistakes_get_their_hint():
-    def bound_as_variance(d_model, d_k, bias=True):  # Var(U(-a, a)) taken as a^2
-        var_w = 1 / d_model
-        return d_k * (d_model * var_w + (var_w if bias else 0)) ** 2
-
-    def bound_as_width(d_model, d_k, bias=True):  # (b - a)^2 / 12 with b - a = 1/sqrt(d_model)
-        var_w = (1 / math.sqrt(d_model)) ** 2 / 12
-        return d_k * (d_model * var_w + (var_w if bias else 0)) ** 2
-
-    def forgot_bias(d_model, d_k, bias=True):
-        var_w = 1 / (3 * d_model)
-        return d_k * (d_model * var_w) ** 2
-
-    def one_variance(d_model, d_k, bias=True):
-        var_w = 1 / (3 * d_model)
-        var_q = d_model * var_w + (var_w if bias else 0)
-        return d_k * var_q
-
-    def added_variances(d_model, d_k, bias=True):
-        var_w = 1 / (3 * d_model)
-        var_q = d_model * var_w + (var_w if bias else 0)
-        return d_k * (var_q + var_q)
-
-    def summed_over_d_model(d_model, d_k, bias=True):
-        var_w = 1 / (3 * d_model)
-        var_q = d_model * var_w + (var_w if bias else 0)
-        return d_model * var_q**2
-
-    def out_features(d_model, d_k, bias=True):  # the bound from the layer's output width
-        var_w = 1 / (3 * d_k)
-        var_q = d_model * var_w + (var_w if bias else 0)
-        return d_k * var_q**2
-
-    def one_product(d_model, d_k, bias=True):
-        var_w = 1 / (3 * d_model)
-        var_q = d_model * var_w + (var_w if bias else 0)
-        return var_q**2
-
-    def divided_by_d_k(d_model, d_k, bias=True):  # the scaled score's variance
-        var_w = 1 / (3 * d_model)
-        var_q = d_model * var_w + (var_w if bias else 0)
-        return d_k * var_q**2 / d_k
-
-    def vectors(d_model, d_k, bias=True):  # Var(q) Var(k) with Var(q) = d_k Var(q_i)
-        var_w = 1 / (3 * d_model)
-        var_q = d_k * (d_model * var_w + (var_w if bias else 0))
-        return var_q * var_q
-
-    def standard_deviation(d_model, d_k, bias=True):
-        var_w = 1 / (3 * d_model)
-        return math.sqrt(d_k) * (d_model * var_w + (var_w if bias else 0))
-
-    expected = {
-        bound_as_variance: ("bound_squared", "9 times"),
-        bound_as_width: ("half_width", "1/16 of the course's"),
-        forgot_bias: ("no_bias", "the same with bias=True as with bias=False"),
-        one_variance: ("one_factor", "3 times"),
-        added_variances: ("sum_not_product", "6 times"),
-        summed_over_d_model: ("d_model_terms", "grows with d_model"),
-        out_features: ("fan_out", "right when d_model equals d_k"),
-        one_product: ("not_summed", "does not grow with d_k"),
-        divided_by_d_k: ("not_summed", "does not grow with d_k"),
-        vectors: ("vector_variances", "d_k squared"),
-        standard_deviation: ("standard_deviation", "square root"),
-    }
-    for fn, (bug, words) in expected.items():
-        _check(SCORE_VARIANCE, fn, bug, (words,))
-
-
-def test_a_measured_variance_or_a_tensor_is_told_what_is_asked():
-    def measured(d_model, d_k, bias=True):  # near the formula, not it
-        return linear_scores(d_model, d_k, bias=bias, layers=20, n=100).var().item()
-
-    found = _check(SCORE_VARIANCE, measured)
-    assert found.bug is None and "numbers differ" in found.message
-    assert "a variance measured from samples comes out only near it" in found.steps[0]
-
-    def as_tensor(d_model, d_k, bias=True):
-        return torch.tensor(d_k * ((d_model + bias) / (3 * d_model)) ** 2)
-
-    found = _check(SCORE_VARIANCE, as_tensor)
-    assert "expected a number, got shape ()" in found.message
-
-
-def test_the_worked_example_and_the_measured_settings_are_what_the_lesson_says():
+def test_the_last_hint_points_to_a_section_the_lesson_has():
     text = _markdown()
-    # N(0, 1/d_model) weights, no bias: Var(q_i) = 1 and Var(q . k) = d_k, the sampling above
-    assert "1 for $\\sigma^2 = 1/d_\\text{model}$, giving Var$(q \\cdot k) = d_k$" in text
-    # a uniform number on (0, 1): E[u^2] = 1/3, variance 1/3 - 1/4 = 1/12, as measured
-    u = torch.rand(1_000_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    assert abs(u.pow(2).mean().item() - 1 / 3) < 1e-3 and abs(u.var().item() - 1 / 12) < 1e-3
-    assert "Var$(u) = \\frac13 - \\frac14 = \\frac1{12}$" in text
-    # the contract's description of nn.Linear's draw, checked against torch's own layer
-    layer = torch.nn.Linear(400, 3000)
-    bound = 1 / math.sqrt(400)
-    for values in (layer.weight, layer.bias):
-        assert values.abs().max().item() <= bound and values.abs().max().item() > 0.99 * bound
-        assert abs(values.var().item() / (bound**2 / 3) - 1) < 0.05
-    assert "uniformly from $(-a, a)$, $a = 1/\\sqrt{d_\\text{model}}$" in text
-    assert math.isclose(score_variance_reference(64, 64), 7.335, abs_tol=1e-3)
-    assert math.isclose(score_variance_reference(128, 128), 14.445, abs_tol=1e-3)
+    for heading in (
+        "The variance of a score grows with $d_k$",
+        "A saturated softmax passes almost no gradient",
+        "Exercise 1: the softmax's Jacobian",
+    ):
+        assert f"# {heading}" in text, heading
+    assert "'A saturated softmax passes almost no gradient'" in SOFTMAX_JACOBIAN.idea
+    assert "torch.diag_embed" in SOFTMAX_JACOBIAN.idea and "torch.diag_embed(x)" in text
+
+
+def test_no_cell_above_the_exercise_hands_the_learner_the_answer():
+    """Above softmax_jacobian no code calls a Jacobian or diag_embed. The course's
+    softmax_jacobian is never imported by the lesson (the explorer uses it inside)."""
+    code = [c.source for c in _lesson().cells if c.cell_type == "code"]
+    at = next(i for i, source in enumerate(code) if "def softmax_jacobian(" in source)
+    above = "\n".join(code[:at])
+    assert not any(word in above for word in ("jacobian(", "diag_embed", "jacrev", "jacfwd"))
+    imported = [s for s in code if "import" in s]
+    assert not any(re.search(r"(?<!check_)\bsoftmax_jacobian\b", s) for s in imported)
+    assert all("softmax_jacobian(" not in s or "def " in s for s in code[:at])
+    assert "check_softmax_jacobian, hint" in code[0]
 
 
 # ---------------------------------------------------------------- softmax_jacobian
@@ -434,12 +284,6 @@ def test_every_autograd_route_and_the_courses_jacobian_are_refused():
                      ("torch.func.jacrev", with_jacrev),
                      ("make_dual", forward_mode)):  # fmt: skip
         assert name in run(SOFTMAX_JACOBIAN, fn).message
-
-
-def test_the_courses_own_function_handed_to_the_check_is_refused(capsys):
-    for exercise, check in zip(EXERCISES, CHECKS, strict=True):
-        out = verdict(check, exercise.reference, capsys)
-        assert out.startswith("TRY AGAIN") and "the course's own function" in out
 
 
 def test_a_float64_input_must_give_float64():
