@@ -20,7 +20,7 @@ PADDED_LINES = (2, 3, 4)  # the validation lines whose first sentences the batch
 
 
 def lesson_line() -> list[str]:
-    """The 12 tokens the lesson follows: a sentence whose singular subject (Cat) stands three
+    """The 12 tokens the lesson follows: a sentence whose singular subject (Cat) stands two
     nouns before its verb, then the next sentence's plural subject (lesson 02a)."""
     return corpus.to_tokens(corpus.load_split("valid")[LINE])[:LINE_LENGTH]
 

@@ -280,7 +280,7 @@ def test_the_attention_contract_says_the_scale_is_sqrt_d_k(copy):
 
     notebook = LESSON.parent.parent / copy / LESSON.name
     cells = nbformat.read(notebook, as_version=4).cells
-    (contract,) = [c.source for c in cells if "### Exercise 3: attention" in c.source]
+    (contract,) = [c.source for c in cells if "### Exercise 1: attention" in c.source]
     assert "The scores are divided by $\\sqrt{d_k}$." in contract
     assert "sqrt{d_v}" not in contract
     assert "divided by sqrt(d_k)" in " ".join(lesson.__doc__.split())

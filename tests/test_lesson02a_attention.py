@@ -54,11 +54,13 @@ def test_the_verb_agrees_with_its_subject_five_tokens_back_past_two_plural_nouns
     assert tokens[VERB - 1] == "dogs"  # the noun just before the verb
     assert tokens[-1] in language.SUBJECTS  # the next sentence's subject, plural
     # position 5 is scored on token 6, the object, whose number is plural when exactly one of
-    # the subject and the noun before the verb is (lesson 01's rule): Cat singular, dogs plural
+    # the subject and the noun before the verb is (a rule lesson 01 does not state, so 02a
+    # states it as new): Cat singular, dogs plural
     assert tokens[VERB] in language.TAKES_OBJECT and tokens[VERB + 1] == "cats"
     text = _markdown()
     for said in ("five tokens back", "past two plural nouns", "`Cat` at position 0",
-                 "position 5's output predicts the object, `cats`", "as exactly one of",
+                 "position 5's output predicts the object, `cats`",
+                 "not shown before: plural when exactly one of the two is plural",
                  "the subject's number, read past two plural nouns,",
                  "which the object needs"):  # fmt: skip
         assert said in text, said
@@ -163,6 +165,17 @@ def test_the_mask_shares_the_blocked_weight_among_the_keys_left(tokens):
     code = _code()
     assert "predicted_weight = None" in code
     assert "judge_prediction(predicted_weight, on_cat" in code
+
+
+def test_the_masked_map_hatches_the_blocked_keys_apart_from_a_near_zero_allowed_one(tokens):
+    """The masked map's sentence: the verb gives the allowed `dogs` 0.003, which prints as 0.00
+    like a blocked key, so the map draws the blocked keys hatched (the figure's own test is in
+    test_viz_lesson02a_attention.py)."""
+    _, masked = scaled_dot_product_attention(*head(corpus.encode(tokens)), causal_mask(12))
+    assert tokens[2] == "dogs" and round(masked[VERB, 2].item(), 3) == 0.003
+    assert f"{masked[VERB, 2].item():.2f}" == "0.00"
+    assert "as `dogs` does from the verb (0.003, printed 0.00)" in _markdown()
+    assert "annot=True, mask=mask," in _code()
 
 
 def test_the_lesson_uses_no_term_a_later_lesson_introduces():

@@ -1,7 +1,8 @@
 """Lesson 02a's mask exercise: the causal mask.
 
 The lesson prints the causal mask of its 12-token line (course_lib.attention.causal_mask) as
-the pattern to build, and works torch's `tril` on a matrix of numbers; the exercise asks for
+the pattern to build, and works torch's `triu` with an offset diagonal on a 3 by 4 matrix of
+numbers (not the mask's triangle, shape or diagonal); the exercise asks for
 the bool mask of any T, and its check refuses a call to the course's causal_mask and, with a
 case longer than 12, a slice of the lesson's mask.
 """
@@ -75,5 +76,5 @@ CAUSAL_MASK = Exercise(
     forbidden=((attention, "causal_mask"),),
     forbidden_hint="The course's causal_mask is the very mask this exercise asks you to "
     "build, so calling it proves nothing. Build the (T, T) pattern from torch operations: "
-    "the worked line in the exercise's text keeps the lower triangle of a matrix.",
+    "the exercise's text names tril and triu, which keep a triangle of a matrix.",
 )

@@ -1,8 +1,9 @@
 """Lesson 02b's mask exercise: the padding mask of a right-padded batch.
 
 The padding mask's worked example is a table in the lesson's text for other lengths, and
-`[:, None]` is worked on a product table; the exercise asks for the (B, 1, T) mask that
-broadcasts over the queries, which the lesson's padded batch then runs through attention.
+`[:, None]` is worked on a broadcast comparison of another kind (which positions are multiples
+of 2 and of 3, a (2, T) table); the exercise asks for the (B, 1, T) mask that broadcasts over
+the queries, which the lesson's padded batch then runs through attention.
 """
 
 import torch
