@@ -81,10 +81,12 @@ def pytest_sessionfinish(session, exitstatus):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if _lesson_seconds:
-        # a lesson by its number, or by its stem where two lessons share the number
-        numbers = [k[:2] for k in _lesson_seconds]
-        each = ", ".join(f"{k[:2] if numbers.count(k[:2]) == 1 else k} {v:.1f} s"
-                         for k, v in sorted(_lesson_seconds.items()))  # fmt: skip
+        # a lesson by its label ("04", "02a"), or by its stem where two share the label
+        labels = [k.split("_")[0] for k in _lesson_seconds]
+        each = ", ".join(
+            f"{k.split('_')[0] if labels.count(k.split('_')[0]) == 1 else k} {v:.1f} s"
+            for k, v in sorted(_lesson_seconds.items())
+        )
         terminalreporter.write_line(f"lesson cell time: {each}")
     for problem in _over:
         terminalreporter.write_line(f"LESSON OVER BUDGET: {problem}", red=True)
