@@ -17,7 +17,8 @@ CONTRACTS (fixed: the lesson and its checks rely on them):
   sinks + window.
 
 Every wrong version below is a mistake a learner makes, written the way it comes out; a test
-(tests/test_exercises_lesson15a_sliding_window.py) writes each again as a learner would and checks its hint.
+(tests/test_exercises_lesson15a_sliding_window.py) writes each again as a learner would and
+checks its hint.
 
 One module per exercise: sliding_window_mask, attend_rolling.
 """
