@@ -359,3 +359,20 @@ def test_the_new_token_put_first_is_named():
         return _finish(out, q, k, v), k, v
 
     _check(ATTEND_ROLLING, wrong, "new_first")
+
+
+def test_the_rolled_layer_is_yours_once_written_and_the_courses_before():
+    """rolled_yours_or_course (lesson 15a's trained-layer cell): a stub falls back to the
+    course's attend_rolling and says so; a written step is used."""
+    from course_lib.exercises.lesson15a_sliding_window import rolled_yours_or_course
+
+    g = torch.Generator().manual_seed(3)
+    qkv, out = _layer(16, g, torch.float32)
+    x = torch.randn(1, 9, 16, generator=g)
+    with torch.no_grad():
+        (y, k, _), who = rolled_yours_or_course(stub, x, qkv, out, 2, 4, 1, rope_from_reference)
+        expected = rolled(attend_rolling_reference, x, qkv, out, 2, 4, 1, rope_from_reference)
+        assert who.startswith("the course's") and torch.equal(y, expected[0])
+        (mine, _, _), who = rolled_yours_or_course(rolling_by_hand, x, qkv, out, 2, 4, 1,
+                                                   rope_from_reference)  # fmt: skip
+    assert who == "yours" and torch.allclose(mine, y, atol=1e-6) and k.shape[-2] == 5
