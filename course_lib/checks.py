@@ -37,7 +37,7 @@ from course_lib.exercises import (
     lesson12_read_your_model,
     lesson13,
     lesson14,
-    lesson15,
+    lesson15a_sliding_window,
     lesson16,
     lesson17,
     lesson_label,
@@ -189,9 +189,9 @@ check_rms_norm = checker(lesson14.RMS_NORM)
 check_swiglu = checker(lesson14.SWIGLU)
 
 
-# ---------------------------------------------------------------- lesson 15
-check_sliding_window_mask = checker(lesson15.SLIDING_WINDOW_MASK)
-check_attend_rolling = checker(lesson15.ATTEND_ROLLING)
+# ---------------------------------------------------------------- lesson 15a
+check_sliding_window_mask = checker(lesson15a_sliding_window.SLIDING_WINDOW_MASK)
+check_attend_rolling = checker(lesson15a_sliding_window.ATTEND_ROLLING)
 # ---------------------------------------------------------------- lesson 16
 check_pi_angles = checker(lesson16.PI_ANGLES)
 check_ntk_frequencies = checker(lesson16.NTK_FREQUENCIES)

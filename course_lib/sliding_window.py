@@ -1,4 +1,4 @@
-"""Sliding-window attention and attention sinks (lesson 15).
+"""Sliding-window attention and attention sinks (lessons 15a and 15b).
 
 With a window of W, query i reads keys i - W + 1 .. i only (Mistral's layout); with s sinks
 it also reads keys 0 .. s - 1, whatever its distance from them (StreamingLLM, Xiao et al.
@@ -42,7 +42,7 @@ def _sinks(sinks) -> int:
 
 def window_mask(T: int, window: int | None, sinks: int = 0) -> torch.Tensor:
     """(T, T) bool, True where query i may read key j: j <= i, and i - j < window or j <
-    sinks (lesson 15). window None is the plain causal mask."""
+    sinks (lesson 15a). window None is the plain causal mask."""
     positive_int("T", T)
     window, sinks = _window(window), _sinks(sinks)
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]  # (T, 1), (1, T)
@@ -53,7 +53,7 @@ def window_mask(T: int, window: int | None, sinks: int = 0) -> torch.Tensor:
 
 def receptive_field(mask: torch.Tensor, num_layers: int) -> torch.Tensor:
     """(num_layers, T, T) bool: after layer l + 1, True where input position j can change
-    query i's vector, for layers that each attend through mask (T, T) (lesson 15).
+    query i's vector, for layers that each attend through mask (T, T) (lesson 15a).
     A layer passes on what each key it reads had gathered: reach composes."""
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.dim() != 2:
         raise TypeError(f"mask: expected a 2-D bool tensor, got {_describe(mask)}")
@@ -74,7 +74,7 @@ def _describe(value) -> str:
 
 
 def sink_offsets(T: int, window: int, sinks: int, positions: str) -> torch.Tensor:
-    """(T, sinks) int64: the RoPE offset between query i and sink s (lesson 15). "original":
+    """(T, sinks) int64: the RoPE offset between query i and sink s (lesson 15b). "original":
     i - s. "cache": at most sinks + window - 1 - s, the offset the
     sink has inside a full cache of sinks + window entries."""
     positive_int("T", T)
@@ -130,7 +130,7 @@ def _check_rope_model(model) -> None:
 def windowed_logits(model, ids, window=None, sinks=0, positions="original", weights=None):
     """Logits (B, T, V) of ids (B, T) when every layer attends through window_mask(T, window,
     sinks), sinks placed for RoPE by positions, "original" or "cache"
-    (lesson 15). The same logits as a rolling cache of sinks + window entries fed one token at a
+    (lesson 15b). The same logits as a rolling cache of sinks + window entries fed one token at a
     time. weights: a list that receives each layer's (B, H, T, T) attention weights."""
     _check_rope_model(model)
     check_ids("ids", ids, model.config.vocab_size, model.config.max_len)
@@ -148,7 +148,7 @@ def windowed_logits(model, ids, window=None, sinks=0, positions="original", weig
 @torch.no_grad()
 def windowed_losses(model, ids, window=None, sinks=0, positions="original", batch_size=50):
     """(N, T - 1): the loss of every prediction of ids (N, T) under windowed_logits, as
-    train.token_losses gives it for the full causal mask (lesson 15)."""
+    train.token_losses gives it for the full causal mask (lesson 15b)."""
     rows = []
     for a in range(0, len(ids), batch_size):
         chunk = ids[a : a + batch_size]
@@ -161,7 +161,7 @@ def windowed_losses(model, ids, window=None, sinks=0, positions="original", batc
 @torch.no_grad()
 def first_key_mass(model, ids, window=None, sinks=0, positions="original") -> torch.Tensor:
     """(L, H, T): the attention weight each layer's head puts on key 0, averaged over the
-    sequences of ids (B, T), by query position (lesson 15)."""
+    sequences of ids (B, T), by query position (lesson 15b)."""
     weights = []
     windowed_logits(model, ids, window, sinks, positions, weights)
     return torch.stack([w[..., 0].mean(0) for w in weights])  # (L, H, T)
@@ -197,7 +197,7 @@ SETTINGS = (
 
 def measure(model, label: str) -> dict:
     """One setting of SETTINGS on the long split: mean excess loss by position (127 values)
-    and, over positions 32-126, per skill (lesson 15)."""
+    and, over positions 32-126, per skill (lesson 15b)."""
     _, window, sinks, positions = next(s for s in SETTINGS if s[0] == label)
     losses = windowed_losses(model, corpus.load_split("long"), window, sinks, positions)
     by_position = corpus.excess_by_position(losses, "long")
@@ -209,7 +209,7 @@ def measure(model, label: str) -> dict:
 
 def main() -> None:
     """Measure every setting on the three base models; write data/sliding_window.json
-    (lesson 15)."""
+    (lesson 15b)."""
     torch.set_num_threads(1)
     runs = []
     for seed in SEEDS:
@@ -231,8 +231,37 @@ def main() -> None:
 
 def load_results() -> dict:
     """data/sliding_window.json: every setting's excess by position over the three seeds
-    (lesson 15)."""
+    (lesson 15b)."""
     return json.loads(RESULTS.read_text(encoding="utf-8"))
+
+
+def seed_excess(results: dict, label: str, skill: str = "all") -> list[float]:
+    """Each seed's mean excess over positions 32-126 under setting `label`, overall or on one
+    skill's positions, from load_results() (lesson 15b)."""
+    return [run["settings"][label]["beyond"][skill] for run in results["runs"]]
+
+
+def inside_excess(results: dict, label: str) -> float:
+    """The mean excess at positions 0-31 (inside the trained length) under setting `label`,
+    averaged over the seeds (lesson 15b)."""
+    rows = [run["settings"][label]["by_position"][:32] for run in results["runs"]]
+    return sum(sum(r) / len(r) for r in rows) / len(rows)
+
+
+def same_cache(window: int, sinks: int) -> str:
+    """The plain window a sink setting is compared with: the one of the same cache size, 32
+    or 16 entries; window 32 for the 35 entries of window 32 + 3 sinks (lesson 15b)."""
+    return "window 16" if window + sinks == 16 else "window 32"
+
+
+def against(results: dict, label: str, plain: str) -> dict:
+    """Setting `label` against setting `plain` over positions 32-126: each seed's excess
+    minus plain's ("gaps"), the gap of the seeds' means ("gap"), and the bar of lesson 01
+    ("bar"): three times the larger of the two settings' seed ranges (lesson 15b)."""
+    mine, theirs = seed_excess(results, label), seed_excess(results, plain)
+    gaps = [a - b for a, b in zip(mine, theirs, strict=True)]
+    spread = max(max(mine) - min(mine), max(theirs) - min(theirs))
+    return {"gaps": gaps, "gap": sum(gaps) / len(gaps), "bar": 3 * spread}
 
 
 if __name__ == "__main__":

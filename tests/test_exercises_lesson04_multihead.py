@@ -709,7 +709,7 @@ def test_splits_and_merges_through_later_lessons_exercise_helpers_are_refused():
     # lessons 13 and 15's exercise modules cut and merge heads with private helpers of their
     # own: right answers (they pass once the forbidden list is emptied), refused by it
     from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
-    from course_lib.exercises.lesson15 import attend_rolling
+    from course_lib.exercises.lesson15a_sliding_window import attend_rolling
 
     def through_attend_cached(x, num_heads):
         return attend_cached._heads(x, num_heads)
@@ -722,7 +722,7 @@ def test_splits_and_merges_through_later_lessons_exercise_helpers_are_refused():
 
     for fn, called in [
         (through_attend_cached, "lesson13.attend_cached._heads"),
-        (through_attend_rolling, "lesson15.attend_rolling._heads"),
+        (through_attend_rolling, "lesson15a_sliding_window.attend_rolling._heads"),
         (through_grouped_split, "lesson13.grouped_multihead._split"),
     ]:
         assert run(dataclasses.replace(SPLIT, forbidden=()), fn).passed, fn.__name__
@@ -733,7 +733,7 @@ def test_splits_and_merges_through_later_lessons_exercise_helpers_are_refused():
 
     for merged, called in [
         (attend_cached._merged, "lesson13.attend_cached._merged"),
-        (attend_rolling._merged, "lesson15.attend_rolling._merged"),
+        (attend_rolling._merged, "lesson15a_sliding_window.attend_rolling._merged"),
     ]:
 
         def merge_heads(y, merged=merged):

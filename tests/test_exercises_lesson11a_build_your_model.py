@@ -588,7 +588,7 @@ def _call_all_for_show(shown, idx, embed, head):
 
 
 def test_a_forward_of_another_lesson_behind_calls_for_show_is_refused():
-    """The course's blocks built, lesson 15's windowed_logits as the forward, and each of the
+    """The course's blocks built, lesson 15b's windowed_logits as the forward, and each of the
     eight names called once for show."""
     from course_lib import sliding_window
     from course_lib.model import ModelConfig

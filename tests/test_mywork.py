@@ -455,3 +455,42 @@ def test_a_workspace_holding_lesson_03_before_its_split_keeps_the_learners_work(
     assert work.origin["score_variance"] == "lesson 03b: yours"
     assert work.functions["score_variance"](1, 1) == "mine, in 03b"
     assert work.origin["softmax_jacobian"] == "lesson 03a: yours in 03_scaling.ipynb"
+
+
+# ---------------------------------------------------------------- lesson 15 before its split
+
+BEFORE_THE_SPLIT_OF_15 = ROOT_TESTS / "fixtures" / "workspace_before_the_split_of_15"
+
+
+def test_a_workspace_holding_lesson_15_before_its_split_keeps_the_learners_work(tmp_path):
+    """15_sliding_window (main's learner copy, both exercises written the learner's own way)
+    became 15a_sliding_window (both exercises) and 15b_attention_sinks (none): the halves
+    arrive beside it, and earlier_work finds each exercise in the old file."""
+    from course_lib.exercises import FORMER
+    from course_lib.exercises.core import run
+    from course_lib.exercises.lesson15a_sliding_window import ATTEND_ROLLING, SLIDING_WINDOW_MASK
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_SPLIT_OF_15 / "15_sliding_window.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    written = {p.name for p in prepare(LESSONS_DIR, tmp_path)}
+    assert {"15a_sliding_window.ipynb", "15b_attention_sinks.ipynb"} <= written
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()
+    assert FORMER["15a_sliding_window"] == FORMER["15b_attention_sinks"] == ("15_sliding_window",)
+    names = ["sliding_window_mask", "attend_rolling"]
+    work = collect(names, tmp_path)
+    assert work.origin == {name: "lesson 15a: yours in 15_sliding_window.ipynb" for name in names}
+    for name in names:
+        assert work.functions[name].__doc__ == "Mine, written in lesson 15 before it was split."
+    assert run(SLIDING_WINDOW_MASK, work.functions["sliding_window_mask"]).passed
+    assert run(ATTEND_ROLLING, work.functions["attend_rolling"]).passed
+    # written again in its new lesson, the learner's newer version wins
+    nb = nbformat.read(tmp_path / "15a_sliding_window.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("def sliding_window_mask("))
+    cell.source = "def sliding_window_mask(T, window, sinks=0):\n    return 'mine, in 15a'"
+    nbformat.write(nb, tmp_path / "15a_sliding_window.ipynb")
+    work = collect(names, tmp_path)
+    assert work.origin["sliding_window_mask"] == "lesson 15a: yours"
+    assert work.functions["sliding_window_mask"](1, 1) == "mine, in 15a"
+    assert work.origin["attend_rolling"] == "lesson 15a: yours in 15_sliding_window.ipynb"

@@ -142,3 +142,27 @@ def test_first_key_mass_is_the_attention_weight_on_key_0(model):
         _, weights = model(ids, return_weights=True)
     mass = sw.first_key_mass(model, ids)
     assert torch.allclose(mass, torch.stack([w[..., 0].mean(0) for w in weights]), atol=1e-6)
+
+
+def test_the_table_readers_are_the_per_seed_numbers_of_the_file():
+    """seed_excess, inside_excess, same_cache and against (lesson 15b) read the table the way the
+    lesson's text says: per seed, the 0-31 mean over seeds, the plain window of the same cache,
+    and lesson 01's bar, three times the larger seed range."""
+    results = {
+        "runs": [
+            {"settings": {"a": {"beyond": {"all": a, "induction": 2 * a},
+                                "by_position": [a] * 32 + [9.0] * 95},
+                          "b": {"beyond": {"all": b, "induction": 0.0},
+                                "by_position": [b] * 127}}}
+            for a, b in ((0.1, 0.5), (0.3, 0.5), (0.2, 0.9))
+        ]
+    }  # fmt: skip
+    assert sw.seed_excess(results, "a") == [0.1, 0.3, 0.2]
+    assert sw.seed_excess(results, "a", "induction") == [0.2, 0.6, 0.4]
+    assert sw.inside_excess(results, "a") == pytest.approx(0.2)
+    row = sw.against(results, "a", "b")
+    assert row["gaps"] == pytest.approx([-0.4, -0.2, -0.7])
+    assert row["gap"] == pytest.approx(-1.3 / 3)
+    assert row["bar"] == pytest.approx(3 * 0.4)  # b's range 0.4 beats a's 0.2
+    assert sw.same_cache(31, 1) == sw.same_cache(29, 3) == sw.same_cache(32, 3) == "window 32"
+    assert sw.same_cache(15, 1) == "window 16"

@@ -58,6 +58,9 @@ TERMS = {
     "induction head": "12",
     "knock-out": "12",
     "knock out": "12",
+    "sliding window": "15a",
+    "rolling cache": "15a",
+    "attention sink": "15a",
 }
 _LESSON = re.compile(r"\blessons? (\d\d[a-z]?)\b", re.IGNORECASE)
 

@@ -38,7 +38,8 @@ LESSONS = {
     "12_read_your_model": "lesson12_read_your_model",
     "13_kv_cache_and_gqa": "lesson13",
     "14_todays_block": "lesson14",
-    "15_sliding_window": "lesson15",
+    "15a_sliding_window": "lesson15a_sliding_window",
+    "15b_attention_sinks": "lesson15b_attention_sinks",
     "16_longer_than_trained": "lesson16",
     "17_tiled_attention": "lesson17",
 }
@@ -60,6 +61,8 @@ FORMER: dict[str, tuple[str, ...]] = {
     "11a_build_your_model": ("06_capstone_train_tiny_transformer", "11_build_and_train"),
     "11b_train_your_model": ("11_build_and_train",),
     "12_read_your_model": ("06_capstone_train_tiny_transformer",),
+    "15a_sliding_window": ("15_sliding_window",),
+    "15b_attention_sinks": ("15_sliding_window",),
 }
 
 __all__ = [

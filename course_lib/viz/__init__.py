@@ -73,7 +73,7 @@ from course_lib.viz.lesson12_read_your_model import (
 )
 from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
 from course_lib.viz.lesson14 import bends_figure
-from course_lib.viz.lesson15 import excess_by_position_figure
+from course_lib.viz.lesson15b_attention_sinks import excess_by_position_figure
 from course_lib.viz.lesson16 import (
     METHOD_STYLES,
     angles_figure,
@@ -109,8 +109,8 @@ FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
                   "lesson03b_scale_in_models", "lesson04_multihead", "lesson05_encoder_decoder",
                   "lesson06_sinusoidal_and_rope", "lesson07_rope_in_real_models",
                   "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
-                  "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16",
-                  "lesson17")  # fmt: skip
+                  "lesson12_read_your_model", "lesson13", "lesson14", "lesson15b_attention_sinks",
+                  "lesson16", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",

@@ -27,7 +27,7 @@ from course_lib.widgets.lesson12_read_your_model import (
     fresh_sentences,
 )
 from course_lib.widgets.lesson13 import KVCostExplorer
-from course_lib.widgets.lesson15 import WindowExplorer
+from course_lib.widgets.lesson15a_sliding_window import WindowExplorer
 from course_lib.widgets.lesson16 import RopeScalingExplorer
 from course_lib.widgets.lesson17 import TileExplorer
 

@@ -20,7 +20,7 @@ from course_lib.exercises.lesson04_multihead.split_heads import (
     split_heads_reference,
 )
 from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
-from course_lib.exercises.lesson15 import attend_rolling
+from course_lib.exercises.lesson15a_sliding_window import attend_rolling
 
 
 def torch_attn_mask(mask, B: int, num_heads: int, T: int):

@@ -6,7 +6,7 @@ from course_lib import gqa
 from course_lib import multihead as course_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
-from course_lib.exercises.lesson15 import attend_rolling
+from course_lib.exercises.lesson15a_sliding_window import attend_rolling
 
 
 def split_heads_reference(x, num_heads):

@@ -5,7 +5,7 @@ CONTRACT (fixed: the lesson, lesson 11b and its checks rely on it):
   state_dict has exactly the names and shapes of a TinyTransformer's (the base model's,
   printed in the lesson); forward(idx (B, T) int64) -> logits (B, T, V): embedding, pre-norm
   blocks (causal multi-head attention with RoPE on q and k, feed-forward), final norm, head;
-  built and run without the course's TinyTransformer, its blocks or lesson 15's windowed forward
+  built and run without the course's TinyTransformer, its blocks or lesson 15b's windowed forward
   (`forbidden`), calling each of the learner's eight functions of YOUR_FUNCTIONS with results
   that reach the logits (your_functions.py: each must run, and changing every tensor it
   returns, in place as it returns, must change the logits).

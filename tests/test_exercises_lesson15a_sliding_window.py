@@ -1,12 +1,13 @@
-"""Lesson 15's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 15a's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops over rows,
-torch.tril and triu, deques of keys, lesson 13's attend_cached changed a little), not taken
-from the bug list in course_lib/exercises/lesson15/. The references are checked against
-independent computations: the course's window_mask built by comparisons, and a whole sequence
-through F.scaled_dot_product_attention with that mask.
+torch.tril and triu, deques of keys, lesson 13a's attend_cached changed a little), not taken
+from the bug list in course_lib/exercises/lesson15a_sliding_window/. The references are checked
+against independent computations: the course's window_mask built by comparisons, and a whole
+sequence through F.scaled_dot_product_attention with that mask.
 """
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from torch import nn
 from course_lib.checks import check_attend_rolling, check_sliding_window_mask
 from course_lib.exercises.core import run
 from course_lib.exercises.lesson13.rope_from import rope_from_reference
-from course_lib.exercises.lesson15 import (
+from course_lib.exercises.lesson15a_sliding_window import (
     ATTEND_ROLLING,
     EXERCISES,
     SLIDING_WINDOW_MASK,
@@ -27,13 +28,13 @@ from course_lib.exercises.lesson15 import (
     rolled,
     sliding_window_mask_reference,
 )
-from course_lib.exercises.lesson15.attend_rolling import _layer
+from course_lib.exercises.lesson15a_sliding_window.attend_rolling import _layer
 from course_lib.sliding_window import window_mask
 from course_lib.workspace import stub_solutions
 from helpers import failed_with_hint as _check
 from helpers import notebook_functions, stub, verdict
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "15_sliding_window.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "15a_sliding_window.ipynb"
 NAMES = ("sliding_window_mask", "attend_rolling")
 
 
@@ -81,9 +82,44 @@ def test_the_lessons_solution_passes(name):
 
 
 def test_the_right_answers_written_here_pass():
-    for fn in (mask_by_loops, mask_by_triangles, window_mask):
+    for fn in (mask_by_loops, mask_by_triangles):
         assert run(SLIDING_WINDOW_MASK, fn).passed, fn.__name__
     assert run(ATTEND_ROLLING, rolling_by_hand).passed
+
+
+def test_the_courses_window_mask_handed_over_fails_with_its_hint():
+    """The course's window_mask has the exercise's signature and meaning: assigned or wrapped,
+    it is refused, with the hint that says why."""
+    from course_lib import sliding_window
+
+    def wrapped(T, window, sinks=0):
+        return sliding_window.window_mask(T, window, sinks)
+
+    for fn in (window_mask, wrapped):
+        verdict = run(SLIDING_WINDOW_MASK, fn)
+        assert not verdict.passed and verdict.bug == "forbidden", verdict.message
+        assert "course_lib.sliding_window.window_mask" in verdict.message
+        assert verdict.steps[0] == SLIDING_WINDOW_MASK.forbidden_hint
+
+
+def test_the_courses_attend_cached_wrapped_fails_with_its_hint():
+    """Lesson 13a's attend_cached as earlier_work hands it to a learner who has not written it
+    (the course's), turned at `position` and with the eviction around it, computes this step:
+    refused, with the hint that says why."""
+    from course_lib.exercises.lesson13.attend_cached import attend_cached_reference
+
+    def wrapped(x, qkv, out, num_heads, past_k, past_v, position, window, sinks=0, rope=None):
+        if past_k.shape[-2] >= sinks + window:  # full: the entry after the sinks leaves
+            keep = [*range(sinks), *range(sinks + 1, past_k.shape[-2])]
+            past_k, past_v = past_k[:, :, keep], past_v[:, :, keep]
+        turn = None if rope is None else (lambda t, S: rope(t, position))
+        return attend_cached_reference(x, qkv, out, num_heads, past_k, past_v, rope=turn)
+
+    assert run(dataclasses.replace(ATTEND_ROLLING, forbidden=()), wrapped).passed
+    verdict = run(ATTEND_ROLLING, wrapped)
+    assert not verdict.passed and verdict.bug == "forbidden", verdict.message
+    assert "attend_cached_reference" in verdict.message
+    assert verdict.steps[0] == ATTEND_ROLLING.forbidden_hint
 
 
 def test_the_mask_reference_is_the_courses_comparison_mask_and_the_loops():
@@ -243,7 +279,7 @@ def _finish(out, q, k, v):
     return out(y.transpose(1, 2).flatten(-2))
 
 
-def test_rope_at_the_caches_length_as_in_lesson_13_is_named():
+def test_rope_at_the_caches_length_as_in_lesson_13a_is_named():
     def wrong(x, qkv, out, num_heads, past_k, past_v, position, window, sinks=0, rope=None):
         q, k, v = _split(x, qkv, num_heads)
         S = past_k.shape[2]
@@ -323,3 +359,20 @@ def test_the_new_token_put_first_is_named():
         return _finish(out, q, k, v), k, v
 
     _check(ATTEND_ROLLING, wrong, "new_first")
+
+
+def test_the_rolled_layer_is_yours_once_written_and_the_courses_before():
+    """rolled_yours_or_course (lesson 15a's trained-layer cell): a stub falls back to the
+    course's attend_rolling and says so; a written step is used."""
+    from course_lib.exercises.lesson15a_sliding_window import rolled_yours_or_course
+
+    g = torch.Generator().manual_seed(3)
+    qkv, out = _layer(16, g, torch.float32)
+    x = torch.randn(1, 9, 16, generator=g)
+    with torch.no_grad():
+        (y, k, _), who = rolled_yours_or_course(stub, x, qkv, out, 2, 4, 1, rope_from_reference)
+        expected = rolled(attend_rolling_reference, x, qkv, out, 2, 4, 1, rope_from_reference)
+        assert who.startswith("the course's") and torch.equal(y, expected[0])
+        (mine, _, _), who = rolled_yours_or_course(rolling_by_hand, x, qkv, out, 2, 4, 1,
+                                                   rope_from_reference)  # fmt: skip
+    assert who == "yours" and torch.allclose(mine, y, atol=1e-6) and k.shape[-2] == 5

@@ -1,5 +1,7 @@
-"""Lesson 15's attend_rolling exercise: one new token's attention over a rolling cache of
+"""Lesson 15a's attend_rolling exercise: one new token's attention over a rolling cache of
 sinks + window entries, the cache kept that size."""
+
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -7,6 +9,7 @@ import torch.nn.functional as F
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson13 import attend_cached
 from course_lib.exercises.lesson13.rope_from import rope_from_reference
+from course_lib.exercises.stub import yours_or_course
 
 
 def _heads(t, num_heads):
@@ -19,7 +22,7 @@ def _merged(y):
 
 def attend_rolling_reference(x, qkv, out, num_heads, past_k, past_v, position, window, sinks=0,
                              rope=None):  # fmt: skip
-    """The course's attend_rolling: one step over a rolling cache (lesson 15)."""
+    """The course's attend_rolling: one step over a rolling cache (lesson 15a)."""
     D = x.shape[-1]
     q, k, v = (_heads(t, num_heads) for t in qkv(x).split(D, dim=-1))  # each (B, H, 1, d)
     if rope is not None:
@@ -35,7 +38,7 @@ def attend_rolling_reference(x, qkv, out, num_heads, past_k, past_v, position, w
 def rolled(step, x, qkv, out, num_heads, window, sinks=0, rope=None):
     """(y (B, T, D), k, v): x (B, T, D) fed one token at a time through step, a function
     with attend_rolling's contract, from an empty cache; k, v the cache after the last
-    (lesson 15)."""
+    (lesson 15a)."""
     B, T, D = x.shape
     empty = x.new_zeros(B, num_heads, 0, D // num_heads)
     k = v = empty
@@ -46,7 +49,15 @@ def rolled(step, x, qkv, out, num_heads, window, sinks=0, rope=None):
     return (torch.cat(ys, dim=1) if ys else x), k, v
 
 
-_layer = attend_cached._layer  # the layers lesson 13's cases use, built the same way
+def rolled_yours_or_course(step, x, qkv, out, num_heads, window, sinks=0, rope=None):
+    """(rolled(step, ...), reason): x fed through your attend_rolling `step` when it is written
+    and runs, else through the course's; reason "yours" or why the course's (lesson 15a)."""
+    return yours_or_course("attend_rolling", partial(rolled, step),
+                           partial(rolled, attend_rolling_reference),
+                           x, qkv, out, num_heads, window, sinks, rope)  # fmt: skip
+
+
+_layer = attend_cached._layer  # the layers lesson 13a's cases use, built the same way
 
 
 def _cases() -> list[Case]:
@@ -109,7 +120,7 @@ def _step(*, at="position", trim="before", drop="after sinks", keep=lambda s, w:
 
 ATTEND_ROLLING = Exercise(
     name="attend_rolling",
-    lesson="15_sliding_window",
+    lesson="15a_sliding_window",
     reference=attend_rolling_reference,
     cases=_cases,
     idea="the section 'A cache that stops growing' and exercise 2's text",
@@ -118,7 +129,7 @@ ATTEND_ROLLING = Exercise(
             "rope_at_cache_length",
             _step(at="length"),
             "your output is right until the cache is full, and wrong after",
-            "the new token is turned at the cache's length S, as lesson 13's attend_cached "
+            "the new token is turned at the cache's length S, as lesson 13a's attend_cached "
             "did. With a rolling cache S stops growing at sinks + window while positions go "
             "on: turn it at `position`.",
         ),
@@ -161,11 +172,20 @@ ATTEND_ROLLING = Exercise(
         ),
     ),
     hints=(
-        "Three things change from lesson 13's attend_cached: the new token is turned at "
+        "Three things change from lesson 13a's attend_cached: the new token is turned at "
         "`position` (not the cache's length), one new token reads every entry (no mask), "
         "and once the cache holds more than sinks + window the entry at index sinks leaves, "
         "before the attention.",
         "Feed a few random tokens one at a time from an empty cache with window 3 and one "
         "sink, and print the cache's length after each step: it should go 1, 2, 3, 4, 4, 4.",
     ),
+    # lesson 13a's attend_cached as the course hands it (earlier_work gives the course's to a
+    # learner who has not written it) does the attention of this step: wrapped with the
+    # eviction, it passes without the learner writing the attention
+    forbidden=((attend_cached, "attend_cached_reference"),),
+    forbidden_hint="Your function runs the course's attend_cached (earlier_work hands you the "
+    "course's when yours from lesson 13a is not written), which computes this step's "
+    "attention for you, so the check would test the course's code, not yours. Write the step "
+    "yourself: split the new token's q, k and v into heads, turn them at `position`, join the "
+    "cache, drop the entry at index sinks once it holds more than sinks + window, and attend.",
 )

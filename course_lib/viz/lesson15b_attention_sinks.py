@@ -1,4 +1,4 @@
-"""Lesson 15's figure: excess loss over the floor by position, one line per way of attending."""
+"""Lesson 15b's figure: excess loss over the floor by position, one line per way of attending."""
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -17,7 +17,7 @@ def _binned(values, size: int) -> np.ndarray:
 def excess_by_position_figure(
     curves: dict, trained: int = 32, spread: dict | None = None, bin_size: int = 1
 ) -> Figure:
-    """Excess loss (nats) against the position of the prediction (lesson 15): `curves` maps
+    """Excess loss (nats) against the position of the prediction (lesson 15b): `curves` maps
     each line's label to its excess at positions 0 .. T - 2; `spread` (optional) maps a label
     to (low, high) arrays drawn as a band, the seeds' range; bin_size > 1 averages each run of
     that many positions into one point. A grey line marks the trained length. The y axis is

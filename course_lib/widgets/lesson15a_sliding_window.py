@@ -1,4 +1,4 @@
-"""Lesson 15's explorer: the sliding-window mask, and how far back one query reaches through
+"""Lesson 15a's explorer: the sliding-window mask, and how far back one query reaches through
 the layers."""
 
 import numpy as np
@@ -12,7 +12,7 @@ T = 48  # positions drawn: long enough for three layers of a window of 8 to show
 
 
 class WindowExplorer(Explorer):
-    """The explorer of lesson 15: choose a window W, a number of layers L and sinks; see the mask
+    """The explorer of lesson 15a: choose a window W, a number of layers L and sinks; see the mask
     (left) and, for one query, which input positions can reach it after each layer (right).
 
     With `mask`, your sliding_window_mask(T, window, sinks), the left picture and the reach are

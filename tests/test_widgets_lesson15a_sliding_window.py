@@ -1,4 +1,4 @@
-"""WindowExplorer (lesson 15): the mask drawn is the course's, the reach is the mask composed
+"""WindowExplorer (lesson 15a): the mask drawn is the course's, the reach is the mask composed
 layer by layer, the readout says L x (W - 1), and the note judges the learner's mask."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import torch
 
 from course_lib.sliding_window import window_mask
 from course_lib.widgets import WindowExplorer
-from course_lib.widgets.lesson15 import T
+from course_lib.widgets.lesson15a_sliding_window import T
 from helpers import picture, stub
 
 

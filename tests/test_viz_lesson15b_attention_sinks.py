@@ -1,4 +1,4 @@
-"""course_lib.viz.lesson15: what no lesson test covers on its own."""
+"""course_lib.viz.lesson15b_attention_sinks: what no lesson test covers on its own."""
 
 import pytest
 

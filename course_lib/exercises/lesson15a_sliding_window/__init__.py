@@ -1,4 +1,4 @@
-"""Lesson 15's exercises: the sliding-window mask with sinks; one step of attention over a
+"""Lesson 15a's exercises: the sliding-window mask with sinks; one step of attention over a
 rolling cache.
 
 CONTRACTS (fixed: the lesson and its checks rely on them):
@@ -10,24 +10,26 @@ CONTRACTS (fixed: the lesson and its checks rely on them):
   `position`; qkv a Linear(D, 3D) laid out [q | k | v], out a Linear(D, D); past_k, past_v
   (B, H, S, d) the rolling cache before it: the rotated keys and the values of the first
   min(position, sinks) positions, then of the last positions before `position`, at most
-  sinks + window entries in all; rope None or a function rope(t, start) like lesson 13's
+  sinks + window entries in all; rope None or a function rope(t, start) like lesson 13a's
   rope_from. The new token is turned at `position`, joins the cache after its entries, and
   reads the sinks and the last `window` positions (itself included): y (B, 1, D); k, v the
   cache after the step, the oldest entry after the sinks dropped once it holds more than
   sinks + window.
 
 Every wrong version below is a mistake a learner makes, written the way it comes out; a test
-(tests/test_exercises_lesson15.py) writes each again as a learner would and checks its hint.
+(tests/test_exercises_lesson15a_sliding_window.py) writes each again as a learner would and
+checks its hint.
 
 One module per exercise: sliding_window_mask, attend_rolling.
 """
 
-from course_lib.exercises.lesson15.attend_rolling import (
+from course_lib.exercises.lesson15a_sliding_window.attend_rolling import (
     ATTEND_ROLLING,
     attend_rolling_reference,
     rolled,
+    rolled_yours_or_course,
 )
-from course_lib.exercises.lesson15.sliding_window_mask import (
+from course_lib.exercises.lesson15a_sliding_window.sliding_window_mask import (
     SLIDING_WINDOW_MASK,
     sliding_window_mask_reference,
 )
@@ -38,6 +40,7 @@ __all__ = [
     "ATTEND_ROLLING",
     "attend_rolling_reference",
     "rolled",
+    "rolled_yours_or_course",
     "SLIDING_WINDOW_MASK",
     "sliding_window_mask_reference",
     "EXERCISES",

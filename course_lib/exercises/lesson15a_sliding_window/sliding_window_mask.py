@@ -1,13 +1,14 @@
-"""Lesson 15's sliding_window_mask exercise: the banded causal mask, with sink columns."""
+"""Lesson 15a's sliding_window_mask exercise: the banded causal mask, with sink columns."""
 
 import torch
 
+from course_lib import sliding_window
 from course_lib.exercises.core import Bug, Case, Exercise
 
 
 def sliding_window_mask_reference(T, window, sinks=0):
     """Written another way than the course's window_mask: the causal triangle less the
-    triangle `window` diagonals below, then the sink columns of the causal triangle (lesson 15)."""
+    triangle `window` diagonals below, then the sink columns of the causal triangle (lesson 15a)."""
     causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T): j <= i
     too_old = torch.ones(T, T, dtype=torch.bool).tril(-window)  # (T, T): i - j >= window
     mask = causal & ~too_old
@@ -50,7 +51,7 @@ def _mask(*, width=lambda w: w, causal=True, sinks_on=True, sinks_causal=True, f
 
 SLIDING_WINDOW_MASK = Exercise(
     name="sliding_window_mask",
-    lesson="15_sliding_window",
+    lesson="15a_sliding_window",
     reference=sliding_window_mask_reference,
     cases=_cases,
     idea="the section 'Each query sees the last W keys' and exercise 1's text",
@@ -122,4 +123,9 @@ SLIDING_WINDOW_MASK = Exercise(
         "[None, :] for keys, give every (query, key) pair at once: write each condition as a "
         "comparison of i and j.",
     ),
+    forbidden=((sliding_window, "window_mask"),),
+    forbidden_hint="course_lib.sliding_window.window_mask is the course's own sliding-window "
+    "mask, the very mask this exercise asks you to build, so handing it over checks nothing. "
+    "Build the (T, T) mask from two index grids, as the worked prefix_mask does for another "
+    "mask.",
 )
