@@ -12,6 +12,7 @@ keeps every lesson in one folder on the learner's Google Drive, where a later le
 `earlier_work` finds the functions written in earlier ones (`course_lib.workspace.colab_folder`).
 """
 
+import importlib
 import re
 from pathlib import Path, PurePosixPath
 
@@ -46,8 +47,14 @@ def colab_url(lesson: str) -> str:
 
 
 def link_line(lesson: str) -> str:
-    """The markdown line each lesson's first cell carries under its title."""
-    return f"[{_LINK_TEXT}]({colab_url(lesson)}): your own copy of this lesson, exercises unsolved."
+    """The markdown line each lesson's first cell carries under its title: "exercises unsolved"
+    only where the lesson has exercises."""
+    from course_lib.exercises import LESSONS, lesson_key
+
+    key = lesson_key(PurePosixPath(lesson).stem)
+    module = importlib.import_module(f"course_lib.exercises.{LESSONS[key]}") if key else None
+    solved = "exercises unsolved" if getattr(module, "EXERCISES", ()) else "to run and change"
+    return f"[{_LINK_TEXT}]({colab_url(lesson)}): your own copy of this lesson, {solved}."
 
 
 def with_link(markdown: str, lesson: str) -> str:

@@ -211,3 +211,14 @@ def test_pip_given_the_colab_cells_command_installs_the_course_alone_and_keeps_t
     (only,) = json.loads(report.read_text())["install"]
     assert only["metadata"]["name"] == "course_lib"
     assert only["download_info"]["dir_info"].get("editable", False) is False
+
+
+def test_the_link_line_promises_unsolved_exercises_only_where_a_lesson_has_some():
+    from course_lib.colab import link_line
+
+    assert link_line("00_start_here.ipynb").endswith(
+        "your own copy of this lesson, exercises unsolved."
+    )
+    assert link_line("15b_attention_sinks.ipynb").endswith(
+        "your own copy of this lesson, to run and change."
+    )
