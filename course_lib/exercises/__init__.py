@@ -40,7 +40,8 @@ LESSONS = {
     "14_todays_block": "lesson14",
     "15_sliding_window": "lesson15",
     "16_longer_than_trained": "lesson16",
-    "17_tiled_attention": "lesson17",
+    "17a_online_softmax": "lesson17a_online_softmax",
+    "17b_tiled_memory_and_backward": "lesson17b_tiled_memory_and_backward",
 }
 
 # a lesson that replaced earlier ones -> the earlier notebooks' names. A renamed lesson arrives
@@ -60,6 +61,8 @@ FORMER: dict[str, tuple[str, ...]] = {
     "11a_build_your_model": ("06_capstone_train_tiny_transformer", "11_build_and_train"),
     "11b_train_your_model": ("11_build_and_train",),
     "12_read_your_model": ("06_capstone_train_tiny_transformer",),
+    "17a_online_softmax": ("17_tiled_attention",),
+    "17b_tiled_memory_and_backward": ("17_tiled_attention",),
 }
 
 __all__ = [
