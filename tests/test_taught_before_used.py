@@ -58,6 +58,8 @@ TERMS = {
     "induction head": "12",
     "knock-out": "12",
     "knock out": "12",
+    "online softmax": "17a",
+    "log-sum-exp": "17b",
 }
 _LESSON = re.compile(r"\blessons? (\d\d[a-z]?)\b", re.IGNORECASE)
 

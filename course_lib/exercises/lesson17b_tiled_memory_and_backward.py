@@ -10,8 +10,9 @@ CONTRACT (fixed: the lesson and its check rely on it):
 tiled_backward gets what a recomputing backward keeps (q, k, v, the output, each row's
 log-sum-exp) and the output's gradient, and returns dq, dk, dv. It is checked against the
 gradients autograd takes through torch's F.scaled_dot_product_attention, and with the same
-probe as lesson 17a's online_attention (its inputs module): it must never hold a (T_q, T_k) matrix either, nor call torch's
-kernel or the course's tiled code, nor switch autograd on to take the gradients for it.
+probe as lesson 17a's online_attention (its inputs module): it must never hold a (T_q, T_k)
+matrix either, nor call torch's kernel or the course's tiled code, nor switch autograd on to
+take the gradients for it.
 """
 
 import math

@@ -8,9 +8,10 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01_language_and_loss` ... `lesson17b_tiled_memory_and_backward`: each lesson's figures and the constants they
-  draw with, in lesson order; a lesson that has moved to the published order has a module
-  named after its notebook (`lesson02a_attention`, `lesson03a_why_scale`, ...).
+- `lesson01_language_and_loss` ... `lesson17b_tiled_memory_and_backward`: each lesson's
+  figures and the constants they draw with, in lesson order; a lesson that has moved to the
+  published order has a module named after its notebook (`lesson02a_attention`,
+  `lesson03a_why_scale`, ...).
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
