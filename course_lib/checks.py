@@ -39,7 +39,8 @@ from course_lib.exercises import (
     lesson14,
     lesson15a_sliding_window,
     lesson16,
-    lesson17,
+    lesson17a_online_softmax,
+    lesson17b_tiled_memory_and_backward,
     lesson_label,
 )
 from course_lib.exercises.core import FAILED, Exercise, Verdict, run
@@ -93,9 +94,9 @@ def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
 
     verdict defaults to core.run(exercise, fn). Where what the learner writes is not a
     function of the cases' arguments (lesson 11a's class, 11b's training loop), it is the
-    exercise's run_model / run_loop, which adapt it and then call core.run; lesson 17's run_online
-    and run_backward call core.run, then check what the numbers cannot show (the gradients, and
-    that no (T_q, T_k) matrix is ever held).
+    exercise's run_model / run_loop, which adapt it and then call core.run; lesson 17a's
+    run_online and 17b's run_backward call core.run, then check what the numbers cannot show
+    (the gradients, and that no (T_q, T_k) matrix is ever held).
     """
     judge = partial(run, exercise) if verdict is None else verdict
 
@@ -197,6 +198,13 @@ check_pi_angles = checker(lesson16.PI_ANGLES)
 check_ntk_frequencies = checker(lesson16.NTK_FREQUENCIES)
 check_yarn_frequencies = checker(lesson16.YARN_FREQUENCIES)
 
-# ---------------------------------------------------------------- lesson 17
-check_online_attention = checker(lesson17.ONLINE_ATTENTION, lesson17.run_online)
-check_tiled_backward = checker(lesson17.TILED_BACKWARD, lesson17.run_backward)
+# ---------------------------------------------------------------- lesson 17a
+check_online_attention = checker(
+    lesson17a_online_softmax.ONLINE_ATTENTION, lesson17a_online_softmax.run_online
+)
+
+# ---------------------------------------------------------------- lesson 17b
+check_tiled_backward = checker(
+    lesson17b_tiled_memory_and_backward.TILED_BACKWARD,
+    lesson17b_tiled_memory_and_backward.run_backward,
+)

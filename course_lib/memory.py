@@ -44,7 +44,7 @@ def _quiet_profiler():
 
 def allocations(fn, *args, **kwargs) -> Allocations:
     """Run fn(*args, **kwargs) under torch's profiler and count every CPU block it allocates
-    (lessons 10 and 17; lesson 10 calls it through sampling.memory_table).
+    (lessons 10 and 17b; lesson 10 calls it through sampling.memory_table).
 
     The profiler logs each allocation and each free with its size, in order; the peak is the
     highest running total. The call's result is dropped at the end, so it counts as allocated.
@@ -76,7 +76,7 @@ def allocations(fn, *args, **kwargs) -> Allocations:
 
 @dataclass(frozen=True)
 class Saved:
-    """The tensors autograd saved during one forward pass, for its backward (lesson 17)."""
+    """The tensors autograd saved during one forward pass, for its backward (lesson 17b)."""
 
     shapes: tuple  # the shape of each saved tensor, in the order they were saved
     bytes: int  # their bytes, each block of memory counted once (q saved twice is one q)
@@ -84,7 +84,7 @@ class Saved:
 
 def saved_for_backward(fn, *args, **kwargs) -> Saved:
     """Run fn(*args, **kwargs) and record every tensor autograd saves for the backward
-    (lesson 17).
+    (lesson 17b).
 
     The inputs that need gradients must have requires_grad=True; a tensor that is already
     saved (an input, say) is counted once however many operations keep it.

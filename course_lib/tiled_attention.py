@@ -1,5 +1,5 @@
 """Attention over key tiles with a running maximum and sum: FlashAttention's idea on a CPU
-(lesson 17).
+(lessons 17a and 17b).
 
 softmax(s) v for one query row can be built tile by tile. After the keys of tiles 1..j the
 row keeps m (the largest score so far), l (the sum of exp(score - m)) and acc (the sum of
@@ -23,7 +23,7 @@ TILE_SIZE = 64  # keys per tile unless told: the scores block is (T_q, 64)
 
 @dataclass(frozen=True)
 class TileStep:
-    """The running state after one key tile, as tile_steps yields it (lesson 17)."""
+    """The running state after one key tile, as tile_steps yields it (lesson 17a)."""
 
     index: int  # which tile, from 0
     start: int  # its keys are start .. stop - 1
@@ -111,21 +111,21 @@ def tiled_forward(q, k, v, mask=None, *, causal=False, tile_size=TILE_SIZE, scal
     q (..., T_q, d), k (..., T_k, d), v (..., T_k, d_v); mask bool, True where a query may
     attend, or causal=True (query i sees keys 0..i). lse (..., T_q) is the log-sum-exp of
     each row's scores, m + log l, all a backward needs to rebuild the weights. Autograd
-    through this function keeps every tile; flash_attention's backward keeps none (lesson 17).
+    through this function keeps every tile; flash_attention's backward keeps none (lesson 17b).
     """
     factor = _check(q, k, v, mask, causal, tile_size, scale)
     return _forward(q, k, v, mask, causal, tile_size, factor)
 
 
 def tiled_attention(q, k, v, mask=None, *, causal=False, tile_size=TILE_SIZE, scale=True):
-    """The output of tiled_forward alone: (..., T_q, d_v) (lesson 17)."""
+    """The output of tiled_forward alone: (..., T_q, d_v) (lesson 17b)."""
     return tiled_forward(q, k, v, mask, causal=causal, tile_size=tile_size, scale=scale)[0]
 
 
 @torch.no_grad()
 def tile_steps(q, k, v, mask=None, *, causal=False, tile_size=TILE_SIZE, scale=True):
     """Yield a TileStep after each key tile: the running max, the correction, the running
-    sum and the output so far, for the explorer that steps through the tiles (lesson 17)."""
+    sum and the output so far, for the explorer that steps through the tiles (lesson 17a)."""
     factor = _check(q, k, v, mask, causal, tile_size, scale)
     for index, start, stop, scores, m, rescale, total, acc in _online_softmax(
         q, k, v, mask, causal, tile_size, factor
@@ -138,7 +138,7 @@ def tile_steps(q, k, v, mask=None, *, causal=False, tile_size=TILE_SIZE, scale=T
 class TiledAttention(torch.autograd.Function):
     """Tiled attention whose forward saves only q, k, v, the output and the log-sum-exp (and
     the mask, if one is given), and whose backward recomputes each tile's weights from them
-    (FlashAttention-2's backward; lesson 17).
+    (FlashAttention-2's backward; lesson 17b).
 
     With P = softmax(S) and dO the gradient of the output: dV = P^T dO, dP = dO V^T,
     dS = P * (dP - rowsum(dO * O)), dQ = dS K * factor, dK = dS^T Q * factor. Each is a sum
@@ -181,6 +181,6 @@ class TiledAttention(torch.autograd.Function):
 
 def flash_attention(q, k, v, mask=None, *, causal=False, tile_size=TILE_SIZE, scale=True):
     """tiled_attention's output through TiledAttention, so the backward stores no tile
-    either: memory O(T * tile) in both directions instead of O(T^2) (lesson 17)."""
+    either: memory O(T * tile) in both directions instead of O(T^2) (lesson 17b)."""
     factor = _check(q, k, v, mask, causal, tile_size, scale)
     return TiledAttention.apply(q, k, v, mask, causal, tile_size, factor)

@@ -494,3 +494,69 @@ def test_a_workspace_holding_lesson_15_before_its_split_keeps_the_learners_work(
     assert work.origin["sliding_window_mask"] == "lesson 15a: yours"
     assert work.functions["sliding_window_mask"](1, 1) == "mine, in 15a"
     assert work.origin["attend_rolling"] == "lesson 15a: yours in 15_sliding_window.ipynb"
+
+
+# ---------------------------------------------------------------- lesson 17 before its split
+
+BEFORE_THE_SPLIT_OF_17 = ROOT_TESTS / "fixtures" / "workspace_before_the_split_of_17"
+
+
+def test_a_workspace_holding_lesson_17_before_its_split_keeps_the_learners_work(tmp_path):
+    """17_tiled_attention (the learner's copy from main before the split, each exercise written
+    the learner's own way) became 17a_online_softmax (online_attention) and
+    17b_tiled_memory_and_backward (tiled_backward): the halves arrive beside it with stubs,
+    and earlier_work finds each exercise in the old file."""
+    from course_lib.exercises import FORMER
+    from course_lib.exercises.lesson17a_online_softmax import run_online
+    from course_lib.exercises.lesson17b_tiled_memory_and_backward import run_backward
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_SPLIT_OF_17 / "17_tiled_attention.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    written = {p.name for p in prepare(LESSONS_DIR, tmp_path)}
+    assert {"17a_online_softmax.ipynb", "17b_tiled_memory_and_backward.ipynb"} <= written
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()
+    assert (
+        FORMER["17a_online_softmax"]
+        == FORMER["17b_tiled_memory_and_backward"]
+        == ("17_tiled_attention",)
+    )
+    for name in ("online_attention", "tiled_backward"):  # each asked for alone, then together
+        work = collect([name], tmp_path)
+        assert work.origin[name].endswith(": yours in 17_tiled_attention.ipynb"), work.origin[name]
+    work = collect(["online_attention", "tiled_backward"], tmp_path)
+    assert work.origin == {
+        "online_attention": "lesson 17a: yours in 17_tiled_attention.ipynb",
+        "tiled_backward": "lesson 17b: yours in 17_tiled_attention.ipynb",
+    }
+    for name in ("online_attention", "tiled_backward"):
+        assert work.functions[name].__doc__ == "Mine, written in lesson 17 before it was split."
+    assert run_online(work.functions["online_attention"]).passed
+    assert run_backward(work.functions["tiled_backward"]).passed
+    # written again in its new lesson, the learner's newer version wins
+    nb = nbformat.read(tmp_path / "17b_tiled_memory_and_backward.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("def tiled_backward("))
+    cell.source = (
+        "def tiled_backward(q, k, v, out, lse, grad_out, mask=None, tile_size=64):\n"
+        "    return 'mine, in 17b'"
+    )
+    nbformat.write(nb, tmp_path / "17b_tiled_memory_and_backward.ipynb")
+    work = collect(["online_attention", "tiled_backward"], tmp_path)
+    assert work.origin["tiled_backward"] == "lesson 17b: yours"
+    assert work.functions["tiled_backward"](*[None] * 6) == "mine, in 17b"
+    assert work.origin["online_attention"] == "lesson 17a: yours in 17_tiled_attention.ipynb"
+
+
+def test_an_online_attention_not_written_stands_in_as_the_courses_tile_loop(tmp_path):
+    """Lesson 17b measures the memory of a loop over tiles: for an online_attention not written,
+    earlier_work hands out the course's tiled_attention, not torch's kernel (the check's
+    reference), and says it is the course's."""
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.tiled_attention import tiled_attention
+    from course_lib.workspace import prepare
+
+    prepare(LESSONS_DIR, tmp_path)
+    work = collect(["online_attention"], tmp_path)
+    assert work.functions["online_attention"] is tiled_attention
+    assert work.origin["online_attention"] == "lesson 17a: the course's (yours is not written yet)"

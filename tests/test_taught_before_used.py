@@ -61,6 +61,8 @@ TERMS = {
     "sliding window": "15a",
     "rolling cache": "15a",
     "attention sink": "15a",
+    "online softmax": "17a",
+    "log-sum-exp": "17b",
 }
 _LESSON = re.compile(r"\blessons? (\d\d[a-z]?)\b", re.IGNORECASE)
 

@@ -41,7 +41,8 @@ LESSONS = {
     "15a_sliding_window": "lesson15a_sliding_window",
     "15b_attention_sinks": "lesson15b_attention_sinks",
     "16_longer_than_trained": "lesson16",
-    "17_tiled_attention": "lesson17",
+    "17a_online_softmax": "lesson17a_online_softmax",
+    "17b_tiled_memory_and_backward": "lesson17b_tiled_memory_and_backward",
 }
 
 # a lesson that replaced earlier ones -> the earlier notebooks' names. A renamed lesson arrives
@@ -63,6 +64,8 @@ FORMER: dict[str, tuple[str, ...]] = {
     "12_read_your_model": ("06_capstone_train_tiny_transformer",),
     "15a_sliding_window": ("15_sliding_window",),
     "15b_attention_sinks": ("15_sliding_window",),
+    "17a_online_softmax": ("17_tiled_attention",),
+    "17b_tiled_memory_and_backward": ("17_tiled_attention",),
 }
 
 __all__ = [

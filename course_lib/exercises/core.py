@@ -96,7 +96,8 @@ class Exercise:
     forbidden_hint: str = ""
     # what course_lib.mywork hands a later lesson for an exercise not written yet, where the
     # reference is an adapter and not the thing the learner writes (lesson 11a's MyTransformer,
-    # a class); None: the reference
+    # a class; lesson 17a's online_attention, whose reference is torch's kernel, not a loop
+    # over tiles); None: the reference
     stand_in: Callable | None = None
 
     def case_list(self) -> list[Case]:

@@ -8,9 +8,10 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01_language_and_loss` ... `lesson17`: each lesson's figures and the constants they
-  draw with, in lesson order; a lesson that has moved to the published order has a module
-  named after its notebook (`lesson02a_attention`, `lesson03a_why_scale`, ...).
+- `lesson01_language_and_loss` ... `lesson17b_tiled_memory_and_backward`: each lesson's
+  figures and the constants they draw with, in lesson order; a lesson that has moved to the
+  published order has a module named after its notebook (`lesson02a_attention`,
+  `lesson03a_why_scale`, ...).
 
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
@@ -82,7 +83,7 @@ from course_lib.viz.lesson16 import (
     excess_figure,
     excess_panels,
 )
-from course_lib.viz.lesson17 import memory_figure
+from course_lib.viz.lesson17b_tiled_memory_and_backward import memory_figure
 from course_lib.viz.render import canvas_png, to_png
 from course_lib.viz.style import (
     BLUE,
@@ -110,7 +111,7 @@ FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
                   "lesson06_sinusoidal_and_rope", "lesson07_rope_in_real_models",
                   "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
                   "lesson12_read_your_model", "lesson13", "lesson14", "lesson15b_attention_sinks",
-                  "lesson16", "lesson17")  # fmt: skip
+                  "lesson16", "lesson17b_tiled_memory_and_backward")  # fmt: skip
 
 __all__ = [
     "BLUE",

@@ -29,7 +29,7 @@ from course_lib.widgets.lesson12_read_your_model import (
 from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson15a_sliding_window import WindowExplorer
 from course_lib.widgets.lesson16 import RopeScalingExplorer
-from course_lib.widgets.lesson17 import TileExplorer
+from course_lib.widgets.lesson17a_online_softmax import TileExplorer
 
 # every explorer, in lesson order
 EXPLORERS = (

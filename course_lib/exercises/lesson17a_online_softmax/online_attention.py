@@ -1,4 +1,4 @@
-"""Lesson 17's first exercise: attention over key tiles with a running maximum and sum.
+"""Lesson 17a's exercise: attention over key tiles with a running maximum and sum.
 
 The learner's online_attention is checked three ways, each against torch, never against the
 course's own tiled code: its output against F.scaled_dot_product_attention on every case
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from course_lib.attention import causal_mask
 from course_lib.exercises.core import FAILED, PASSED, Bug, Case, Exercise, Verdict, run
-from course_lib.exercises.lesson17.inputs import (
+from course_lib.exercises.lesson17a_online_softmax.inputs import (
     left_padding,
     qkv,
     randn,
@@ -22,21 +22,22 @@ from course_lib.exercises.lesson17.inputs import (
     sdpa_gradients,
     watch,
 )
+from course_lib.tiled_attention import tiled_attention
 
 
 def online_attention_reference(q, k, v, mask=None, tile_size=64):
-    """torch's attention, the check's reference for online_attention (lesson 17)."""
+    """torch's attention, the check's reference for online_attention (lesson 17a)."""
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (..., T_q, d_v)
 
 
 def gradients_reference(q, k, v, grad_out, mask=None, tile_size=64):
-    """torch's gradients of attention, the check's reference (lesson 17)."""
+    """torch's gradients of attention, the check's reference (lesson 17a)."""
     return sdpa_gradients(q, k, v, grad_out, mask)
 
 
 def gradients_of(fn):
     """fn's (dq, dk, dv) of sum(fn(q, k, v, ...) * grad_out), taken by autograd; zeros where
-    fn's output carries no gradient (made under no_grad, or outside torch; lesson 17)."""
+    fn's output carries no gradient (made under no_grad, or outside torch; lesson 17a)."""
 
     def grads(q, k, v, grad_out, mask=None, tile_size=64):
         q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
@@ -196,10 +197,12 @@ IDEA = (
 
 ONLINE_ATTENTION = Exercise(
     name="online_attention",
-    lesson="17_tiled_attention",
+    lesson="17a_online_softmax",
     reference=online_attention_reference,
     cases=_cases,
     idea=IDEA,
+    # lesson 17b measures the memory of a tile loop: torch's kernel, the reference, is none
+    stand_in=tiled_attention,
     bugs=(
         Bug(
             "sum_not_rescaled",
@@ -304,7 +307,7 @@ ONLINE_ATTENTION = Exercise(
 
 GRADIENTS = Exercise(
     name="online_attention",
-    lesson="17_tiled_attention",
+    lesson="17a_online_softmax",
     reference=gradients_reference,
     cases=_gradient_cases,
     idea=IDEA,
@@ -352,15 +355,16 @@ FUSED_CAUSE = (
 
 
 COURSE_CAUSE = (
-    "Calling the course's tiled code passes every number and teaches nothing: the lesson "
-    "imports tiled_forward and flash_attention to measure and to stand in, not for you to "
-    "call. Write the loop over the tiles yourself, with torch's plain operations."
+    "Calling the course's tiled code passes every number and teaches nothing: the lessons "
+    "import tile_steps, tiled_attention, tiled_forward and flash_attention to show, to measure "
+    "and to stand in, not for you to call. Write the loop over the tiles yourself, with "
+    "torch's plain operations."
 )
 
 
 def run_online(fn) -> Verdict:
     """Check online_attention: its output on every case, then the gradients through it, then
-    that it never holds a (T_q, T_k) matrix (lesson 17)."""
+    that it never holds a (T_q, T_k) matrix (lesson 17a)."""
     verdict = run(ONLINE_ATTENTION, fn)
     if not verdict.passed:
         return verdict

@@ -1,11 +1,18 @@
-"""Lesson 17's second exercise: the backward of attention, key tile by key tile, from the
+"""Lesson 17b's exercise: the backward of attention, key tile by key tile, from the
 saved log-sum-exp.
+
+CONTRACT (fixed: the lesson and its check rely on it):
+- tiled_backward(q, k, v, out, lse, grad_out, mask=None, tile_size=64) -> (dq, dk, dv), each
+  shaped and typed like q, k, v: out the attention's output, lse (..., T_q) the log-sum-exp of
+  each row's scaled, masked scores, grad_out the gradient of a loss with respect to out; the
+  gradients of that loss, computed key tile by key tile, never holding a (T_q, T_k) matrix.
 
 tiled_backward gets what a recomputing backward keeps (q, k, v, the output, each row's
 log-sum-exp) and the output's gradient, and returns dq, dk, dv. It is checked against the
 gradients autograd takes through torch's F.scaled_dot_product_attention, and with the same
-probe as online_attention: it must never hold a (T_q, T_k) matrix either, nor call torch's
-kernel or the course's tiled code, nor switch autograd on to take the gradients for it.
+probe as lesson 17a's online_attention (its inputs module): it must never hold a (T_q, T_k)
+matrix either, nor call torch's kernel or the course's tiled code, nor switch autograd on to
+take the gradients for it.
 """
 
 import math
@@ -14,7 +21,7 @@ import torch
 
 from course_lib.attention import causal_mask
 from course_lib.exercises.core import FAILED, PASSED, Bug, Case, Exercise, Verdict, run
-from course_lib.exercises.lesson17.inputs import (
+from course_lib.exercises.lesson17a_online_softmax.inputs import (
     PROBE,
     left_padding,
     qkv,
@@ -27,13 +34,13 @@ from course_lib.exercises.lesson17.inputs import (
 
 
 def tiled_backward_reference(q, k, v, out, lse, grad_out, mask=None, tile_size=64):
-    """torch's gradients of attention, the check's reference for tiled_backward (lesson 17)."""
+    """torch's gradients of attention, the check's reference for tiled_backward (lesson 17b)."""
     return sdpa_gradients(q, k, v, grad_out, mask)  # (dq, dk, dv)
 
 
 def saved(q, k, v, mask=None):
     """(out, lse) as a recomputing forward saves them, computed whole (the checker's side;
-    lesson 17)."""
+    lesson 17b)."""
     scores = scores_of(q, k, mask)  # (..., T_q, T_k)
     return torch.softmax(scores, dim=-1) @ v, torch.logsumexp(scores, dim=-1)
 
@@ -134,7 +141,7 @@ IDEA = (
 
 TILED_BACKWARD = Exercise(
     name="tiled_backward",
-    lesson="17_tiled_attention",
+    lesson="17b_tiled_memory_and_backward",
     reference=tiled_backward_reference,
     cases=_cases,
     idea=IDEA,
@@ -207,7 +214,7 @@ TILED_BACKWARD = Exercise(
 
 def run_backward(fn) -> Verdict:
     """Check tiled_backward on every case, then that it never holds a (T_q, T_k) matrix
-    (lesson 17)."""
+    (lesson 17b)."""
     verdict = run(TILED_BACKWARD, fn)
     if not verdict.passed:
         return verdict
@@ -285,3 +292,6 @@ def run_backward(fn) -> Verdict:
         (),
         PASSED,
     )
+
+
+EXERCISES = (TILED_BACKWARD,)

@@ -1,4 +1,4 @@
-"""course_lib.viz.lesson17: what no lesson test covers on its own."""
+"""course_lib.viz.lesson17b_tiled_memory_and_backward: what no lesson test covers on its own."""
 
 import pytest
 

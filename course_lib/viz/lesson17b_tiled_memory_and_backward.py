@@ -1,4 +1,4 @@
-"""Lesson 17's figure: the bytes attention holds against the sequence length, on log axes."""
+"""Lesson 17b's figure: the bytes attention holds against the sequence length, on log axes."""
 
 import math
 
@@ -18,7 +18,7 @@ def _powers_of_4(panel_sizes) -> list[float]:
 
 
 def memory_figure(lengths, panels: dict) -> Figure:
-    """Log-log panels of MiB against T (lesson 17): `panels` maps each panel's title to
+    """Log-log panels of MiB against T (lesson 17b): `panels` maps each panel's title to
     {line label: bytes at each length}; every line keeps one marker in every panel. Two black
     guides, drawn over the lines so that a line they follow leaves them visible, show growth
     as T^2 (dotted, from the first line's first point) and as T (dash-dotted, from the last

@@ -1,6 +1,6 @@
-"""The tensors lesson 17's checks try: q, k, v with masks that empty whole tiles, and the probe
-that tells whether a function ever holds a (T_q, T_k) matrix, calls torch's kernel or the
-course's own tiled code, or lets autograd take its gradients."""
+"""The tensors the checks of lessons 17a and 17b try: q, k, v with masks that empty whole
+tiles, and the probe that tells whether a function ever holds a (T_q, T_k) matrix, calls
+torch's kernel or the course's own tiled code, or lets autograd take its gradients."""
 
 import math
 import sys
@@ -11,19 +11,24 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 # the modules of the course's own tiled code and of this checker: a learner's function that
-# calls into them passes every number without writing the loop (the lesson imports
-# tiled_forward and flash_attention for its own cells)
-_COURSE_MODULES = ("course_lib.tiled_attention", "course_lib.exercises.lesson17")
+# calls into them passes every number without writing the loop (lesson 17a imports
+# tile_steps, lesson 17b tiled_attention, tiled_forward and flash_attention, for their own
+# cells)
+_COURSE_MODULES = (
+    "course_lib.tiled_attention",
+    "course_lib.exercises.lesson17a_online_softmax",
+    "course_lib.exercises.lesson17b_tiled_memory_and_backward",
+)
 
 
 def randn(g, *shape, dtype=torch.float32):
-    """A float64 draw from g cast to dtype: every dtype sees the same numbers (lesson 17)."""
+    """A float64 draw from g cast to dtype: every dtype sees the same numbers (lesson 17a)."""
     return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
 
 
 def qkv(g, q_shape, T_k=None, d_v=None, dtype=torch.float32):
     """q of q_shape (..., T_q, d); k (..., T_k, d) and v (..., T_k, d_v) with q's leading dims
-    (lesson 17)."""
+    (lesson 17a)."""
     *lead, T_q, d = q_shape
     T_k = T_q if T_k is None else T_k
     d_v = d if d_v is None else d_v
@@ -36,7 +41,7 @@ def qkv(g, q_shape, T_k=None, d_v=None, dtype=torch.float32):
 
 def left_padding(B: int, T_k: int, hidden: int) -> torch.Tensor:
     """(B, 1, 1, T_k) bool: sentence 1's first `hidden` keys masked (padding in front), so its
-    rows see no key at all in the first tiles; sentence 0 sees every key (lesson 17)."""
+    rows see no key at all in the first tiles; sentence 0 sees every key (lesson 17a)."""
     mask = torch.ones(B, 1, 1, T_k, dtype=torch.bool)
     mask[1, ..., :hidden] = False
     return mask
@@ -44,7 +49,7 @@ def left_padding(B: int, T_k: int, hidden: int) -> torch.Tensor:
 
 def random_mask(g, shape, T_q: int, T_k: int) -> torch.Tensor:
     """(*shape, T_q, T_k) bool, about half True, each row with at least one True (its last key
-    for the even rows, so that some rows see nothing in the first tiles; lesson 17)."""
+    for the even rows, so that some rows see nothing in the first tiles; lesson 17a)."""
     mask = torch.rand(*shape, T_q, T_k, generator=g) < 0.4
     mask[..., ::2, -1] = True
     mask[..., 1::2, T_k // 2] = True
@@ -53,14 +58,14 @@ def random_mask(g, shape, T_q: int, T_k: int) -> torch.Tensor:
 
 def scores_of(q, k, mask=None):
     """The scaled, masked scores, whole: the checkers' own business, never the learner's
-    (lesson 17)."""
+    (lesson 17a)."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
     return scores if mask is None else scores.masked_fill(~mask, float("-inf"))
 
 
 def sdpa_gradients(q, k, v, grad_out, mask=None):
     """(dq, dk, dv) of sum(output * grad_out), output torch's F.scaled_dot_product_attention
-    (lesson 17)."""
+    (lesson 17a)."""
     q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     return torch.autograd.grad(out, (q, k, v), grad_out)
@@ -75,7 +80,7 @@ class Watched:
     """What the probe saw a function make: the first tensor as large as the whole score
     matrix (its shape, or None), whether it called torch's fused kernel, the first of the
     course's own tiled functions it called (its name and module, or None), and whether it switched
-    autograd back on inside the probe's torch.no_grad() (lesson 17)."""
+    autograd back on inside the probe's torch.no_grad() (lesson 17a)."""
 
     whole: tuple | None = None
     fused: bool = False
@@ -131,7 +136,7 @@ def watch(call, prepare=None) -> Watched:
     report what it made (Watched). prepare(q, k, v) -> the tuple `prepared`, computed before
     the probe starts watching (a backward's saved tensors). An error in call ends the watch:
     the check ran the function on every case before, so what it made until then is reported
-    (lesson 17)."""
+    (lesson 17a)."""
     p = PROBE
     g = torch.Generator().manual_seed(64)
     q, k, v = qkv(g, (p["B"], p["H"], p["T"], p["d"]))

@@ -1,4 +1,4 @@
-"""TileExplorer (lesson 17): each setting shows the state after that tile, checked against the
+"""TileExplorer (lesson 17a): each setting shows the state after that tile, checked against the
 softmax of the keys read so far, and the note judges the learner's online_attention."""
 
 import math
@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from course_lib.widgets import TileExplorer
-from course_lib.widgets.lesson17 import HATCH, SCORES
+from course_lib.widgets.lesson17a_online_softmax import HATCH, SCORES
 from helpers import picture, stub
 
 

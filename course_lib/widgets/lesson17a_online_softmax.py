@@ -1,4 +1,4 @@
-"""Lesson 17's explorer: one query's attention taken tile by tile, the running maximum, the
+"""Lesson 17a's explorer: one query's attention taken tile by tile, the running maximum, the
 running sum and the output corrected as each tile of keys arrives."""
 
 import math
@@ -20,7 +20,7 @@ HATCH = {"earlier": "", "this": "//", "unread": ".."}
 
 
 class TileExplorer(Explorer):
-    """The explorer of lesson 17: step through the key tiles of one query's attention; see the
+    """The explorer of lesson 17a: step through the key tiles of one query's attention; see the
     running maximum m, each key's term exp(score - m), the running sum l and the output acc / l
     after each.
 
