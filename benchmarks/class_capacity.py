@@ -4,7 +4,7 @@
 
 A real JupyterHub on this machine (tests/class/localhub/), each learner a Unix account with their
 own server, the course delivered by nbgitpuller. Memory: one learner's server, then server plus
-kernel after lesson 00, 04 and the capstone (11b), each lesson run top to bottom in a fresh
+kernel after lesson 00, 04b and the capstone (11b), each lesson run top to bottom in a fresh
 kernel. Latency: N learners (N = 1, 5, 10, 20) each run lesson 00 and then move its explorer's
 slider in a loop, with a few seconds of think time between moves; the time from the control's
 new value sent over the kernel websocket (as JupyterLab sends it, through the hub's proxy) to
@@ -39,7 +39,7 @@ THINK_S = (2.0, 4.0)  # uniform: a learner looks at the picture before the next 
 TARGET_P95_MS = 100.0
 LESSONS = {
     "after lesson 00": "00_start_here",
-    "after lesson 04": "04_multihead",
+    "after lesson 04b": "04b_when_heads_help",
     "after the capstone (11b)": "11b_train_your_model",
 }
 

@@ -25,7 +25,7 @@ from course_lib.exercises import (
     lesson02b_attention_in_batches,
     lesson03a_why_scale,
     lesson03b_scale_in_models,
-    lesson04_multihead,
+    lesson04a_multihead_layer,
     lesson05_encoder_decoder,
     lesson06_sinusoidal_and_rope,
     lesson07_rope_in_real_models,
@@ -131,10 +131,10 @@ check_qkv_projection = checker(lesson02a_attention.QKV_PROJECTION)
 check_attention = checker(lesson02b_attention_in_batches.ATTENTION)
 check_padding_mask = checker(lesson02b_attention_in_batches.PADDING_MASK)
 
-# ---------------------------------------------------------------- lesson 04_multihead
-check_split_heads = checker(lesson04_multihead.SPLIT_HEADS)
-check_merge_heads = checker(lesson04_multihead.MERGE_HEADS)
-check_multihead = checker(lesson04_multihead.MULTIHEAD)
+# ---------------------------------------------------------------- lesson 04a_multihead_layer
+check_split_heads = checker(lesson04a_multihead_layer.SPLIT_HEADS)
+check_merge_heads = checker(lesson04a_multihead_layer.MERGE_HEADS)
+check_multihead = checker(lesson04a_multihead_layer.MULTIHEAD)
 
 # ---------------------------------------------------------------- lesson 03a_why_scale
 check_softmax_jacobian = checker(lesson03a_why_scale.SOFTMAX_JACOBIAN)

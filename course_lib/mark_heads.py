@@ -1,9 +1,9 @@
-"""Several heads against one on the mark, and where each head looks there (lesson 04).
+"""Several heads against one on the mark, and where each head looks there (lesson 04b).
 
 The mark that ends a sentence spells the kinds of the sentence's last three nouns
 (course_lib.language), so the position just before it has to read three places at once.
 `head_runs`, `runs_table` and `rows_text` read the variant table's models trained with 1, 2,
-4 and 8 heads (data/variants.json, course_lib.variants) as lesson 04 prints them.
+4 and 8 heads (data/variants.json, course_lib.variants) as lesson 04b prints them.
 `mark_queries` finds the positions before the marks and the three nouns in a line;
 `noun_weights` averages, over every such position, the attention weight each head puts on each
 of the three nouns; `shipped_noun_weights` does it for the shipped one-layer models.
@@ -25,7 +25,7 @@ HEAD_VARIANTS = {
     1: {1: "1-layer-heads-1", 2: "1-layer-heads-2", 4: "1-layer-heads-4", 8: "1-layer-heads-8"},
     2: {1: "heads-1", 2: "heads-2", 4: "base", 8: "heads-8"},
 }
-# the table's rows on the number of heads, in the order lesson 04 reads them
+# the table's rows on the number of heads, in the order lesson 04b reads them
 HEAD_ROWS = (
     "several heads at one layer",
     "two heads against one, at one layer",
@@ -44,7 +44,7 @@ def _table() -> dict:
 def head_runs(skills=("mark", "all")) -> dict:
     """{(layers, H): {skill: [excess of seed 0, 1, 2]}}: each run's excess loss over the floor
     on the validation split, in nats per prediction, for every model of HEAD_VARIANTS; skill
-    "all" is every prediction (lesson 04)."""
+    "all" is every prediction (lesson 04b)."""
     runs = _table()["runs"]
     return {
         key: {s: [r["valid"][s] for r in runs if r["variant"] == name] for s in skills}
@@ -53,7 +53,7 @@ def head_runs(skills=("mark", "all")) -> dict:
 
 
 def parameters() -> dict[int, int]:
-    """{layers: the parameter count that every model of that depth has, whatever H} (lesson 04).
+    """{layers: the parameter count that every model of that depth has, whatever H} (lesson 04b).
     Raises if the models of one depth differ."""
     counts = _table()["parameters"]
     found = {}
@@ -64,7 +64,7 @@ def parameters() -> dict[int, int]:
 
 def runs_table(runs: dict) -> str:
     """head_runs' numbers as a table: one line per model, each seed's excess on the mark and
-    overall (lesson 04)."""
+    overall (lesson 04b)."""
     lines = ["layers  heads  on the mark, seeds 0 / 1 / 2   overall, seeds 0 / 1 / 2"]
     for (layers, H), excess in sorted(runs.items()):
         mark, overall = (" / ".join(f"{e:.3f}" for e in excess[s]) for s in ("mark", "all"))
@@ -77,7 +77,7 @@ def runs_table(runs: dict) -> str:
 
 def rows_text(names=HEAD_ROWS) -> str:
     """The table's rows `names` in words: each claim's gap between the two variants' means,
-    its bar (three times the larger seed range) and whether the gap clears it (lesson 04)."""
+    its bar (three times the larger seed range) and whether the gap clears it (lesson 04b)."""
     rows = {row["name"]: row for row in _table()["rows"]}
     lines = []
     for name in names:
@@ -93,7 +93,7 @@ def rows_text(names=HEAD_ROWS) -> str:
 
 
 def variant(num_heads: int) -> str:
-    """The variant table's name of the one-layer model with num_heads heads (lesson 04)."""
+    """The variant table's name of the one-layer model with num_heads heads (lesson 04b)."""
     if num_heads not in HEAD_COUNTS:
         raise ValueError(f"num_heads: expected one of {HEAD_COUNTS}, got {num_heads!r}")
     return f"1-layer-heads-{num_heads}"
@@ -102,7 +102,7 @@ def variant(num_heads: int) -> str:
 def mark_queries(tokens) -> list[tuple[int, tuple[int, int, int]]]:
     """(query, nouns) for every mark in a line of tokens (from a line's start): the position
     whose next token is the mark, and the positions of its sentence's last three nouns (the
-    subject counts), oldest first (lesson 04)."""
+    subject counts), oldest first (lesson 04b)."""
     tokens = list(tokens)
     found, start = [], 0
     for t, token in enumerate(tokens[:-1]):
@@ -116,7 +116,7 @@ def mark_queries(tokens) -> list[tuple[int, tuple[int, int, int]]]:
 
 def noun_weights(weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """(H, 3): each head's attention weight from the position before a mark on the sentence's
-    last three nouns (oldest first), averaged over every mark in ids (lesson 04).
+    last three nouns (oldest first), averaged over every mark in ids (lesson 04b).
 
     weights: one layer's attention (N, H, T, T) on ids (N, T).
     """
@@ -139,14 +139,14 @@ def noun_weights(weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 
 
 def count_marks(ids: torch.Tensor) -> int:
-    """How many positions before a mark the lines ids (N, T) hold (lesson 04)."""
+    """How many positions before a mark the lines ids (N, T) hold (lesson 04b)."""
     return sum(len(mark_queries(language.VOCAB[i] for i in line)) for line in ids.tolist())
 
 
 def shipped_noun_weights(ids: torch.Tensor) -> dict[str, torch.Tensor]:
     """{"H heads, d = D/H": (H, 3)}: model_noun_weights of the shipped one-layer model with
     H heads (seed 0 of the variant table) on ids (N, T), for every H of HEAD_COUNTS
-    (lesson 04)."""
+    (lesson 04b)."""
     from course_lib import variants  # here: the models load only when asked for
 
     found = {}
@@ -158,7 +158,7 @@ def shipped_noun_weights(ids: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def model_noun_weights(model, ids: torch.Tensor) -> torch.Tensor:
-    """noun_weights of a one-layer model's attention on ids (N, T) (lesson 04)."""
+    """noun_weights of a one-layer model's attention on ids (N, T) (lesson 04b)."""
     with torch.no_grad():
         _, weights = model(ids, return_weights=True)  # one (N, H, T, T) per layer
     if len(weights) != 1:

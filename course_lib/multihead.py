@@ -1,4 +1,4 @@
-"""Multi-head attention: H narrow attentions side by side (lesson 04)."""
+"""Multi-head attention: H narrow attentions side by side (lesson 04a)."""
 
 import torch
 import torch.nn.functional as F
@@ -10,7 +10,7 @@ from course_lib.attention import attend, check_mask, scale_factor
 
 def check_heads(d_model, num_heads, scale, rope=None) -> None:
     """The checks every attention module with heads makes of its sizes, scale flag and RoPE
-    (lesson 04)."""
+    (lesson 04a)."""
     if not isinstance(scale, bool):
         raise TypeError(f"scale: expected True or False, got {type(scale).__name__} {scale!r}")
     positive_int("d_model", d_model)
@@ -29,7 +29,7 @@ def check_heads(d_model, num_heads, scale, rope=None) -> None:
 
 
 def check_input(x, mask, num_heads: int, d_head: int) -> None:
-    """Raise unless x is (B, T, H * d) floating point and mask fits (B, H, T, T) (lesson 04)."""
+    """Raise unless x is (B, T, H * d) floating point and mask fits (B, H, T, T) (lesson 04a)."""
     float_tensor("x", x, min_dim=3)
     B, T, D = x.shape[0], x.shape[1], x.shape[-1]
     if x.dim() != 3 or D != num_heads * d_head:
@@ -41,14 +41,14 @@ def check_input(x, mask, num_heads: int, d_head: int) -> None:
 def stacked_heads(projected: torch.Tensor, parts: int, num_heads: int, d_head: int) -> tuple:
     """Split one projection (B, T, parts * H * d), laid out [part 0 | part 1 | ...] each H
     heads of d wide, into `parts` tensors (B, H, T, d): q, k, v of a fused in-projection, or
-    k, v of cross-attention's (lesson 04)."""
+    k, v of cross-attention's (lesson 04a)."""
     B, T, _ = projected.shape
     stacked = projected.view(B, T, parts, num_heads, d_head)  # (B, T, parts, H, d)
     return tuple(stacked.permute(2, 0, 3, 1, 4))  # each (B, H, T, d)
 
 
 class MultiHeadAttention(nn.Module):
-    """Split D into H heads of width d = D / H, attend in each, concatenate, project (lesson 04).
+    """Split D into H heads of width d = D / H, attend in each, concatenate, project (lesson 04a).
 
     qkv is one Linear(D, 3D) laid out [q | k | v], each split into heads in order: the same
     layout as torch.nn.MultiheadAttention's in_proj_weight, so weights copy across directly.
@@ -80,19 +80,19 @@ class MultiHeadAttention(nn.Module):
         self.check_inputs = bool(check_inputs)
 
     def qkv_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v of x (B, T, D), each (B, H, T, d), with RoPE on q and k if given (lesson 04)."""
+        """q, k, v of x (B, T, D), each (B, H, T, d), with RoPE on q and k if given (lesson 04a)."""
         q, k, v = stacked_heads(self.qkv(x), 3, self.num_heads, self.d_head)  # each (B, H, T, d)
         if self.rope is not None:
             q, k = self.rope.rotate_qk(q, k)  # each (B, H, T, d)
         return q, k, v
 
     def check(self, x, mask) -> None:
-        """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (lesson 04)."""
+        """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (lesson 04a)."""
         check_input(x, mask, self.num_heads, self.d_head)
 
     def to_torch(self) -> nn.MultiheadAttention:
         """torch.nn.MultiheadAttention (batch_first) holding copies of these weights, to check
-        this module against torch's own (lesson 04). There is no rotary embedding in torch's."""
+        this module against torch's own (lesson 04a). There is no rotary embedding in torch's."""
         if self.rope is not None:
             raise ValueError("rope: expected None, torch's MultiheadAttention has no RoPE")
         if not self.scale:

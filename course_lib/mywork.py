@@ -1,23 +1,25 @@
-"""Your functions from earlier lessons, read from your own notebooks (lesson 04 on).
+"""Your functions from earlier lessons, read from your own notebooks (lesson 04a on).
 
 The course builds one transformer across the lessons: lesson 02b's attention goes into
-lesson 04's multi-head attention, which gets lesson 06's rotary embedding, which goes into
+lesson 04a's multi-head attention, which gets lesson 06's rotary embedding, which goes into
 lesson 08's block, which lesson 11a stacks into a model. `earlier_work("attention", ...)`
 gives a later lesson the functions you wrote, so the model at the end is made of your code.
 
 It reads the lesson notebooks next to the one running (your workspace copies when you work
 in `workspace/`, the course's solved lessons in `notebooks/`), takes each exercise cell
 (the cells nbgrader marks as solutions) and runs only its imports and its `def`/`class`
-statements, in lesson order: lesson 04's multihead finds lesson 02b's attention there. Each
+statements, in lesson order: lesson 04a's multihead finds lesson 02b's attention there. Each
 notebook's cells see what came before them and the notebook's own `mine = earlier_work(...)`,
 bound to those functions as they stand at that point (lesson 11a's MyTransformer calls
 `mine.multihead`, and lesson 11b gets that class working). Nothing else in those
 notebooks runs.
 
-An exercise you have not written yet (its cell still raises NotImplementedError) is replaced
-by the course's own version (for MyTransformer, a class, its stand-in: the course's model built
-from the same arguments), and `earlier_work` says so: skipping an exercise never blocks a
-later lesson.
+It runs no checks: a function of yours whose `def` runs without error is handed over as you
+wrote it, whether or not it passed its check (`course_lib.bigram.yours_if_it_passes`, which
+lessons 01 to 03b use on their own exercises, is the rule that checks). An exercise you have
+not written yet (its cell still raises NotImplementedError) is replaced by the course's own
+version (for MyTransformer, a class, its stand-in: the course's model built from the same
+arguments), and `earlier_work` says so: skipping an exercise never blocks a later lesson.
 """
 
 import ast
@@ -39,7 +41,7 @@ from course_lib.exercises.stub import is_stub
 
 @dataclass
 class Work:
-    """The functions found, by name, and for each where it came from (lesson 04)."""
+    """The functions found, by name, and for each where it came from (lesson 04a)."""
 
     functions: dict = field(default_factory=dict)
     origin: dict = field(default_factory=dict)  # name -> "yours" or why it is the course's
@@ -102,7 +104,7 @@ def _resolved(name: str, namespace: dict, origin: dict, exercise):
 
 def earlier_work(*names: str, folder=None, quiet: bool = False) -> SimpleNamespace:
     """Your versions of the exercises `names` (say "attention", "split_heads"), as attributes
-    (lesson 04).
+    (lesson 04a).
 
     Looks in `folder` (default: the folder this notebook runs in). Prints one line per name:
     yours, or the course's and why. Returns a namespace: `mine = earlier_work("attention")`,
@@ -116,7 +118,7 @@ def earlier_work(*names: str, folder=None, quiet: bool = False) -> SimpleNamespa
 
 def collect(names, folder: Path) -> Work:
     """The exercises `names` as the lessons in folder define them, yours where written and
-    running, else the course's, each with where it came from (lesson 04)."""
+    running, else the course's, each with where it came from (lesson 04a)."""
     exercises = {e.name: e for e in all_exercises()}
     unknown = [n for n in names if n not in exercises]
     if unknown:

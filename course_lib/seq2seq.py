@@ -8,7 +8,7 @@ is added to the stream it read (a residual connection). The model has no feed-fo
 sub-layers and no norms: the lesson's task, reversing a short sentence, needs neither.
 
 `run_pieces` computes the same forward pass through functions given in a `Pieces`: the
-learner's multihead (lesson 04), cross_attention and decoder_layer (lesson
+learner's multihead (lesson 04a), cross_attention and decoder_layer (lesson
 05_encoder_decoder), on the model's own weights, so the model the lesson trains is computed by
 the learner's code. `course_pieces()` are the course's stand-ins for the ones not written.
 """
@@ -254,14 +254,14 @@ def decoder_layer_reference(y, memory, self_attn, cross_attn, memory_mask=None):
 
 
 def _course_multihead(x, qkv, out, num_heads, mask=None, rope=None):
-    from course_lib.exercises.lesson04_multihead import multihead_reference
+    from course_lib.exercises.lesson04a_multihead_layer import multihead_reference
 
     return multihead_reference(x, qkv, out, num_heads, mask, rope)
 
 
 @dataclass(frozen=True)
 class Pieces:
-    """The functions a forward pass is computed with: multihead (lesson 04), cross_attention
+    """The functions a forward pass is computed with: multihead (lesson 04a), cross_attention
     and decoder_layer (lesson 05_encoder_decoder), each with its exercise's signature."""
 
     multihead: Callable

@@ -143,7 +143,7 @@ ROWS = (
 # Lesson 07 reads the position variants' losses position by position past the trained length.
 CHECKPOINTS = {
     "base": SEEDS,
-    # lesson 04: what each head of a one-layer model reads when it predicts the mark
+    # lesson 04b: what each head of a one-layer model reads when it predicts the mark
     **{f"1-layer-heads-{h}": (0,) for h in (1, 2, 4, 8)},
     **{variant: SEEDS for variant in ("sinusoidal", "no-positions", "learned-positions")},
 }
@@ -215,7 +215,7 @@ def _trained(variant: str, seed: int, *, curve: bool) -> tuple[TinyTransformer, 
 
 
 def checkpoint_name(variant: str, seed: int) -> str:
-    """The file stem of a shipped trained variant: "lang-base-s0" (lesson 04)."""
+    """The file stem of a shipped trained variant: "lang-base-s0" (lesson 04b)."""
     if variant not in CHECKPOINTS:
         raise ValueError(f"variant: expected one of {', '.join(CHECKPOINTS)}, got {variant!r}")
     if seed not in CHECKPOINTS[variant]:
@@ -226,7 +226,7 @@ def checkpoint_name(variant: str, seed: int) -> str:
 
 def save_trained(variant: str, seed: int, directory=CHECKPOINT_DIR) -> dict:
     """Train `variant` from `seed` as the table does (its curve too, which the base run records)
-    and save its weights and card; return the card (lesson 04)."""
+    and save its weights and card; return the card (lesson 04b)."""
     name = checkpoint_name(variant, seed)
     model, run = _trained(variant, seed, curve=variant == "base")
     card = {
@@ -252,19 +252,19 @@ def save_trained(variant: str, seed: int, directory=CHECKPOINT_DIR) -> dict:
 
 def card_floor() -> dict[str, dict[str, float]]:
     """The floor of each split a card reports on, overall and per skill (as a card rounds it)
-    (lesson 04)."""
+    (lesson 04b)."""
     return {split: _round(split_floor(split)) for split in ("valid", "long")}
 
 
 def trained_card(variant: str = "base", seed: int = 0) -> dict:
-    """The card of a shipped trained variant: config, recipe and its excess losses (lesson 04)."""
+    """The card of a shipped trained variant: config, recipe and its excess losses (lesson 04b)."""
     path = CHECKPOINT_DIR / f"{checkpoint_name(variant, seed)}.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 
 def load_trained(variant: str = "base", seed: int = 0) -> TinyTransformer:
     """A shipped trained variant (the run of the table with this seed), in eval mode: a lesson
-    studies these instead of training its own (lesson 04)."""
+    studies these instead of training its own (lesson 04b)."""
     card = trained_card(variant, seed)
     model = TinyTransformer.from_config(ModelConfig(**card["config"]))
     path = CHECKPOINT_DIR / f"{card['name']}.pt"

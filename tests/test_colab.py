@@ -185,7 +185,7 @@ def test_on_colab_every_lesson_runs_in_one_folder_where_later_lessons_find_earli
     assert len(on_colab.installs) == 2 and len(on_colab.mounted) == 1 and Path.cwd() == folder
     assert "(0 new, 2 kept as they were)" in capsys.readouterr().out
     assert MINE in nbformat.read(folder / ATTENTION, as_version=4).cells[2].source
-    found = earlier_work("attention", "split_heads")  # as lesson 04 calls it: its own folder
+    found = earlier_work("attention", "split_heads")  # as lesson 04a calls it: its own folder
     assert found.attention(1, 2, 3) == ("mine", None)
     said = capsys.readouterr().out
     assert f"attention    lesson {lesson_label(ATTENTION[:-6])}: yours" in said

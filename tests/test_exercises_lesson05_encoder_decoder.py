@@ -20,8 +20,8 @@ from course_lib.attention import causal_mask
 from course_lib.checks import check_cross_attention, check_decoder_layer
 from course_lib.exercises.core import DTYPE_HINT, run
 from course_lib.exercises.lesson02b_attention_in_batches import attention_reference as attention
-from course_lib.exercises.lesson04_multihead import merge_heads_reference as merge_heads
-from course_lib.exercises.lesson04_multihead import split_heads_reference as split_heads
+from course_lib.exercises.lesson04a_multihead_layer import merge_heads_reference as merge_heads
+from course_lib.exercises.lesson04a_multihead_layer import split_heads_reference as split_heads
 from course_lib.exercises.lesson05_encoder_decoder import (
     CROSS_ATTENTION,
     DECODER_LAYER,

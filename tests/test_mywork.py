@@ -560,3 +560,49 @@ def test_an_online_attention_not_written_stands_in_as_the_courses_tile_loop(tmp_
     work = collect(["online_attention"], tmp_path)
     assert work.functions["online_attention"] is tiled_attention
     assert work.origin["online_attention"] == "lesson 17a: the course's (yours is not written yet)"
+
+
+# ---------------------------------------------------------------- lesson 04 before its split
+
+BEFORE_THE_SPLIT_OF_04 = ROOT_TESTS / "fixtures" / "workspace_before_the_split_of_04"
+HEADS = ("split_heads", "merge_heads", "multihead")
+
+
+def test_a_workspace_holding_lesson_04_before_its_split_keeps_the_learners_work(tmp_path):
+    """04_multihead (the learner copy of main before the split, each exercise written the
+    learner's own way) became 04a_multihead_layer (split_heads, merge_heads, multihead) and
+    04b_when_heads_help (no exercise; its explorer takes multihead through earlier_work): the
+    halves arrive beside it with stubs, and earlier_work finds every exercise in the old file."""
+    from course_lib.exercises import FORMER, LESSONS
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_SPLIT_OF_04 / "04_multihead.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    written = {p.name for p in prepare(LESSONS_DIR, tmp_path)}
+    assert {"04a_multihead_layer.ipynb", "04b_when_heads_help.ipynb"} <= written
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()  # never written over
+    assert all("04_multihead" in FORMER[key] for key in LESSONS if key.startswith("04"))
+    assert {by_name(name).lesson for name in HEADS} == {"04a_multihead_layer"}
+    work = collect(list(HEADS), tmp_path)
+    assert work.origin == {name: "lesson 04a: yours in 04_multihead.ipynb" for name in HEADS}
+    for name in HEADS:
+        assert work.functions[name].__doc__ == "Mine, written in lesson 04 before it was split."
+    # the learner's multihead, with the learner's split and merge, matches the course's
+    D, H = 12, 3
+    x, qkv, out = torch.randn(2, 5, D), torch.nn.Linear(D, 3 * D), torch.nn.Linear(D, D)
+    with torch.no_grad():
+        torch.testing.assert_close(work.functions["multihead"](x, qkv, out, H),
+                                   by_name("multihead").reference(x, qkv, out, H))  # fmt: skip
+    # written again in lesson 04a, the learner's newer version wins; 04b reads nothing again
+    nb = nbformat.read(tmp_path / "04a_multihead_layer.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("def split_heads("))
+    cell.source = (
+        "def split_heads(x, num_heads):\n    return 'mine, in 04a'\n\n\n"
+        "def merge_heads(y):\n    raise NotImplementedError('merge_heads')"
+    )
+    nbformat.write(nb, tmp_path / "04a_multihead_layer.ipynb")
+    work = collect(list(HEADS), tmp_path)
+    assert work.origin["split_heads"] == "lesson 04a: yours"
+    assert work.functions["split_heads"](None, 1) == "mine, in 04a"
+    assert work.origin["merge_heads"] == "lesson 04a: yours in 04_multihead.ipynb"

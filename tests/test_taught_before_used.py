@@ -38,7 +38,7 @@ TERMS = {
     "validation loss": "01",
     "causal mask": "02a",
     "padding": "02b",
-    "multi-head": "04",
+    "multi-head": "04a",
     "cross-attention": "05",
     "encoder": "05",
     "decoder": "05",

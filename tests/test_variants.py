@@ -128,6 +128,6 @@ def test_a_trained_variant_that_is_not_shipped_is_named():
     with pytest.raises(ValueError, match=f"variant: expected one of {shipped}, got 'heads-1'"):
         variants.load_trained("heads-1", 0)
     with pytest.raises(ValueError, match="seed: expected one of 0 .*'1-layer-heads-4'.* got 1"):
-        variants.load_trained("1-layer-heads-4", 1)  # lesson 04 ships seed 0 only
+        variants.load_trained("1-layer-heads-4", 1)  # lesson 04b ships seed 0 only
     with pytest.raises(ValueError, match="seed: expected one of 0, 1, 2 .* got 7"):
         variants.trained_card("base", 7)

@@ -3,7 +3,7 @@
 `core` holds the Exercise/Bug/Verdict types and `run`, which checks a learner's function and
 returns a Verdict without printing. Each lesson's entries are `EXERCISES` in the module that
 `LESSONS` names for it; a lesson's key is its notebook's file name without `.ipynb`
-("04_multihead"), so two lessons can never be mixed up, even while a learner's workspace still
+("05_encoder_decoder"), so two lessons can never be mixed up, even while a learner's workspace still
 holds a lesson under an earlier name. `lesson_key` / `lesson_file` are the one rule that maps
 a notebook to its key and back, and `FORMER` the one record of lessons that replaced earlier
 ones (`course_lib.mywork` reads a learner's functions from the earlier file too).
@@ -26,7 +26,8 @@ LESSONS = {
     "02b_attention_in_batches": "lesson02b_attention_in_batches",
     "03a_why_scale": "lesson03a_why_scale",
     "03b_scale_in_models": "lesson03b_scale_in_models",
-    "04_multihead": "lesson04_multihead",
+    "04a_multihead_layer": "lesson04a_multihead_layer",
+    "04b_when_heads_help": "lesson04b_when_heads_help",
     "05_encoder_decoder": "lesson05_encoder_decoder",
     "06_sinusoidal_and_rope": "lesson06_sinusoidal_and_rope",
     "07_rope_in_real_models": "lesson07_rope_in_real_models",
@@ -54,7 +55,8 @@ FORMER: dict[str, tuple[str, ...]] = {
     "02b_attention_in_batches": ("01_attention_qkv", "02_attention_and_masks"),
     "03a_why_scale": ("02_scaling", "03_scaling"),
     "03b_scale_in_models": ("02_scaling", "03_scaling"),
-    "04_multihead": ("03_multihead",),
+    "04a_multihead_layer": ("03_multihead", "04_multihead"),
+    "04b_when_heads_help": ("03_multihead", "04_multihead"),
     "06_sinusoidal_and_rope": ("04_positional_encoding",),
     "07_rope_in_real_models": ("04_positional_encoding",),
     "08_transformer_block": ("05_transformer_block",),
@@ -75,7 +77,8 @@ __all__ = [
 
 
 def _key_of(stem: str, keys) -> str | None:
-    """The key that `stem` is, or is a copy of ("04_multihead-Copy1", "04_multihead (1)")."""
+    """The key that `stem` is, or is a copy of ("05_encoder_decoder-Copy1",
+    "05_encoder_decoder (1)")."""
     found = [k for k in keys if stem == k or (stem.startswith(k) and stem[len(k)] in "- ")]
     return max(found, key=len, default=None)
 
@@ -112,7 +115,7 @@ def former_files(folder, key: str) -> list[Path]:
 
 
 def lesson_label(key: str) -> str:
-    """How messages name lesson `key`: by its number, "04" (a lesson split in two: "02a")."""
+    """How messages name lesson `key`: by its number, "05" (a lesson split in two: "02a")."""
     return key.split("_")[0]
 
 

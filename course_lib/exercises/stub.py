@@ -52,7 +52,7 @@ def named_in(err: BaseException) -> str | None:
 
 def is_stub(node: ast.AST) -> bool:
     """Whether a def (or class) still raises NotImplementedError somewhere in its body: the
-    learner has not replaced its stub yet (lesson 04)."""
+    learner has not replaced its stub yet (lesson 04a)."""
     for child in ast.walk(node):
         if isinstance(child, ast.Raise) and child.exc is not None:
             exc = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
@@ -64,7 +64,7 @@ def is_stub(node: ast.AST) -> bool:
 @dataclass(frozen=True)
 class Attempt:
     """What running the learner's exercise `name` once gave: its value, or why there is none
-    (lesson 04)."""
+    (lesson 04a)."""
 
     name: str  # the exercise tried
     value: object = None  # what it returned, when it ran
@@ -90,7 +90,7 @@ class Attempt:
 
 def attempt(name: str, fn: Callable, *args, **kwargs) -> Attempt:
     """Run the learner's fn(*args, **kwargs) for exercise name; an error becomes part of the
-    Attempt, a stub's NotImplementedError says which exercise is missing (lesson 04)."""
+    Attempt, a stub's NotImplementedError says which exercise is missing (lesson 04a)."""
     try:
         return Attempt(name, value=fn(*args, **kwargs))
     except NotImplementedError as err:

@@ -23,7 +23,7 @@ from course_lib.viz.lesson02a_attention import attention_heatmap
 from course_lib.viz.lesson02b_attention_in_batches import draw_weight_bars, padding_figure
 from course_lib.viz.lesson03a_why_scale import REFERENCE_STYLES, curve_panels, training_figure
 from course_lib.viz.lesson03b_scale_in_models import excess_rows_figure
-from course_lib.viz.lesson04_multihead import (
+from course_lib.viz.lesson04b_when_heads_help import (
     NOUN_ROWS,
     WEIGHT_TICKS,
     draw_head_map,
@@ -107,8 +107,9 @@ from course_lib.viz.style import (
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
 FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
                   "lesson02b_attention_in_batches", "lesson03a_why_scale",
-                  "lesson03b_scale_in_models", "lesson04_multihead", "lesson05_encoder_decoder",
-                  "lesson06_sinusoidal_and_rope", "lesson07_rope_in_real_models",
+                  "lesson03b_scale_in_models", "lesson04b_when_heads_help",
+                  "lesson05_encoder_decoder", "lesson06_sinusoidal_and_rope",
+                  "lesson07_rope_in_real_models",
                   "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
                   "lesson12_read_your_model", "lesson13", "lesson14", "lesson15b_attention_sinks",
                   "lesson16", "lesson17b_tiled_memory_and_backward")  # fmt: skip

@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from course_lib.viz.lesson04_multihead import set_token_ticks
+from course_lib.viz.lesson04b_when_heads_help import set_token_ticks
 from course_lib.viz.style import (
     BLUE,
     LINE_MARKERS,

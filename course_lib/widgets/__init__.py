@@ -4,7 +4,7 @@ One module per lesson, named after its notebook where the lesson has moved to th
 order (`lesson02b_attention_in_batches`, `lesson12_read_your_model`, ...), on a small shared base
 (`base`: the Explorer class, its readout line, `state()` and `settings()`, the control helpers
 and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures that lessons
-04_multihead and 12 share (TickStamp). Lessons import from here:
+04b_when_heads_help and 12 share (TickStamp). Lessons import from here:
 `from course_lib.widgets import ScalingExplorer, ConceptCheck`.
 """
 
@@ -13,7 +13,7 @@ from course_lib.widgets.lesson00 import SoftmaxExplorer
 from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
 from course_lib.widgets.lesson02b_attention_in_batches import AttentionExplorer
 from course_lib.widgets.lesson03a_why_scale import ScalingExplorer
-from course_lib.widgets.lesson04_multihead import HeadsExplorer, heads_examples
+from course_lib.widgets.lesson04b_when_heads_help import HeadsExplorer, heads_examples
 from course_lib.widgets.lesson05_encoder_decoder import CrossAttentionExplorer
 from course_lib.widgets.lesson06_sinusoidal_and_rope import PositionExplorer, RopeExplorer
 from course_lib.widgets.lesson08_transformer_block import BlockExplorer

@@ -365,7 +365,7 @@ def choice_slider(description: str, options, value):
 
 
 def toggle_buttons(description: str, options, value, button_width: str | None = None):
-    """A row of buttons, one pressed: a few named choices side by side (lesson 04 on)."""
+    """A row of buttons, one pressed: a few named choices side by side (lesson 04b on)."""
     style = STYLE if button_width is None else {**STYLE, "button_width": button_width}
     # ipywidgets lays its ToggleButtons out as a block, so the label sits above the buttons;
     # as a flex row the label stays beside them, like every other control's
@@ -381,7 +381,7 @@ def checkbox(description: str, value: bool):
 
 
 def choice_buttons(description: str, options, value):
-    """Named choices as buttons, each as wide as its name (lesson 04 on).
+    """Named choices as buttons, each as wide as its name (lesson 04b on).
 
     Not a dropdown: in JupyterLab the arrow keys of a focused dropdown move between notebook
     cells instead of choosing, so a learner without a mouse could not use it. Buttons are

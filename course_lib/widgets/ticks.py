@@ -11,7 +11,7 @@ from matplotlib.transforms import IdentityTransform
 
 
 class TickStamp:
-    """Tick marks and tick labels stamped onto an Agg canvas from pictures made once (lesson 04).
+    """Tick marks and tick labels stamped onto an Agg canvas from pictures made once (lesson 04b).
 
     matplotlib lays out and rasterises every tick label each time its axis is drawn, about a
     millisecond a label, so a 32-token sentence spends most of its redraw on 64 words. When

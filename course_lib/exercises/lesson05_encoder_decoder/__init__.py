@@ -12,7 +12,7 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
   True = may attend; out (Linear D -> D) mixes the merged heads. Same numbers as
   torch.nn.MultiheadAttention called as layer(x, memory, memory), in_proj_weight =
   [q_proj.weight; kv_proj.weight]. Built from the learner's attention (lesson 02b) and
-  split_heads / merge_heads (lesson 04).
+  split_heads / merge_heads (lesson 04a).
 - decoder_layer(y, memory, self_attn, cross_attn, memory_mask=None) -> (B, T_out, D):
   h = y + self_attn(y, causal mask of size T_out); return h + cross_attn(h, memory,
   memory_mask). self_attn(h, mask=None) and cross_attn(h, memory, mask=None) are functions.

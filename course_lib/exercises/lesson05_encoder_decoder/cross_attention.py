@@ -9,7 +9,10 @@ from torch import nn
 
 from course_lib import multihead as course_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson04_multihead import merge_heads_reference, split_heads_reference
+from course_lib.exercises.lesson04a_multihead_layer import (
+    merge_heads_reference,
+    split_heads_reference,
+)
 from course_lib.seq2seq import CrossAttention, cross_attention_reference
 
 

@@ -18,7 +18,7 @@ CONTRACTS (fixed: the lesson and its checks rely on them):
   num_tokens) int64: course_lib.model.generate's tokens, with a cache, for prompt and new
   tokens within max_len.
 - grouped_multihead(x, qkv, out, num_heads, num_kv_heads, mask=None, rope=None) ->
-  (B, T, D): lesson 04's multihead with qkv a Linear(D, D + 2 * num_kv_heads * d) laid out
+  (B, T, D): lesson 04a's multihead with qkv a Linear(D, D + 2 * num_kv_heads * d) laid out
   [q | k | v] and query head h reading key/value head h // (num_heads // num_kv_heads).
 
 Every wrong version below is a mistake a learner makes, written the way it comes out; a test

@@ -163,7 +163,7 @@ ATTEND_CACHED = Exercise(
         ),
     ),
     hints=(
-        "Three steps beyond lesson 04's multihead: turn the new queries and keys with "
+        "Three steps beyond lesson 04a's multihead: turn the new queries and keys with "
         "rope(t, S), where S is the number of cached tokens; put the new keys and values "
         "after the cached ones along the time axis; and mask so that new token i sees keys "
         "0 .. S + i.",

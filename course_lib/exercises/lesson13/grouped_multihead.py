@@ -56,7 +56,7 @@ def _grouped_cases() -> list[Case]:
         case(2, 5, 16, 4, 2, "4 query heads in 2 groups, a causal mask", mask=causal_mask(5)),
         case(1, 6, 32, 8, 2, "8 query heads in 2 groups of 4"),
         case(2, 4, 12, 3, 1, "multi-query: 3 query heads, 1 key/value head", mask=causal_mask(4)),
-        case(1, 5, 16, 2, 2, "as many key/value heads as query heads: lesson 04's multihead"),
+        case(1, 5, 16, 2, 2, "as many key/value heads as query heads: lesson 04a's multihead"),
         case(
             2,
             6,
@@ -147,7 +147,7 @@ GROUPED_MULTIHEAD = Exercise(
             _written(project=False),
             "your output looks like the heads side by side, never projected",
             "multi-head attention ends with out applied to the merged heads, as your "
-            "multihead of lesson 04 does.",
+            "multihead of lesson 04a does.",
         ),
         Bug(
             "rope_on_v",
@@ -160,7 +160,7 @@ GROUPED_MULTIHEAD = Exercise(
     hints=(
         "Split qkv's output into widths D, num_kv_heads * d and num_kv_heads * d (not three "
         "equal parts); split each into its heads; then give each of the num_heads query "
-        "heads the key/value head of its group, and attend as in lesson 04.",
+        "heads the key/value head of its group, and attend as in lesson 04a.",
         "Print the shapes at each step for 4 query heads and 2 key/value heads: q should be "
         "(B, 4, T, d), k and v (B, 2, T, d) before you share them out.",
     ),

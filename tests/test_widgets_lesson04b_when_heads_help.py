@@ -1,4 +1,4 @@
-"""HeadsExplorer (lesson 04): every control swept; the maps are the shipped one-layer models'
+"""HeadsExplorer (lesson 04b): every control swept; the maps are the shipped one-layer models'
 own attention, or read through the learner's multihead, whose disagreement the readout names."""
 
 import base64

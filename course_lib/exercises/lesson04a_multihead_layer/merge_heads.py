@@ -1,4 +1,4 @@
-"""Lesson 04's merge_heads exercise: (B, H, T, d) -> (B, T, D)."""
+"""Lesson 04a_multihead_layer's merge_heads exercise: (B, H, T, d) -> (B, T, D)."""
 
 import torch
 
@@ -58,7 +58,7 @@ def _merge_flatten_tokens(y):
 
 MERGE_HEADS = Exercise(
     name="merge_heads",
-    lesson="04_multihead",
+    lesson="04a_multihead_layer",
     reference=merge_heads_reference,
     cases=_merge_cases,
     idea="the section 'From one wide attention to H narrow ones': the numbered tensor cut into "

@@ -1,4 +1,4 @@
-"""Lesson 04's figures: one head's attention map, and where each head of the one-layer models
+"""Lesson 04b's figures: one head's attention map, and where each head of the one-layer models
 looks when it predicts the mark (lesson 06 and 05_encoder_decoder use set_token_ticks)."""
 
 import numpy as np
@@ -9,7 +9,7 @@ from course_lib.viz.style import _as_array, new_figure
 
 
 def set_token_ticks(ax, labels, *, x: bool = True, y: bool = True, fontsize: int = 8):
-    """Token labels on a map's key axis (x) and query axis (y); blank where False (lesson 04)."""
+    """Token labels on a map's key axis (x) and query axis (y); blank where False (lesson 04b)."""
     positions = list(range(len(labels)))
     # no ticks at all where unlabelled: an empty tick label still costs a text layout
     ax.set_xticks(positions if x else [], list(labels) if x else [], rotation=90, fontsize=fontsize)
@@ -20,7 +20,7 @@ def draw_head_map(
     ax, weights, labels=None, *, x_labels: bool = True, y_labels: bool = True, norm=None
 ):
     """One head's (T, T) attention as an image, queries down, keys across, on a 0-1 colour
-    scale (straight, or `norm`, e.g. weight_norm()) (lesson 04)."""
+    scale (straight, or `norm`, e.g. weight_norm()) (lesson 04b)."""
     data = _as_array(weights)
     scale = {"vmin": 0.0, "vmax": 1.0} if norm is None else {"norm": norm}
     image = ax.imshow(data, cmap="viridis", interpolation="nearest", **scale)
@@ -40,13 +40,13 @@ WEIGHT_TICKS = (0.0, 0.05, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 def weight_norm() -> PowerNorm:
-    """The colour scale of lesson 04's attention pictures: 0 to 1, square root (lesson 04)."""
+    """The colour scale of lesson 04b's attention pictures: 0 to 1, square root (lesson 04b)."""
     return PowerNorm(0.5, vmin=0.0, vmax=1.0)
 
 
 def noun_weights_figure(tables: dict, *, title=None) -> Figure:
     """Figure: for each model, each head's mean attention weight from the position before the
-    mark on the sentence's last three nouns, and on the three together (lesson 04).
+    mark on the sentence's last three nouns, and on the three together (lesson 04b).
 
     tables: label -> (H, 3) weights (course_lib.mark_heads.noun_weights), one panel each, side
     by side, a column per head and a row per noun (oldest first), then the row of their sum.

@@ -1,4 +1,4 @@
-"""Lesson 04's multihead exercise, checked against torch's multi-head attention."""
+"""Lesson 04a_multihead_layer's multihead exercise, checked against torch's multi-head attention."""
 
 import math
 
@@ -9,13 +9,13 @@ from torch import nn
 from course_lib import gqa
 from course_lib import multihead as course_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson04_multihead import merge_heads as merge_module
-from course_lib.exercises.lesson04_multihead import split_heads as split_module
-from course_lib.exercises.lesson04_multihead.merge_heads import (
+from course_lib.exercises.lesson04a_multihead_layer import merge_heads as merge_module
+from course_lib.exercises.lesson04a_multihead_layer import split_heads as split_module
+from course_lib.exercises.lesson04a_multihead_layer.merge_heads import (
     _merge_no_swap,
     merge_heads_reference,
 )
-from course_lib.exercises.lesson04_multihead.split_heads import (
+from course_lib.exercises.lesson04a_multihead_layer.split_heads import (
     _split_view_straight,
     split_heads_reference,
 )
@@ -136,7 +136,7 @@ def _heads(x, qkv, num_heads, rope=None, *, rope_v=False, rope_k=True):
 
 
 def _attend(q, k, v, mask=None, width=None):
-    """Lesson 02's attention, dividing the scores by sqrt(width) (default: q's own width)."""
+    """Lesson 02b's attention, dividing the scores by sqrt(width) (default: q's own width)."""
     width = q.shape[-1] if width is None else width
     scores = q @ k.transpose(-2, -1) / math.sqrt(width)  # (B, H, T, T)
     if mask is not None:
@@ -153,6 +153,17 @@ def _mh_returns_pair(x, qkv, out, num_heads, mask=None, rope=None):
 def _mh_no_out(x, qkv, out, num_heads, mask=None, rope=None):
     y, _ = _attend(*_heads(x, qkv, num_heads, rope), mask)
     return merge_heads_reference(y)  # (B, T, D), never projected
+
+
+def _mh_no_qkv_bias(x, qkv, out, num_heads, mask=None, rope=None):
+    """The worked example's projection copied: qkv_projection(x, qkv.weight, D), no bias."""
+    D = x.shape[-1]
+    unbiased = x @ qkv.weight.T  # (B, T, 3D): qkv(x) less qkv.bias
+    q, k, v = (split_heads_reference(t, num_heads) for t in unbiased.split(D, dim=-1))
+    if rope is not None:
+        q, k = rope(q), rope(k)
+    y, _ = _attend(q, k, v, mask)
+    return out(merge_heads_reference(y))
 
 
 def _mh_mask_ignored(x, qkv, out, num_heads, mask=None, rope=None):
@@ -215,7 +226,7 @@ def _mh_rope_on_q_only(x, qkv, out, num_heads, mask=None, rope=None):
 
 MULTIHEAD = Exercise(
     name="multihead",
-    lesson="04_multihead",
+    lesson="04a_multihead_layer",
     reference=multihead_reference,
     cases=_multihead_cases,
     idea="the section 'The whole layer': what the layer holds and what each head does, and the "
@@ -236,6 +247,14 @@ MULTIHEAD = Exercise(
             "output projection",
             "the last step is missing: `out` mixes the merged heads, and multihead returns "
             "what it gives.",
+        ),
+        Bug(
+            "no_qkv_bias",
+            _mh_no_qkv_bias,
+            "the numbers are what the layer gives when q, k and v are made without qkv's bias",
+            "qkv is an nn.Linear with a bias, and qkv(x) adds it. The worked example's "
+            "qkv_projection(x, in_proj_weight, D) multiplies by the weight alone (torch's layer "
+            "there was built with bias=False): call qkv(x) and cut what it gives into q, k, v.",
         ),
         Bug(
             "mask_ignored",
@@ -274,7 +293,7 @@ MULTIHEAD = Exercise(
             _mh_unscaled,
             "the numbers differ as if each head's scores were not divided by anything",
             "each head divides its scores by sqrt(d), d = D / H its own width (lesson 03a). "
-            "Lesson 02's attention does it for you when it is handed a head's d-wide q and k.",
+            "Lesson 02b's attention does it for you when it is handed a head's d-wide q and k.",
         ),
         Bug(
             "split_view_straight",

@@ -1,4 +1,4 @@
-"""course_lib.viz.lesson04_multihead: what no lesson test covers on its own."""
+"""course_lib.viz.lesson04b_when_heads_help: what no lesson test covers on its own."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""Lesson 04's split_heads exercise: (B, T, D) -> (B, H, T, d)."""
+"""Lesson 04a_multihead_layer's split_heads exercise: (B, T, D) -> (B, H, T, d)."""
 
 import torch
 
@@ -80,7 +80,7 @@ _TRUE_DIVISION = (
 
 SPLIT_HEADS = Exercise(
     name="split_heads",
-    lesson="04_multihead",
+    lesson="04a_multihead_layer",
     reference=split_heads_reference,
     cases=_split_cases,
     idea="the section 'From one wide attention to H narrow ones': the numbered tensor cut into "

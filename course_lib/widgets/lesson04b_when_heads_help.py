@@ -1,4 +1,4 @@
-"""Lesson 04's explorer: each head's attention in the one-layer models trained with 1, 2, 4
+"""Lesson 04b's explorer: each head's attention in the one-layer models trained with 1, 2, 4
 and 8 heads, and what the position before the mark reads."""
 
 import numpy as np
@@ -20,7 +20,7 @@ HEADS_EXAMPLE_ROWS = (33, 16, 51)
 
 def heads_examples(rows=HEADS_EXAMPLE_ROWS) -> list[tuple[str, torch.Tensor]]:
     """(label, ids) of the first sentence, mark included, of some validation rows of the toy
-    language (lesson 04). The label is its start and its mark: "Fish near cat ... .cdf"."""
+    language (lesson 04b). The label is its start and its mark: "Fish near cat ... .cdf"."""
     from course_lib import corpus, language
 
     valid = corpus.load_split("valid")  # (N, T)
@@ -35,7 +35,7 @@ def heads_examples(rows=HEADS_EXAMPLE_ROWS) -> list[tuple[str, torch.Tensor]]:
 
 def attention_inputs(model, ids: torch.Tensor) -> tuple[list, list]:
     """Run a TinyTransformer on ids (T,): each layer's attention weights (1, H, T, T) and the
-    input each layer's attention gets (1, T, D) (lesson 04)."""
+    input each layer's attention gets (1, T, D) (lesson 04b)."""
     seen = []
     hooks = [block.attn.register_forward_pre_hook(lambda _, args: seen.append(args[0]))
              for block in model.blocks]  # fmt: skip
@@ -48,7 +48,7 @@ def attention_inputs(model, ids: torch.Tensor) -> tuple[list, list]:
 
 
 class HeadsExplorer(Explorer):
-    """Lesson 04: each head's attention in the one-layer models trained with 1, 2, 4 and 8
+    """Lesson 04b: each head's attention in the one-layer models trained with 1, 2, 4 and 8
     heads (seed 0 of the variant table), on a sentence ending in its mark.
 
     The row of the position before the mark is outlined, and its last three nouns are marked
@@ -58,7 +58,7 @@ class HeadsExplorer(Explorer):
     model and its excess loss on the mark over the validation split. Every model's attention
     on every example is computed once, so a change only hands new numbers to the images.
 
-    `HeadsExplorer(multihead=multihead)` draws the maps through the learner's lesson 04
+    `HeadsExplorer(multihead=multihead)` draws the maps through the learner's lesson 04a
     multihead instead (see `weights_through`) and says in the readout whether, and how far,
     they differ from the model's own at the setting shown.
     """

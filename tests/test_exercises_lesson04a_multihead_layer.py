@@ -1,4 +1,4 @@
-"""Lesson 04's exercises: the references are torch's layer, the notebook's solution passes, and
+"""Lesson 04a's exercises: the references are torch's layer, the notebook's solution passes, and
 wrong code written the way a learner would write it gets the hint meant for it."""
 
 import dataclasses
@@ -14,7 +14,7 @@ from torch import nn
 from course_lib import gqa
 from course_lib import multihead as course_layers
 from course_lib.checks import check_merge_heads, check_multihead, check_split_heads
-from course_lib.exercises import lesson04_multihead
+from course_lib.exercises import lesson04a_multihead_layer
 from course_lib.exercises.core import run
 from course_lib.multihead import MultiHeadAttention, stacked_heads
 from course_lib.mywork import collect
@@ -22,9 +22,9 @@ from helpers import stub
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 SPLIT, MERGE, MULTIHEAD = (
-    lesson04_multihead.SPLIT_HEADS,
-    lesson04_multihead.MERGE_HEADS,
-    lesson04_multihead.MULTIHEAD,
+    lesson04a_multihead_layer.SPLIT_HEADS,
+    lesson04a_multihead_layer.MERGE_HEADS,
+    lesson04a_multihead_layer.MULTIHEAD,
 )
 
 
@@ -82,9 +82,9 @@ def test_multihead_reference_with_a_rope_is_the_course_layer():
 
 def test_torch_mask_conversion():
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
-    assert torch.equal(lesson04_multihead.torch_attn_mask(causal, 2, 3, 4), ~causal)
+    assert torch.equal(lesson04a_multihead_layer.torch_attn_mask(causal, 2, 3, 4), ~causal)
     per_sequence = torch.stack([causal, torch.ones(4, 4, dtype=torch.bool)])[:, None]
-    converted = lesson04_multihead.torch_attn_mask(per_sequence, 2, 3, 4)  # (B * H, T, T)
+    converted = lesson04a_multihead_layer.torch_attn_mask(per_sequence, 2, 3, 4)  # (B * H, T, T)
     assert converted.shape == (6, 4, 4)
     assert torch.equal(converted[2], ~causal) and not converted[3].any()
 
@@ -93,7 +93,7 @@ def test_every_case_labels_what_is_special_and_keeps_the_seed():
     torch.manual_seed(0)
     before = torch.rand(1)
     torch.manual_seed(0)
-    for exercise in lesson04_multihead.EXERCISES:
+    for exercise in lesson04a_multihead_layer.EXERCISES:
         assert all(case.label for case in exercise.case_list())
     assert torch.equal(torch.rand(1), before)  # building the cases drew no global numbers
 
@@ -101,7 +101,7 @@ def test_every_case_labels_what_is_special_and_keeps_the_seed():
 def test_no_cell_above_split_heads_hands_the_learner_the_courses_split():
     """The course's MultiHeadAttention (whose split_heads has the exercise's contract) is
     imported only below exercise 1; the picture of the layout is written out from the rule."""
-    cells = nbformat.read(NOTEBOOKS / "04_multihead.ipynb", as_version=4).cells
+    cells = nbformat.read(NOTEBOOKS / "04a_multihead_layer.ipynb", as_version=4).cells
     exercise = next(
         i for i, c in enumerate(cells)
         if c.metadata.get("nbgrader", {}).get("grade_id") == "split_heads-merge_heads"
@@ -119,7 +119,7 @@ def notebook_solutions():
     """The lesson's own exercise cells, run the way later lessons get them (course_lib.mywork):
     multihead there calls lesson 02b's attention (the 02b_attention_in_batches notebook)."""
     work = collect(["split_heads", "merge_heads", "multihead"], NOTEBOOKS)
-    assert set(work.origin.values()) == {"lesson 04: yours"}
+    assert set(work.origin.values()) == {"lesson 04a: yours"}
     return work.functions
 
 
@@ -184,7 +184,7 @@ def test_other_right_answers_pass(exercise, fn):
     assert run(exercise, fn).passed
 
 
-@pytest.mark.parametrize("exercise", lesson04_multihead.EXERCISES)
+@pytest.mark.parametrize("exercise", lesson04a_multihead_layer.EXERCISES)
 def test_a_stub_is_not_implemented_yet(exercise):
     verdict = run(exercise, stub)
     assert verdict.status == "not implemented" and "not implemented yet" in verdict.message
@@ -469,6 +469,24 @@ def test_multihead_learner_mistakes_get_their_hints():
         assert len(verdict.steps) == 2 and verdict.steps[1].startswith("See the section")
 
 
+def test_multihead_that_copies_the_worked_examples_projection_is_told_of_the_bias():
+    """The worked example projects with qkv_projection(x, in_proj_weight, D) on torch's layer
+    built without biases; copied into multihead as qkv_projection(x, qkv.weight, D), it drops
+    qkv's bias, and the check says so by name."""
+    from course_lib.exercises.lesson02a_attention import qkv_projection_reference as projection
+
+    def copied_projection(x, qkv, out, num_heads, mask=None, rope=None):
+        q, k, v = (split(t, num_heads) for t in projection(x, qkv.weight, x.shape[-1]))
+        if rope is not None:
+            q, k = rope(q), rope(k)
+        return out(merge(attend(q, k, v, mask)[0]))
+
+    verdict = failed(MULTIHEAD, copied_projection)
+    assert verdict.bug == "no_qkv_bias", verdict.message
+    assert "without qkv's bias" in verdict.message
+    assert "bias=False" in verdict.steps[0] and "call qkv(x)" in verdict.steps[0]
+
+
 def test_multihead_first_failure_names_the_case():
     def no_mask(x, qkv, out, num_heads, mask=None, rope=None):
         q, k, v = (split(t, num_heads) for t in qkv(x).split(x.shape[-1], dim=-1))
@@ -540,25 +558,26 @@ def test_multihead_that_calls_a_stub_split_is_reported_as_not_written():
     assert run(MULTIHEAD, uses_unwritten_split).status == "not implemented"
 
 
-def test_work_in_a_workspaces_03_multihead_is_found_by_lesson_04(tmp_path):
+def test_work_in_a_workspaces_03_multihead_is_found_by_lesson_04a(tmp_path):
     """A workspace made before the move keeps 03_multihead.ipynb with the learner's functions;
-    04_multihead arrives beside it with stubs, and later lessons get the functions from 03."""
+    04a_multihead_layer arrives beside it with stubs, and later lessons get the functions from
+    03."""
     from course_lib.exercises import by_name, lesson_file
     from course_lib.workspace import stub_solutions
 
     # the learner's attention, which multihead calls, in the lesson that defines it
     source = lesson_file(NOTEBOOKS, by_name("attention").lesson)
     (tmp_path / source.name).write_bytes(source.read_bytes())
-    solved = nbformat.read(NOTEBOOKS / "04_multihead.ipynb", as_version=4)
+    solved = nbformat.read(NOTEBOOKS / "04a_multihead_layer.ipynb", as_version=4)
     nbformat.write(solved, tmp_path / "03_multihead.ipynb")  # the learner's work, earlier name
-    stubbed = nbformat.read(NOTEBOOKS / "04_multihead.ipynb", as_version=4)
+    stubbed = nbformat.read(NOTEBOOKS / "04a_multihead_layer.ipynb", as_version=4)
     for cell in stubbed.cells:
         if cell.metadata.get("nbgrader", {}).get("solution"):
             cell.source = stub_solutions(cell.source)
-    nbformat.write(stubbed, tmp_path / "04_multihead.ipynb")
+    nbformat.write(stubbed, tmp_path / "04a_multihead_layer.ipynb")
     work = collect(["split_heads", "merge_heads", "multihead"], tmp_path)
-    assert set(work.origin.values()) == {"lesson 04: yours in 03_multihead.ipynb"}
-    assert all(run(e, work.functions[e.name]).passed for e in lesson04_multihead.EXERCISES)
+    assert set(work.origin.values()) == {"lesson 04a: yours in 03_multihead.ipynb"}
+    assert all(run(e, work.functions[e.name]).passed for e in lesson04a_multihead_layer.EXERCISES)
 
 
 # ---------------------------------------------------------------- shortcuts through the course
