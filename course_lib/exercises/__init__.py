@@ -39,7 +39,8 @@ LESSONS = {
     "13_kv_cache_and_gqa": "lesson13",
     "14_todays_block": "lesson14",
     "15_sliding_window": "lesson15",
-    "16_longer_than_trained": "lesson16",
+    "16a_interpolation_and_ntk": "lesson16a_interpolation_and_ntk",
+    "16b_yarn_compared": "lesson16b_yarn_compared",
     "17_tiled_attention": "lesson17",
 }
 
@@ -60,6 +61,8 @@ FORMER: dict[str, tuple[str, ...]] = {
     "11a_build_your_model": ("06_capstone_train_tiny_transformer", "11_build_and_train"),
     "11b_train_your_model": ("11_build_and_train",),
     "12_read_your_model": ("06_capstone_train_tiny_transformer",),
+    "16a_interpolation_and_ntk": ("16_longer_than_trained",),
+    "16b_yarn_compared": ("16_longer_than_trained",),
 }
 
 __all__ = [
