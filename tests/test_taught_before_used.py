@@ -58,6 +58,10 @@ TERMS = {
     "induction head": "12",
     "knock-out": "12",
     "knock out": "12",
+    "fine-tun": "16a",
+    "position interpolation": "16a",
+    "NTK-aware": "16a",
+    "YaRN": "16b",
 }
 _LESSON = re.compile(r"\blessons? (\d\d[a-z]?)\b", re.IGNORECASE)
 
