@@ -2,6 +2,9 @@
 angles, and seed 0 with interpolated angles and NTK-aware frequencies (the stored grid of
 data/rope_scaling.json, and its agreement with a fresh measurement of seed 0)."""
 
+from pathlib import Path
+
+import nbformat
 import pytest
 import torch
 
@@ -72,3 +75,21 @@ def test_with_angles_leaves_the_model_alone_and_checks_its_table():
         rs.scaled_frequencies("pi", 0.5, 16)
     with pytest.raises(ValueError, match="method"):
         rs.scaled_frequencies("linear", 2.0, 16)
+
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "16a_interpolation_and_ntk.ipynb"
+
+
+def test_the_prediction_is_measured_in_the_next_cell_on_the_interpolated_model():
+    """The predict-then-measure cell: a choice ("same", "little", "much") for the interpolated
+    model's excess inside the trained length, measured live on seed 0 with the learner's angles:
+    1.78 nats, "much"; nothing above it measures an interpolated model."""
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    at = next(i for i, c in enumerate(cells) if c.source.startswith("my_guess = None"))
+    measuring = cells[at + 1]
+    assert "rs.with_angles(model, angles)" in measuring.source
+    printed = "".join(o.get("text", "") for o in measuring.outputs)
+    assert "it is 'much', 1.78 nats inside" in printed
+    above = [c for c in cells[:at] if c.cell_type == "code"]
+    assert not any("with_angles" in c.source for c in above)
+    assert "1.78" not in "\n".join(c.source for c in cells[:at])

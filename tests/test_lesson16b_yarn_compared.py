@@ -1,6 +1,9 @@
 """Lesson 16b's claims, from the stored grid of all three shipped seeds (data/rope_scaling.json);
 lesson 16a's tests check the grid against a fresh measurement of seed 0."""
 
+from pathlib import Path
+
+import nbformat
 import pytest
 
 from course_lib import rope_scaling as rs
@@ -98,3 +101,21 @@ def test_seed_0s_yarn_measures_close_to_interpolation_a_little_better():
     yarn, pi = _parts("yarn", 4.0)[0], _parts("pi", 4.0)[0]
     assert round(yarn["inside"], 2) == 1.59 and yarn["inside"] < pi["inside"]
     assert yarn["beyond 2L"] < pi["beyond 2L"] and yarn["to 2L"] < pi["to 2L"]
+
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "16b_yarn_compared.ipynb"
+
+
+def test_the_prediction_is_judged_in_the_cell_that_prints_the_grid():
+    """The predict-then-measure cell: a choice of NTK factor (4, 6 or 8) for the lowest excess
+    past 2L, judged by judge_choice in the next cell, which prints the grid for the first time;
+    no cell or prose above gives the numbers past 2L at factors 6 and 8."""
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    at = next(i for i, c in enumerate(cells) if c.source.startswith("my_factor = None"))
+    measuring = cells[at + 1]
+    assert "judge_choice(my_factor" in measuring.source
+    printed = "".join(o.get("text", "") for o in measuring.outputs)
+    assert "Measured NTK factor lowest over 64-126: 8." in printed
+    above = "\n".join(c.source for c in cells[:at])
+    above += "".join(o.get("text", "") for c in cells[:at] for o in c.get("outputs", []))
+    assert "1.51" not in above and "1.37" not in above
