@@ -38,7 +38,8 @@ from course_lib.exercises import (
     lesson13,
     lesson14,
     lesson15a_sliding_window,
-    lesson16,
+    lesson16a_interpolation_and_ntk,
+    lesson16b_yarn_compared,
     lesson17a_online_softmax,
     lesson17b_tiled_memory_and_backward,
     lesson_label,
@@ -193,10 +194,11 @@ check_swiglu = checker(lesson14.SWIGLU)
 # ---------------------------------------------------------------- lesson 15a
 check_sliding_window_mask = checker(lesson15a_sliding_window.SLIDING_WINDOW_MASK)
 check_attend_rolling = checker(lesson15a_sliding_window.ATTEND_ROLLING)
-# ---------------------------------------------------------------- lesson 16
-check_pi_angles = checker(lesson16.PI_ANGLES)
-check_ntk_frequencies = checker(lesson16.NTK_FREQUENCIES)
-check_yarn_frequencies = checker(lesson16.YARN_FREQUENCIES)
+# ---------------------------------------------------------------- lesson 16a
+check_pi_angles = checker(lesson16a_interpolation_and_ntk.PI_ANGLES)
+check_ntk_frequencies = checker(lesson16a_interpolation_and_ntk.NTK_FREQUENCIES)
+# ---------------------------------------------------------------- lesson 16b
+check_yarn_frequencies = checker(lesson16b_yarn_compared.YARN_FREQUENCIES)
 
 # ---------------------------------------------------------------- lesson 17a
 check_online_attention = checker(

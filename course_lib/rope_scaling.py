@@ -1,4 +1,5 @@
-"""RoPE scaling: running a RoPE model on longer sequences than it was trained on (lesson 16).
+"""RoPE scaling: running a RoPE model on longer sequences than it was trained on (lessons 16a
+and 16b).
 
     python -m course_lib.rope_scaling    # measure the grid again, write data/rope_scaling.json
 
@@ -75,20 +76,20 @@ def _even(d) -> int:
 
 
 def frequencies(d: int, base: float = BASE) -> torch.Tensor:
-    """(d/2,) float64: RoPE's theta_i = base ** (-2i / d), the fastest pair first (lesson 16;
+    """(d/2,) float64: RoPE's theta_i = base ** (-2i / d), the fastest pair first (lesson 16a;
     RoPE itself is lesson 06's)."""
     _even(d)
     return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
 
 
 def wavelengths(freqs: torch.Tensor) -> torch.Tensor:
-    """(d/2,): the positions pair i takes to turn once, 2 pi / theta_i (lesson 16)."""
+    """(d/2,): the positions pair i takes to turn once, 2 pi / theta_i (lesson 16a)."""
     return 2 * math.pi / freqs
 
 
 def angles_of(freqs: torch.Tensor, max_len: int) -> torch.Tensor:
     """(max_len, d/2) float64: angle p * freqs[i] of pair i at positions p = 0 .. max_len - 1
-    (lesson 16)."""
+    (lesson 16a)."""
     positive_int("max_len", max_len)
     return torch.arange(max_len, dtype=torch.float64)[:, None] * freqs.double()[None, :]
 
@@ -96,7 +97,7 @@ def angles_of(freqs: torch.Tensor, max_len: int) -> torch.Tensor:
 def past_trained(angles: torch.Tensor, distance: int, trained_len: int = TRAINED_LEN) -> dict:
     """{pair i: angles[distance, i] / the largest angle pair i reached in training}, for the
     pairs that turn past it at `distance`: training reached (trained_len - 2) theta_i, and a pair
-    that went a full turn or more has met every angle, so it never appears (lesson 16)."""
+    that went a full turn or more has met every angle, so it never appears (lesson 16b)."""
     reach = (trained_len - 2) * frequencies(2 * angles.shape[1])  # (d/2,)
     at = angles[distance].double()  # (d/2,)
     return {
@@ -112,7 +113,7 @@ def yarn_ramp(
 ) -> torch.Tensor:  # fmt: skip
     """(d/2,) float64 gamma_i in [0, 1]: 0 interpolates pair i, 1 leaves it as trained. r_i
     = trained_len / wavelength_i turns in the trained length; gamma rises linearly from 0 at
-    r = alpha to 1 at r = beta (lesson 16)."""
+    r = alpha to 1 at r = beta (lesson 16b)."""
     positive_int("trained_len", trained_len)
     if not beta > alpha:
         raise ValueError(f"beta: expected a number above alpha = {alpha}, got {beta}")
@@ -123,7 +124,7 @@ def yarn_ramp(
 def scaled_frequencies(method: str, factor: float, d: int, *, trained_len: int = TRAINED_LEN,
                        alpha: float = YARN_ALPHA, beta: float = YARN_BETA,
                        base: float = BASE) -> torch.Tensor:  # fmt: skip
-    """(d/2,) float64: the frequencies theta'_i of `method` at scaling factor s (lesson 16)."""
+    """(d/2,) float64: the frequencies theta'_i of `method` at scaling factor s (lesson 16a)."""
     one_of("method", method, METHODS)
     s = _factor(factor)
     theta = frequencies(d, base)
@@ -139,7 +140,7 @@ def scaled_frequencies(method: str, factor: float, d: int, *, trained_len: int =
 
 def attention_scale(method: str, factor: float) -> float:
     """What cos and sin are multiplied by: YaRN's 0.1 ln s + 1 (so the scores get its
-    square), 1 for the other methods (lesson 16)."""
+    square), 1 for the other methods (lesson 16b)."""
     one_of("method", method, METHODS)
     s = _factor(factor)
     return 0.1 * math.log(s) + 1.0 if method == "yarn" else 1.0
@@ -155,7 +156,7 @@ def _ropes(model) -> list[RotaryEmbedding]:
 def with_angles(model, angles: torch.Tensor, scale: float = 1.0):
     """A copy of `model` whose RoPE turns pair i of position p by angles[p, i], its cos and sin
     multiplied by `scale`; angles (max_len, d/2), one row per position the model accepts. The
-    model itself and its weights are unchanged (lesson 16)."""
+    model itself and its weights are unchanged (lesson 16a)."""
     ropes = _ropes(model)
     shape = (ropes[0].max_len, ropes[0].d_head // 2)
     if not isinstance(angles, torch.Tensor) or tuple(angles.shape) != shape:
@@ -172,7 +173,7 @@ def with_angles(model, angles: torch.Tensor, scale: float = 1.0):
 
 def with_frequencies(model, freqs: torch.Tensor, scale: float = 1.0):
     """A copy of `model` whose RoPE turns pair i of position p by p * freqs[i], its cos and
-    sin multiplied by `scale` (lesson 16)."""
+    sin multiplied by `scale` (lesson 16a)."""
     rope = _ropes(model)[0]
     half = rope.d_head // 2
     if not isinstance(freqs, torch.Tensor) or tuple(freqs.shape) != (half,):
@@ -182,7 +183,7 @@ def with_frequencies(model, freqs: torch.Tensor, scale: float = 1.0):
 
 
 def scaled_model(model, method: str, factor: float, **yarn):
-    """`model` with RoPE scaled by `method` at `factor`, the course's own version (lesson 16)."""
+    """`model` with RoPE scaled by `method` at `factor`, the course's own version (lesson 16b)."""
     d = _ropes(model)[0].d_head
     freqs = scaled_frequencies(method, factor, d, **yarn)
     return with_frequencies(model, freqs, attention_scale(method, factor))
@@ -190,7 +191,7 @@ def scaled_model(model, method: str, factor: float, **yarn):
 
 def excess_by_position(model, split: str = "long") -> torch.Tensor:
     """(T - 1,) float64: the model's mean loss minus the floor at each prediction position of
-    `split`, over its lines (lesson 16)."""
+    `split`, over its lines (lesson 16a)."""
     ids, _, _ = corpus.floored_split(split)
     with torch.no_grad():
         losses = token_losses(model, ids)  # (N, T - 1)
@@ -199,7 +200,7 @@ def excess_by_position(model, split: str = "long") -> torch.Tensor:
 
 def summary(excess: torch.Tensor, trained_len: int = TRAINED_LEN) -> dict[str, float]:
     """Mean excess at positions 0 .. L - 2 (the predictions a training line holds), L .. 2L - 1,
-    2L .. the end, and L .. the end, as corpus.excess_loss counts "beyond" (lesson 16)."""
+    2L .. the end, and L .. the end, as corpus.excess_loss counts "beyond" (lesson 16a)."""
     L = trained_len
     return {
         "inside": float(excess[: L - 1].mean()),
@@ -211,7 +212,7 @@ def summary(excess: torch.Tensor, trained_len: int = TRAINED_LEN) -> dict[str, f
 
 def measure_grid(load, seeds=SEEDS, factors=FACTORS) -> dict:
     """{"factors", "runs": {seed: {method: {factor: excess by position}}}}: every method at
-    every factor on each seed's model load(seed); "none" at factor 1 only (lesson 16)."""
+    every factor on each seed's model load(seed); "none" at factor 1 only (lesson 16b)."""
     runs = {}
     for seed in seeds:
         model = load(seed)
@@ -248,13 +249,13 @@ def _rounded(excess: torch.Tensor) -> list[float]:
 
 
 def load_grid(path=GRID) -> dict:
-    """The stored grid that `python -m course_lib.rope_scaling` writes (lesson 16)."""
+    """The stored grid that `python -m course_lib.rope_scaling` writes (lesson 16a)."""
     return json.loads(path.read_text(encoding="utf-8"))
 
 
 def grid_excess(grid: dict, seed: int, method: str, factor: float) -> torch.Tensor:
     """(T - 1,) float64: the stored excess by position of one seed, method (or tried setting)
-    and factor (lesson 16)."""
+    and factor (lesson 16a)."""
     one_of("method", method, METHODS + tuple(TRIED))
     runs = grid["runs"][str(seed)][method]
     key = "1" if method == "none" else f"{_factor(factor):g}"
@@ -264,7 +265,7 @@ def grid_excess(grid: dict, seed: int, method: str, factor: float) -> torch.Tens
 
 
 def main(argv=None) -> None:
-    """Measure the grid on the three base models and write it (lesson 16)."""
+    """Measure the grid on the three base models and write it (lesson 16b)."""
     from course_lib import variants
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -606,3 +606,52 @@ def test_a_workspace_holding_lesson_04_before_its_split_keeps_the_learners_work(
     assert work.origin["split_heads"] == "lesson 04a: yours"
     assert work.functions["split_heads"](None, 1) == "mine, in 04a"
     assert work.origin["merge_heads"] == "lesson 04a: yours in 04_multihead.ipynb"
+
+
+# ---------------------------------------------------------------- lesson 16 before its split
+
+BEFORE_THE_SPLIT_OF_16 = ROOT_TESTS / "fixtures" / "workspace_before_the_split_of_16"
+
+
+def test_a_workspace_holding_lesson_16_before_its_split_keeps_the_learners_work(tmp_path):
+    """16_longer_than_trained (the learner copy from main before the split, pi_angles and
+    yarn_frequencies written the learner's own way, ntk_frequencies left a stub) became
+    16a_interpolation_and_ntk (pi_angles, ntk_frequencies) and 16b_yarn_compared
+    (yarn_frequencies): the halves arrive beside it with stubs, and earlier_work finds each
+    written exercise in the old file, and the course's for the one never written."""
+    from course_lib.exercises import FORMER
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_SPLIT_OF_16 / "16_longer_than_trained.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    written = {p.name for p in prepare(LESSONS_DIR, tmp_path)}
+    assert {"16a_interpolation_and_ntk.ipynb", "16b_yarn_compared.ipynb"} <= written
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()
+    for key in ("16a_interpolation_and_ntk", "16b_yarn_compared"):
+        assert FORMER[key] == ("16_longer_than_trained",)
+    names = ["pi_angles", "ntk_frequencies", "yarn_frequencies"]
+    for name in ("pi_angles", "yarn_frequencies"):  # each asked for alone
+        work = collect([name], tmp_path)
+        assert work.origin[name].endswith(": yours in 16_longer_than_trained.ipynb"), work.origin
+    work = collect(names, tmp_path)
+    assert work.origin["pi_angles"] == "lesson 16a: yours in 16_longer_than_trained.ipynb"
+    assert work.origin["yarn_frequencies"] == "lesson 16b: yours in 16_longer_than_trained.ipynb"
+    assert work.origin["ntk_frequencies"].startswith("lesson 16a: the course's")
+    for name in ("pi_angles", "yarn_frequencies"):
+        assert work.functions[name].__doc__ == "Mine, written in lesson 16 before it was split."
+        torch.testing.assert_close(
+            work.functions[name](*by_name(name).case_list()[0].args),
+            by_name(name).reference(*by_name(name).case_list()[0].args),
+        )
+    # written again in its new lesson, the learner's newer version wins
+    nb = nbformat.read(tmp_path / "16b_yarn_compared.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("def yarn_frequencies("))
+    cell.source = (
+        "def yarn_frequencies(d, factor, trained_len, *args, **kwargs):\n    return 'in 16b'"
+    )
+    nbformat.write(nb, tmp_path / "16b_yarn_compared.ipynb")
+    work = collect(names, tmp_path)
+    assert work.origin["yarn_frequencies"] == "lesson 16b: yours"
+    assert work.functions["yarn_frequencies"](16, 4.0, 32) == "in 16b"
+    assert work.origin["pi_angles"] == "lesson 16a: yours in 16_longer_than_trained.ipynb"

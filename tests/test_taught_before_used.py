@@ -63,6 +63,10 @@ TERMS = {
     "attention sink": "15a",
     "online softmax": "17a",
     "log-sum-exp": "17b",
+    "fine-tun": "16a",
+    "position interpolation": "16a",
+    "NTK-aware": "16a",
+    "YaRN": "16b",
 }
 _LESSON = re.compile(r"\blessons? (\d\d[a-z]?)\b", re.IGNORECASE)
 

@@ -41,7 +41,8 @@ LESSONS = {
     "14_todays_block": "lesson14",
     "15a_sliding_window": "lesson15a_sliding_window",
     "15b_attention_sinks": "lesson15b_attention_sinks",
-    "16_longer_than_trained": "lesson16",
+    "16a_interpolation_and_ntk": "lesson16a_interpolation_and_ntk",
+    "16b_yarn_compared": "lesson16b_yarn_compared",
     "17a_online_softmax": "lesson17a_online_softmax",
     "17b_tiled_memory_and_backward": "lesson17b_tiled_memory_and_backward",
 }
@@ -66,6 +67,8 @@ FORMER: dict[str, tuple[str, ...]] = {
     "12_read_your_model": ("06_capstone_train_tiny_transformer",),
     "15a_sliding_window": ("15_sliding_window",),
     "15b_attention_sinks": ("15_sliding_window",),
+    "16a_interpolation_and_ntk": ("16_longer_than_trained",),
+    "16b_yarn_compared": ("16_longer_than_trained",),
     "17a_online_softmax": ("17_tiled_attention",),
     "17b_tiled_memory_and_backward": ("17_tiled_attention",),
 }

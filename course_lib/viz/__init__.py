@@ -75,14 +75,8 @@ from course_lib.viz.lesson12_read_your_model import (
 from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
 from course_lib.viz.lesson14 import bends_figure
 from course_lib.viz.lesson15b_attention_sinks import excess_by_position_figure
-from course_lib.viz.lesson16 import (
-    METHOD_STYLES,
-    angles_figure,
-    draw_angles,
-    draw_excess,
-    excess_figure,
-    excess_panels,
-)
+from course_lib.viz.lesson16a_interpolation_and_ntk import METHOD_STYLES, draw_excess, excess_figure
+from course_lib.viz.lesson16b_yarn_compared import angles_figure, draw_angles, excess_panels
 from course_lib.viz.lesson17b_tiled_memory_and_backward import memory_figure
 from course_lib.viz.render import canvas_png, to_png
 from course_lib.viz.style import (
@@ -112,7 +106,8 @@ FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
                   "lesson07_rope_in_real_models",
                   "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
                   "lesson12_read_your_model", "lesson13", "lesson14", "lesson15b_attention_sinks",
-                  "lesson16", "lesson17b_tiled_memory_and_backward")  # fmt: skip
+                  "lesson16a_interpolation_and_ntk", "lesson16b_yarn_compared",
+                  "lesson17b_tiled_memory_and_backward")  # fmt: skip
 
 __all__ = [
     "BLUE",

@@ -28,7 +28,7 @@ from course_lib.widgets.lesson12_read_your_model import (
 )
 from course_lib.widgets.lesson13 import KVCostExplorer
 from course_lib.widgets.lesson15a_sliding_window import WindowExplorer
-from course_lib.widgets.lesson16 import RopeScalingExplorer
+from course_lib.widgets.lesson16b_yarn_compared import RopeScalingExplorer
 from course_lib.widgets.lesson17a_online_softmax import TileExplorer
 
 # every explorer, in lesson order

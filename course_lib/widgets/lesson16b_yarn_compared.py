@@ -1,4 +1,4 @@
-"""Lesson 16's explorer: a scaling method and factor, each RoPE pair's angle against position,
+"""Lesson 16b's explorer: a scaling method and factor, each RoPE pair's angle against position,
 and the measured excess loss by position of the three shipped models."""
 
 import torch
@@ -6,7 +6,8 @@ from matplotlib.figure import Figure
 
 from course_lib import rope_scaling as rs
 from course_lib.exercises.stub import attempt
-from course_lib.viz.lesson16 import METHOD_STYLES, draw_angles, draw_excess
+from course_lib.viz.lesson16a_interpolation_and_ntk import METHOD_STYLES, draw_excess
+from course_lib.viz.lesson16b_yarn_compared import draw_angles
 from course_lib.viz.style import DPI
 from course_lib.widgets.base import Explorer, choice_buttons, choice_slider
 
@@ -15,7 +16,7 @@ LABELS = {"position interpolation": "pi", "NTK-aware": "ntk", "YaRN": "yarn"}
 
 
 class RopeScalingExplorer(Explorer):
-    """The explorer of lesson 16. Method and factor s: left, pair i's angle p theta'_i against p
+    """The explorer of lesson 16b. Method and factor s: left, pair i's angle p theta'_i against p
     (trained positions shaded, each pair's largest trained angle as a thin line); right, the excess
     loss by position, the mean of the three shipped models, against the unscaled one. The angles
     come from your pi_angles, ntk_frequencies and yarn_frequencies where they run, the losses from
@@ -37,7 +38,7 @@ class RopeScalingExplorer(Explorer):
         left, right = self.fig.subplots(1, 2)
         self.angle_lines = draw_angles(left, self.trained, self.trained, rs.TRAINED_LEN)
         left.set_ylim(1e-5, 1000)
-        left.set_title("each pair's angle, the fastest on top")
+        left.set_title("each pair's angle: pair 0 on top, pair 7 at the bottom")
         seeds = self.grid["runs"]
         self.unscaled = torch.stack([rs.grid_excess(self.grid, int(s), "none", 1) for s in seeds])
         curves = {"as trained": self.unscaled.mean(0), "NTK-aware": self.unscaled.mean(0)}
@@ -91,11 +92,12 @@ class RopeScalingExplorer(Explorer):
         style = METHOD_STYLES[label]
         self.excess_line.set_color(style["color"])
         self.excess_line.set_linestyle(style["linestyle"])
-        self.excess_line.set_label(label)
+        named = f"{label}, s = {factor:g}"  # the legend names the factor, not only the method
+        self.excess_line.set_label(named)
         handle = self.legend.legend_handles[1]
         handle.set_color(style["color"])
         handle.set_linestyle(style["linestyle"])
-        self.legend.get_texts()[1].set_text(label)
+        self.legend.get_texts()[1].set_text(named)
         said = rs.summary(excess)
         base = rs.summary(self.unscaled.mean(0))
         self.past = rs.past_trained(angles, MAX_LEN - 2)  # the longest distance a line predicts

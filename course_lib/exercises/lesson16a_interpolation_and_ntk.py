@@ -1,18 +1,45 @@
-"""Lesson 16's exercises: the angles of position interpolation, the frequencies of NTK-aware
-scaling and of YaRN.
+"""Lesson 16a's exercises: the angles of position interpolation and the frequencies of
+NTK-aware scaling.
+
+CONTRACTS (fixed: the lessons, lesson 16b's explorer and the checks rely on them):
+- pi_angles(positions, d, factor, base=10000.0) -> (T, d/2) float64: positions (T,) integer
+  or float, d even, factor s >= 1; angles[t, i] = (positions[t] / s) * base ** (-2i / d),
+  RoPE's angle table at the interpolated positions (Chen et al. 2023).
+- ntk_frequencies(d, factor, base=10000.0) -> (d/2,) float64: RoPE's frequencies with the
+  base multiplied by s ** (d / (d - 2)) (NTK-aware scaling).
 
 Each reference is written from its paper's formula, a different way from the course's
 course_lib.rope_scaling: position interpolation as RoPE at the position p / s (Chen et al.
 2023, f'(x, m) = f(x, m L / L')), each pair's angle an exponential of a logarithm; NTK-aware
 frequencies as theta_i s ** (-2i / (d - 2)), which is (base s ** (d / (d - 2))) ** (-2i / d)
-with the powers gathered; YaRN's as each pair's wavelength against the trained length.
+with the powers gathered.
+
+Every wrong version below is a mistake a learner makes, written the way it comes out; a test
+(tests/test_exercises_lesson16a_interpolation_and_ntk.py) writes each again as a learner would
+and checks its hint.
 """
 
 import math
 
 import torch
 
+from course_lib import positional
+from course_lib import rope_scaling as rs
 from course_lib.exercises.core import Bug, Case, Exercise
+
+# the course's own routes to RoPE's frequencies and angle tables, scaled or not: each computes
+# what these exercises (and lesson 16b's yarn_frequencies) ask for, or the whole of it with
+# one argument changed (rope_angles at positions / s is pi_angles; frequencies with the new
+# base is ntk_frequencies). _angle_table is what every other route to RoPE's angles runs
+COURSE_FREQUENCIES = (
+    (rs, "scaled_frequencies"),
+    (rs, "frequencies"),
+    (rs, "yarn_ramp"),
+    (rs, "angles_of"),
+    (rs, "scaled_model"),
+    (positional, "rope_angles"),
+    (positional, "_angle_table"),
+)
 
 
 def _log_theta(d, base):
@@ -21,32 +48,15 @@ def _log_theta(d, base):
 
 
 def pi_angles_reference(positions, d, factor, base=10000.0):
-    """The course's position interpolation angles, (T, d/2) float64 (lesson 16)."""
+    """The course's position interpolation angles, (T, d/2) float64 (lesson 16a)."""
     theta = torch.exp(_log_theta(d, base))  # (d/2,)
     return torch.einsum("t,i->ti", positions.to(torch.float64) / factor, theta)  # (T, d/2)
 
 
 def ntk_frequencies_reference(d, factor, base=10000.0):
-    """The course's NTK-aware frequencies, (d/2,) float64 (lesson 16)."""
+    """The course's NTK-aware frequencies, (d/2,) float64 (lesson 16a)."""
     i = torch.arange(d // 2, dtype=torch.float64)
     return torch.exp(_log_theta(d, base) - (2 * i / (d - 2)) * math.log(factor))  # (d/2,)
-
-
-def yarn_frequencies_reference(d, factor, trained_len, alpha=1.0, beta=32.0, base=10000.0):
-    """The course's YaRN frequencies, (d/2,) float64 (lesson 16)."""
-    theta = torch.exp(_log_theta(d, base))
-    wavelength = 2 * math.pi / theta
-    turns = trained_len / wavelength  # r_i: turns of pair i within the trained length
-    out = []
-    for r, t in zip(turns.tolist(), theta.tolist(), strict=True):
-        if r < alpha:
-            out.append(t / factor)  # slow pair: interpolated
-        elif r > beta:
-            out.append(t)  # fast pair: left as trained
-        else:
-            g = (r - alpha) / (beta - alpha)
-            out.append((1 - g) * t / factor + g * t)
-    return torch.tensor(out, dtype=torch.float64)
 
 
 # ---------------------------------------------------------------- the cases
@@ -74,16 +84,6 @@ def _ntk_cases() -> list[Case]:
     ]
 
 
-def _yarn_cases() -> list[Case]:
-    return [
-        Case((16, 4.0, 32), label="the lesson's model: d = 16, s = 4, trained length 32"),
-        Case((128, 16.0, 4096), label="d = 128, s = 16, trained length 4096 (Llama 2 to 64k)"),
-        Case((128, 4.0, 2048), label="d = 128, s = 4, trained length 2048"),
-        Case((16, 2.0, 32, 0.25, 1.0), label="d = 16, s = 2, L = 32, alpha 0.25, beta 1"),
-        Case((64, 8.0, 1024, 2.0, 16.0, 500000.0), label="d = 64, base 500000, alpha 2, beta 16"),
-    ]
-
-
 # ---------------------------------------------------------------- the mistakes
 
 
@@ -107,21 +107,9 @@ def _ntk(new_base=lambda b, s, d: b * s ** (d / (d - 2)), width=None, after=None
     return wrong
 
 
-def _yarn(turns=lambda L, t: L * t / (2 * math.pi), gamma=None, mix=None):
-    def wrong(d, factor, trained_len, alpha=1.0, beta=32.0, base=10000.0):
-        theta = _theta(d, base)
-        r = turns(trained_len, theta)
-        g = gamma(r, alpha, beta) if gamma else ((r - alpha) / (beta - alpha)).clamp(0, 1)
-        if mix is not None:
-            return mix(g, theta, factor)
-        return (1 - g) * theta / factor + g * theta
-
-    return wrong
-
-
 PI_ANGLES = Exercise(
     name="pi_angles",
-    lesson="16_longer_than_trained",
+    lesson="16a_interpolation_and_ntk",
     reference=pi_angles_reference,
     cases=_pi_cases,
     idea="the section 'Position interpolation': exercise 1's text, and lesson 07's rope_heads",
@@ -173,11 +161,16 @@ PI_ANGLES = Exercise(
     ),
     atol=1e-9,
     rtol=1e-9,
+    forbidden=COURSE_FREQUENCIES,
+    forbidden_hint="The check compares your table with the course's, so handing it a course "
+    "function that computes RoPE's frequencies or angles (rope_scaling.scaled_frequencies, "
+    "frequencies or angles_of, positional.rope_angles) checks nothing. Build the frequencies "
+    "base ** (-2i / d) yourself, then every interpolated position against every pair's.",
 )
 
 NTK_FREQUENCIES = Exercise(
     name="ntk_frequencies",
-    lesson="16_longer_than_trained",
+    lesson="16a_interpolation_and_ntk",
     reference=ntk_frequencies_reference,
     cases=_ntk_cases,
     idea="the section 'NTK-aware scaling: a new base': exercise 2's text",
@@ -237,65 +230,12 @@ NTK_FREQUENCIES = Exercise(
     ),
     atol=1e-12,
     rtol=1e-9,
+    forbidden=COURSE_FREQUENCIES,
+    forbidden_hint="The check compares your frequencies with the course's, so handing it a "
+    "course function that computes RoPE's frequencies (rope_scaling.scaled_frequencies, or "
+    "rope_scaling.frequencies and positional.rope_angles with the new base) checks nothing. "
+    "Work out the new base on paper, then write its frequencies b' ** (-2i / d) yourself.",
 )
 
-YARN_FREQUENCIES = Exercise(
-    name="yarn_frequencies",
-    lesson="16_longer_than_trained",
-    reference=yarn_frequencies_reference,
-    cases=_yarn_cases,
-    idea="the section 'YaRN: by wavelength': exercise 3's text",
-    bugs=(
-        Bug(
-            "ramp_reversed",
-            _yarn(mix=lambda g, t, s: g * t / s + (1 - g) * t),
-            "your fast pairs are interpolated and your slow pairs left alone: the other way round",
-            "gamma is 1 for a pair that turns many times within the trained length: that pair "
-            "has seen every angle and is left as trained, theta. Its weight belongs on theta, "
-            "and 1 - gamma on theta / s.",
-        ),
-        Bug(
-            "turns_inverted",
-            _yarn(turns=lambda L, t: (2 * math.pi / t) / L),
-            "your ramp picks the wrong pairs",
-            "r is the number of turns a pair makes within the trained length, L / wavelength, "
-            "large for the fast pairs; you computed wavelength / L.",
-        ),
-        Bug(
-            "no_two_pi",
-            _yarn(turns=lambda L, t: L * t),
-            "your ramp starts at the wrong pairs: r is about 6 times too large",
-            "a pair turns once every 2 pi / theta positions: that is its wavelength. L * theta "
-            "is the angle after L positions, in radians, not in turns.",
-        ),
-        Bug(
-            "unclamped",
-            _yarn(gamma=lambda r, a, b: (r - a) / (b - a)),
-            "your frequencies are negative or too large for the pairs outside the ramp",
-            "gamma must stay between 0 and 1: below alpha a pair is interpolated fully, above "
-            "beta not at all. Clamp the ramp (torch.clamp).",
-        ),
-        Bug(
-            "step",
-            _yarn(gamma=lambda r, a, b: (r > a).double()),
-            "your pairs between alpha and beta turns jump straight to theta",
-            "between r = alpha and r = beta the weight rises linearly, (r - alpha) / (beta - "
-            "alpha); only beyond beta is it 1.",
-        ),
-        Bug(
-            "multiplied",
-            _yarn(mix=lambda g, t, s: (1 - g) * t * s + g * t),
-            "your slow pairs turn s times faster instead of s times slower",
-            "interpolating a pair divides its frequency by s, as position interpolation does: "
-            "theta / s, not theta * s.",
-        ),
-    ),
-    hints=(
-        "Print, per pair, its wavelength 2 pi / theta, its turns r = L / wavelength and your "
-        "gamma: gamma is 0 where r < alpha, 1 where r > beta.",
-        "theta'_i = (1 - gamma_i) theta_i / s + gamma_i theta_i, gamma_i = clamp((r_i - "
-        "alpha) / (beta - alpha), 0, 1), float64, shape (d/2,).",
-    ),
-    atol=1e-12,
-    rtol=1e-9,
-)
+
+EXERCISES = (PI_ANGLES, NTK_FREQUENCIES)

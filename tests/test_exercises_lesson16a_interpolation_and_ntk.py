@@ -1,10 +1,12 @@
-"""Lesson 16's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 16a's exercises: the notebook's solutions pass, learner-style mistakes get their hint,
+and an answer that hands the check one of the course's own frequency functions is told so.
 
 Every wrong function here is written the way a learner would write it (floor division of
-integer positions, the base scaled by the factor alone, the ramp run the wrong way), not taken
-from the bug list in course_lib/exercises/lesson16/. They were written before that list.
+integer positions, the base scaled by the factor alone), not taken from the bug list in
+course_lib/exercises/lesson16a_interpolation_and_ntk.py. They were written before that list.
 """
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -12,15 +14,21 @@ import nbformat
 import pytest
 import torch
 
-from course_lib.checks import check_ntk_frequencies, check_pi_angles, check_yarn_frequencies
+from course_lib import positional
+from course_lib import rope_scaling as rs
+from course_lib.checks import check_ntk_frequencies, check_pi_angles
 from course_lib.exercises.core import run
-from course_lib.exercises.lesson16 import EXERCISES, NTK_FREQUENCIES, PI_ANGLES, YARN_FREQUENCIES
+from course_lib.exercises.lesson16a_interpolation_and_ntk import (
+    EXERCISES,
+    NTK_FREQUENCIES,
+    PI_ANGLES,
+)
 from course_lib.workspace import stub_solutions
 from helpers import failed_with_hint as _check
 from helpers import notebook_functions, stub, verdict
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "16_longer_than_trained.ipynb"
-NAMES = ("pi_angles", "ntk_frequencies", "yarn_frequencies")
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "16a_interpolation_and_ntk.ipynb"
+NAMES = ("pi_angles", "ntk_frequencies")
 BY_NAME = {e.name: e for e in EXERCISES}
 
 
@@ -38,17 +46,9 @@ def ntk_frequencies(d, factor, base=10000.0):
     return new_base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
 
 
-def yarn_frequencies(d, factor, trained_len, alpha=1.0, beta=32.0, base=10000.0):
-    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-    r = trained_len / (2 * math.pi / theta)
-    gamma = torch.clamp((r - alpha) / (beta - alpha), 0, 1)
-    return (1 - gamma) * theta / factor + gamma * theta
-
-
 def test_the_right_answers_written_here_pass():
     assert run(PI_ANGLES, pi_angles).passed
     assert run(NTK_FREQUENCIES, ntk_frequencies).passed
-    assert run(YARN_FREQUENCIES, yarn_frequencies).passed
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -57,7 +57,7 @@ def test_the_lessons_solution_passes(name):
     assert run(BY_NAME[name], mine[name]).passed
 
 
-CHECKS = [check_pi_angles, check_ntk_frequencies, check_yarn_frequencies]
+CHECKS = [check_pi_angles, check_ntk_frequencies]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
@@ -191,40 +191,69 @@ def test_ntk_with_d_minus_2_in_the_angle_is_named():
     _check(NTK_FREQUENCIES, _ntk(width=lambda d: d - 2), "wrong_width")
 
 
-# ---------------------------------------------------------------- yarn_frequencies
+# ---------------------------------------------------------------- the course's own, handed over
 
 
-def _yarn(turns=lambda L, theta: L * theta / (2 * math.pi), gamma=None, mix=None):
-    def wrong(d, factor, trained_len, alpha=1.0, beta=32.0, base=10000.0):
-        theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-        r = turns(trained_len, theta)
-        g = (gamma or (lambda r, a, b: ((r - a) / (b - a)).clamp(0, 1)))(r, alpha, beta)
-        if mix is not None:
-            return mix(g, theta, factor)
-        return (1 - g) * theta / factor + g * theta
-
-    return wrong
+def _forbidden(exercise, fn, called, right=True):
+    """An answer that runs a course function that computes it: told so, with the forbidden hint,
+    whatever its numbers; a `right` one passes every case once nothing is forbidden, so the list
+    is all that stops it."""
+    if right:
+        assert run(dataclasses.replace(exercise, forbidden=()), fn).passed
+    result = _check(exercise, fn, words=[f"your function calls {called}"])
+    assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
 
 
-def test_yarn_with_the_ramp_backwards_is_named():
-    _check(YARN_FREQUENCIES, _yarn(mix=lambda g, t, s: g * t / s + (1 - g) * t), "ramp_reversed")
+def pi_on_scaled(p, d, s, base=10000.0):  # the route lesson 16a's own measuring cell shows
+    return p.double()[:, None] * rs.scaled_frequencies("pi", s, d, base=base)
 
 
-def test_yarn_with_wavelength_over_length_is_named():
-    _check(YARN_FREQUENCIES, _yarn(turns=lambda L, t: (2 * math.pi / t) / L), "turns_inverted")
+def pi_on_frequencies(p, d, s, base=10000.0):
+    return (p.double() / s)[:, None] * rs.frequencies(d, base)
 
 
-def test_yarn_without_two_pi_is_named():
-    _check(YARN_FREQUENCIES, _yarn(turns=lambda L, t: L * t), "no_two_pi")
+def pi_on_rope_angles(p, d, s, base=10000.0):
+    return positional.rope_angles(p.double() / s, d, base, dtype=torch.float64)
 
 
-def test_yarn_without_the_clamp_is_named():
-    _check(YARN_FREQUENCIES, _yarn(gamma=lambda r, a, b: (r - a) / (b - a)), "unclamped")
+def test_pi_angles_that_wrap_the_courses_frequencies_are_told_so():
+    scaled = "course_lib.rope_scaling.scaled_frequencies"
+    _forbidden(PI_ANGLES, pi_on_scaled, scaled)
+    _forbidden(PI_ANGLES, pi_on_frequencies, "course_lib.rope_scaling.frequencies")
+    _forbidden(PI_ANGLES, pi_on_rope_angles, "course_lib.positional.rope_angles")
 
 
-def test_yarn_that_multiplies_where_it_should_divide_is_named():
-    _check(YARN_FREQUENCIES, _yarn(mix=lambda g, t, s: (1 - g) * t * s + g * t), "multiplied")
+def ntk_on_scaled(d, s, base=10000.0):
+    return rs.scaled_frequencies("ntk", s, d, base=base)
 
 
-def test_yarn_with_a_step_instead_of_a_ramp_is_named():
-    _check(YARN_FREQUENCIES, _yarn(gamma=lambda r, a, b: (r > a).double()), "step")
+def ntk_on_frequencies(d, s, base=10000.0):
+    return rs.frequencies(d, base * s ** (d / (d - 2)))
+
+
+def ntk_on_rope_angles(d, s, base=10000.0):
+    new_base = base * s ** (d / (d - 2))
+    return positional.rope_angles(torch.ones(1), d, new_base, dtype=torch.float64)[0]
+
+
+def test_ntk_frequencies_that_wrap_the_courses_are_told_so():
+    _forbidden(NTK_FREQUENCIES, ntk_on_scaled, "course_lib.rope_scaling.scaled_frequencies")
+    _forbidden(NTK_FREQUENCIES, ntk_on_frequencies, "course_lib.rope_scaling.frequencies")
+    _forbidden(NTK_FREQUENCIES, ntk_on_rope_angles, "course_lib.positional.rope_angles")
+
+
+def test_a_wrong_answer_on_the_courses_frequencies_is_told_so_too():
+    # the base times s alone, built on the course's function: the call is named first
+    _forbidden(NTK_FREQUENCIES, lambda d, s, base=10000.0: rs.frequencies(d, base * s),
+               "course_lib.rope_scaling.frequencies", right=False)  # fmt: skip
+
+
+def test_every_course_function_that_gives_an_answer_is_forbidden():
+    for exercise in EXERCISES:
+        names = {(getattr(m, "__name__", m), a) for m, a in exercise.forbidden}
+        for pair in (("course_lib.rope_scaling", "scaled_frequencies"),
+                     ("course_lib.rope_scaling", "frequencies"),
+                     ("course_lib.rope_scaling", "yarn_ramp"),
+                     ("course_lib.rope_scaling", "angles_of"),
+                     ("course_lib.positional", "rope_angles")):  # fmt: skip
+            assert pair in names, (exercise.name, pair)

@@ -1,4 +1,4 @@
-"""Lesson 16's explorer: it follows its controls, uses the learner's functions, and falls back."""
+"""Lesson 16b's explorer: it follows its controls, uses the learner's functions, and falls back."""
 
 import torch
 
@@ -37,3 +37,12 @@ def test_the_readout_names_the_pairs_past_their_trained_angle():
     e.controls["method"].value = "position interpolation"
     e.controls["factor"].value = 8.0
     assert e.state()["past"] == {} and "distance 126: none" in e.state()["readout"]
+
+
+def test_the_legend_names_the_factor_and_the_left_panel_its_pairs():
+    e = RopeScalingExplorer()
+    assert e.legend.get_texts()[1].get_text() == "NTK-aware, s = 4"
+    e.controls["method"].value = "YaRN"
+    e.controls["factor"].value = 2.0
+    assert e.legend.get_texts()[1].get_text() == "YaRN, s = 2"
+    assert "pair 0 on top" in e.fig.axes[0].get_title()
