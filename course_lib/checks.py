@@ -20,7 +20,8 @@ from functools import partial
 
 from course_lib.exercises import (
     lesson00,
-    lesson01_language_and_loss,
+    lesson01a_language_and_tokens,
+    lesson01b_loss_and_floor,
     lesson02a_attention,
     lesson02b_attention_in_batches,
     lesson03a_why_scale,
@@ -119,10 +120,12 @@ def checker(exercise: Exercise, verdict: Callable | None = None) -> Callable:
 # ---------------------------------------------------------------- lesson 00
 check_softmax = checker(lesson00.SOFTMAX)
 
-# ---------------------------------------------------------------- lesson 01_language_and_loss
-check_token_embedding = checker(lesson01_language_and_loss.TOKEN_EMBEDDING)
-check_output_layer = checker(lesson01_language_and_loss.OUTPUT_LAYER)
-check_next_token_cross_entropy = checker(lesson01_language_and_loss.NEXT_TOKEN_CROSS_ENTROPY)
+# ---------------------------------------------------------------- lesson 01a_language_and_tokens
+check_token_embedding = checker(lesson01a_language_and_tokens.TOKEN_EMBEDDING)
+check_output_layer = checker(lesson01a_language_and_tokens.OUTPUT_LAYER)
+
+# ---------------------------------------------------------------- lesson 01b_loss_and_floor
+check_next_token_cross_entropy = checker(lesson01b_loss_and_floor.NEXT_TOKEN_CROSS_ENTROPY)
 
 # ---------------------------------------------------------------- lesson 02a_attention
 check_causal_mask = checker(lesson02a_attention.CAUSAL_MASK)

@@ -1,4 +1,4 @@
-"""The toy language of course_lib.language as shipped text: data/language/ (lesson 01 on).
+"""The toy language of course_lib.language as shipped text: data/language/ (lesson 01a on).
 
     python -m course_lib.corpus    # write data/language/ again (a test checks it matches)
 
@@ -29,7 +29,7 @@ SPLITS = {"train": (20000, SEQ_LEN, 1), "valid": (400, SEQ_LEN, 2), "long": (200
 
 
 def generate(name: str) -> list[list[str]]:
-    """The lines of split `name`, drawn from the language with the split's seed (lesson 01)."""
+    """The lines of split `name`, drawn from the language with the split's seed (lesson 01a)."""
     num, length, seed = SPLITS[_split_name(name)]
     rng = random.Random(seed)
     return [language.sample_line(rng, length)[0] for _ in range(num)]
@@ -37,7 +37,7 @@ def generate(name: str) -> list[list[str]]:
 
 def write_data(directory=DIRECTORY) -> list[Path]:
     """Write vocab.txt and one NAME.txt per split (a line per sequence); return the paths
-    (lesson 01)."""
+    (lesson 01a)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / "vocab.txt"]
@@ -56,12 +56,12 @@ def _split_name(name) -> str:
 
 
 def encode(text) -> torch.Tensor:
-    """Token ids (T,) of a space-separated string or a list of tokens (lesson 01)."""
+    """Token ids (T,) of a space-separated string or a list of tokens (lesson 01a)."""
     return torch.tensor(text_ids(text, TOKEN_ID, "the vocabulary (corpus.VOCAB)"), dtype=torch.long)
 
 
 def to_tokens(ids) -> list[str]:
-    """The tokens of a 1-D sequence of ids (lesson 01)."""
+    """The tokens of a 1-D sequence of ids (lesson 01a)."""
     if isinstance(ids, torch.Tensor):
         if ids.dim() != 1:
             raise ValueError(f"ids: expected a 1-D sequence, got shape {tuple(ids.shape)}")
@@ -73,13 +73,13 @@ def to_tokens(ids) -> list[str]:
 
 
 def decode(ids) -> str:
-    """The text of a 1-D sequence of ids, tokens joined by spaces (lesson 01)."""
+    """The text of a 1-D sequence of ids, tokens joined by spaces (lesson 01a)."""
     return " ".join(to_tokens(ids))
 
 
 @functools.cache
 def load_split(name: str) -> torch.Tensor:
-    """The shipped split `name` ("train", "valid" or "long") as ids (N, T) (lesson 01)."""
+    """The shipped split `name` ("train", "valid" or "long") as ids (N, T) (lesson 01a)."""
     path = DIRECTORY / f"{_split_name(name)}.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
     return torch.stack([encode(line) for line in lines])  # (N, T)
@@ -89,7 +89,7 @@ def load_split(name: str) -> torch.Tensor:
 def floored_split(name: str) -> tuple[torch.Tensor, torch.Tensor, list[list[str]]]:
     """(ids (N, T), floor (N, T - 1), skills): a split with the floor of every prediction
     (nats, -log p of the true next token under the generator) and the skill it needs
-    (lesson 01)."""
+    (lesson 01b)."""
     ids = load_split(name)
     return (ids, *language.floor_losses([to_tokens(row) for row in ids]))
 
@@ -101,7 +101,7 @@ def _start(split: str) -> int:
 def excess_loss(losses: torch.Tensor, split: str) -> dict[str, float]:
     """Loss minus floor, overall and per skill, of the (N, T - 1) losses of a model on a split.
     On "long" only the predictions made beyond the trained length count (positions 32-126)
-    (lesson 01)."""
+    (lesson 01b)."""
     ids, floor, skills = floored_split(split)
     if tuple(losses.shape) != tuple(floor.shape):
         raise ValueError(
@@ -126,7 +126,7 @@ def excess_by_position(losses: torch.Tensor, split: str) -> torch.Tensor:
 
 
 def split_floor(split: str) -> dict[str, float]:
-    """The floor of a split, overall and per skill, in nats per prediction (lesson 01)."""
+    """The floor of a split, overall and per skill, in nats per prediction (lesson 01b)."""
     _, floor, skills = floored_split(split)
     excess = language.excess_by_skill(torch.zeros_like(floor), floor, skills, _start(split))
     return {skill: -value + 0.0 for skill, value in excess.items()}

@@ -1,4 +1,5 @@
-"""The toy language as a program, and the best loss any model can reach on it (lesson 01).
+"""The toy language as a program, and the best loss any model can reach on it (lessons 01a
+and 01b).
 
 A line is sentences one after another, cut at the line's length. A sentence reads like
 
@@ -72,7 +73,7 @@ VOCAB: tuple[str, ...] = (
     *SYLLABLES, *(b for pair in OPENERS.items() for b in pair),
 )  # fmt: skip
 SKILLS = ("subject", "induction", "object", "song", "bracket", "mark", "other")
-# every token of VOCAB in exactly one word class, in VOCAB's order (lesson 01_language_and_loss)
+# every token of VOCAB in exactly one word class, in VOCAB's order (lesson 01a)
 WORD_CLASSES: dict[str, tuple[str, ...]] = {
     "marks": MARKS,
     "subjects": SUBJECTS,
@@ -230,7 +231,7 @@ def _skill(before: dict, token: str, tokens: list[str], t: int) -> str:
 
 def next_token_distributions(tokens) -> tuple[list[dict[str, float]], list[str]]:
     """For a line of tokens (from its start), the exact distribution of each next token
-    (lesson 01_language_and_loss).
+    (lesson 01a_language_and_tokens).
 
     Returns (dists, skills): dists[t] maps every token the generator may write after
     tokens[:t + 1] to its probability, and skills[t] names the skill that predicting
@@ -269,7 +270,7 @@ def floor_losses(lines) -> tuple[torch.Tensor, list[list[str]]]:
 
     Returns (floor, skills): floor (N, T - 1) holds -log p of each true next token under the
     generator itself, the least loss any model can expect there; skills[n][t] names the
-    skill that predicting lines[n][t + 1] asks for (lesson 01).
+    skill that predicting lines[n][t + 1] asks for (lesson 01b).
     """
     rows, skills = [], []
     for tokens in lines:
@@ -281,7 +282,7 @@ def floor_losses(lines) -> tuple[torch.Tensor, list[list[str]]]:
 
 def first_of_each_skill(tokens) -> dict[str, int]:
     """For each skill a line asks for, the first position t whose prediction (of tokens[t + 1])
-    asks for it, in the order of SKILLS (lesson 01_language_and_loss)."""
+    asks for it, in the order of SKILLS (lesson 01a_language_and_tokens)."""
     _, skills = next_token_distributions(tokens)
     return {skill: skills.index(skill) for skill in SKILLS if skill in skills}
 
@@ -303,7 +304,7 @@ def copy_pairs(tokens) -> list[tuple[int, int]]:
 def excess_by_skill(
     losses: torch.Tensor, floor: torch.Tensor, skills, start: int = 0, stop: int | None = None
 ) -> dict[str, float]:
-    """Mean loss minus floor, over all predictions and over each skill's own (lesson 01).
+    """Mean loss minus floor, over all predictions and over each skill's own (lesson 01b).
 
     losses and floor: (N, T - 1), a model's loss and the floor at each prediction; skills:
     the labels floor_losses gave. Only predictions made at positions start..stop - 1 count.

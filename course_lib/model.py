@@ -34,7 +34,7 @@ class ModelConfig:
     prenorm: bool = True  # pre-norm blocks (the modern default) or post-norm
     scale: bool = True  # scores q.k / sqrt(d); False trains without the scale (lesson 03b)
     residual: bool = True  # False drops every block's "x +", for the variant table (lesson 08)
-    tied: bool = False  # the head reuses the embedding's matrix (lesson 01_language_and_loss)
+    tied: bool = False  # the head reuses the embedding's matrix (lesson 01b_loss_and_floor)
     ff: str = "gelu"  # "gelu" (Linear, GELU, Linear) or "swiglu", hidden width d_ff (lesson 14)
     bias: bool = True  # False: attention projections without biases, as in Llama (lesson 14)
     # key/value heads shared by groups of query heads; None: one per query head (lesson 13)

@@ -1,4 +1,4 @@
-"""Your functions from earlier lessons, read from your own notebooks (lesson 04a on).
+"""Your functions from earlier lessons, read from your own notebooks (lesson 01b on).
 
 The course builds one transformer across the lessons: lesson 02b's attention goes into
 lesson 04a's multi-head attention, which gets lesson 06's rotary embedding, which goes into
@@ -41,7 +41,7 @@ from course_lib.exercises.stub import is_stub
 
 @dataclass
 class Work:
-    """The functions found, by name, and for each where it came from (lesson 04a)."""
+    """The functions found, by name, and for each where it came from (lesson 01b)."""
 
     functions: dict = field(default_factory=dict)
     origin: dict = field(default_factory=dict)  # name -> "yours" or why it is the course's
@@ -104,7 +104,7 @@ def _resolved(name: str, namespace: dict, origin: dict, exercise):
 
 def earlier_work(*names: str, folder=None, quiet: bool = False) -> SimpleNamespace:
     """Your versions of the exercises `names` (say "attention", "split_heads"), as attributes
-    (lesson 04a).
+    (lesson 01b).
 
     Looks in `folder` (default: the folder this notebook runs in). Prints one line per name:
     yours, or the course's and why. Returns a namespace: `mine = earlier_work("attention")`,
@@ -118,7 +118,7 @@ def earlier_work(*names: str, folder=None, quiet: bool = False) -> SimpleNamespa
 
 def collect(names, folder: Path) -> Work:
     """The exercises `names` as the lessons in folder define them, yours where written and
-    running, else the course's, each with where it came from (lesson 04a)."""
+    running, else the course's, each with where it came from (lesson 01b)."""
     exercises = {e.name: e for e in all_exercises()}
     unknown = [n for n in names if n not in exercises]
     if unknown:

@@ -53,7 +53,8 @@ def judge_prediction(
 ) -> str:
     """One line comparing a prediction with the measurement: how far off it was, or, with no
     prediction written (None), the measurement and a nudge to predict next time (lessons
-    00_start_here, 01_language_and_loss and 05_encoder_decoder)."""
+    00_start_here, 01a_language_and_tokens, 01b_loss_and_floor and
+    05_encoder_decoder)."""
     shown = f"{measured:.{digits}f}{unit}"
     if predicted is None:
         return (

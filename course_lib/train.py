@@ -63,7 +63,7 @@ class History:
 
 
 def lm_loss(model, ids: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of predicting ids[:, t + 1] from ids[:, :t + 1] (lesson 01)."""
+    """Mean cross-entropy of predicting ids[:, t + 1] from ids[:, :t + 1] (lesson 01b)."""
     logits = model(ids[:, :-1])  # (B, T-1, V)
     return F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())  # (B*(T-1), V) vs (B*(T-1),)
 
@@ -83,7 +83,7 @@ def loss_by_position(model, ids: torch.Tensor, batch_size: int = 100) -> torch.T
 
 @torch.no_grad()
 def token_losses(model, ids: torch.Tensor, batch_size: int = 100) -> torch.Tensor:
-    """(N, T-1): the loss of every prediction, ids[:, t + 1] from ids[:, :t + 1] (lesson 01)."""
+    """(N, T-1): the loss of every prediction, ids[:, t + 1] from ids[:, :t + 1] (lesson 01b)."""
     rows = []
     with evaluating(model):
         for i in range(0, len(ids), batch_size):

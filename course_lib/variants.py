@@ -1,4 +1,4 @@
-"""Every trained comparison the course makes, over three seeds, as one table (lesson 01 on).
+"""Every trained comparison the course makes, over three seeds, as one table (lesson 01b on).
 
     python -m course_lib.variants            # train every variant, write data/variants.json
     python -m course_lib.variants --jobs 2   # two at a time, one torch thread each
@@ -80,7 +80,7 @@ VARIANTS["layers-2"] = BASE  # names for one config share its runs: each trains 
 @dataclass(frozen=True)
 class Row:
     """One comparison: each (better, worse) pair is a claim, on `skill` and overall
-    (lesson 01)."""
+    (lesson 01b)."""
 
     name: str
     lesson: str
@@ -120,7 +120,7 @@ ROWS = (
     Row("residuals and normalisation at depth 2", "08", "all", (("layers-2", "layers-2-bare"),)),
     Row("a skill that needs two layers", "11", "induction", (("layers-2", "layers-1"),)),
     # the head tied to the embedding, V * D fewer weights: Press and Wolf (2017) found it better
-    Row("the output layer tied to the embedding", "01_language_and_loss", "all",
+    Row("the output layer tied to the embedding", "01b", "all",
         (("tied", "base"),)),
     # lesson 14: the gate multiplies two projections of a token, so the object's verb form
     # (a non-linear function of two nouns) is where SwiGLU could differ
@@ -151,29 +151,29 @@ CHECKPOINTS = {
 
 def load_split(name: str) -> torch.Tensor:
     """The toy language's split `name` as ids (N, T): data/language/ (course_lib.corpus)
-    (lesson 01)."""
+    (lesson 01b)."""
     return corpus.load_split(name)
 
 
 def floored_split(name: str):
-    """(ids, floor, skills) of split `name`: see language.floor_losses (lesson 01)."""
+    """(ids, floor, skills) of split `name`: see language.floor_losses (lesson 01b)."""
     return corpus.floored_split(name)
 
 
 def excess_loss(model, split: str) -> dict[str, float]:
     """Loss minus floor on a split, overall and per skill; on "long" only the predictions made
-    beyond the trained length count (lesson 01)."""
+    beyond the trained length count (lesson 01b)."""
     return corpus.excess_loss(token_losses(model, corpus.load_split(split)), split)
 
 
 def split_floor(split: str) -> dict[str, float]:
-    """A split's floor, overall and per skill, in nats per prediction (lesson 01)."""
+    """A split's floor, overall and per skill, in nats per prediction (lesson 01b)."""
     return corpus.split_floor(split)
 
 
 def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:
     """Train one variant from `seed` with the capstone's recipe; return its measurements
-    (lesson 01)."""
+    (lesson 01b)."""
     return _trained(variant, seed, curve=curve)[1]
 
 
@@ -239,7 +239,7 @@ def save_trained(variant: str, seed: int, directory=CHECKPOINT_DIR) -> dict:
         "parameters": _parameters(VARIANTS[variant]),
         "floor": card_floor(),
         "excess": {split: run[split] for split in ("valid", "long")},
-        "note": "floor: the least loss any model can reach, per prediction (lesson 01); excess: "
+        "note": "floor: the least loss any model can reach, per prediction (lesson 01b); excess: "
         "loss minus floor; on long, positions 32-126 only",
         "torch": torch.__version__,
     }
@@ -287,7 +287,7 @@ def _gap(runs_by_variant, better, worse, split, skill) -> dict:
 
 def verdicts(runs: list[dict]) -> list[dict]:
     """Each row's claims checked against the runs: gap of means against 3x the seed range
-    (lesson 01)."""
+    (lesson 01b)."""
     by_variant: dict[str, list[dict]] = {}
     for run in runs:
         by_variant.setdefault(run["variant"], []).append(run)
@@ -316,7 +316,7 @@ def _job(args):
 
 
 def main(argv=None) -> None:
-    """python -m course_lib.variants, as the module's docstring says (lesson 01)."""
+    """python -m course_lib.variants, as the module's docstring says (lesson 01b)."""
     parser = argparse.ArgumentParser(description="Train every variant over three seeds.")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
     parser.add_argument(
@@ -380,7 +380,7 @@ def main(argv=None) -> None:
 
 def stored_runs(names: list[str]) -> list[dict]:
     """The runs in data/variants.json that this module would train again unchanged: same
-    recipe, seeds and torch, and the variant's config as it is now (lesson 01)."""
+    recipe, seeds and torch, and the variant's config as it is now (lesson 01b)."""
     if not RESULTS.exists():
         return []
     table = json.loads(RESULTS.read_text(encoding="utf-8"))
@@ -405,7 +405,7 @@ def _same_config(stored: dict | None, config: ModelConfig) -> bool:
 
 def markdown(table: dict) -> str:
     """The stored table's rows as markdown: each claim's gap of means against its bar
-    (lesson 01)."""
+    (lesson 01b)."""
     lines = [
         "| row | lesson | better | worse | skill | gap | bar (3x range) | holds |",
         "|---|---|---|---|---|---|---|---|",
@@ -423,13 +423,13 @@ def markdown(table: dict) -> str:
 
 def stored_table() -> dict:
     """data/variants.json as a dict: the floor, each variant's parameters, every run's excess
-    loss per skill, and each row's claims (lessons 01_language_and_loss and 08)."""
+    loss per skill, and each row's claims (lessons 01b and 08)."""
     return json.loads(RESULTS.read_text(encoding="utf-8"))
 
 
 def seed_excess(variant: str, split: str = "valid") -> list[dict[str, float]]:
     """Each seed's excess loss of `variant` on `split`, {"all": ..., skill: ...}, in seed order,
-    as data/variants.json stores it (lessons 01_language_and_loss and 08)."""
+    as data/variants.json stores it (lessons 01b and 08)."""
     runs = sorted((r for r in stored_table()["runs"] if r["variant"] == variant),
                   key=lambda r: r["seed"])  # fmt: skip
     if not runs:
@@ -458,7 +458,7 @@ def excess_table(rows: dict[str, str], skills, split: str = "valid") -> str:
 def row_claims(name: str) -> list[dict]:
     """The claims of the stored row `name`, each {"better", "worse", "skill", "gap", "bar",
     "holds"}: a gap of means holds when it is at least 3 times the larger seed range
-    (lessons 01_language_and_loss and 08)."""
+    (lessons 01b and 08)."""
     for row in stored_table()["rows"]:
         if row["name"] == name:
             return row["claims"]

@@ -98,7 +98,7 @@ def test_the_lessons_solution_passes():
 
 
 def test_a_loop_on_a_learners_own_next_token_loss_passes():
-    """The lesson's loop scores the whole batch with lesson 01's next_token_cross_entropy,
+    """The lesson's loop scores the whole batch with lesson 01b's next_token_cross_entropy,
     model(ids) with its last position dropped inside the loss: as right as model(ids[:, :-1])."""
 
     def next_token_cross_entropy(logits, ids):

@@ -132,8 +132,8 @@ def test_the_two_rows_hold_and_fall_short_as_the_lesson_says():
     assert "(a gap of 0.26 against a bar of 0.52)" in text and "(2.00 against 9.62)" in text
     assert table["parameters"]["1-layer-width-128"] == 225_152
     assert table["parameters"]["heads-1"] == 113_408
-    assert "(225,152 parameters)" in text and "(113,408 parameters: lesson 01's untied" in text
-    # the same size as lesson 01's untied model ("base"), which has four heads per layer
+    assert "(225,152 parameters)" in text and "(113,408 parameters: lesson 01b's untied" in text
+    # the same size as lesson 01b's untied model ("base"), which has four heads per layer
     configs = table["configs"]
     assert table["parameters"]["base"] == 113_408 and not configs["base"]["tied"]
     assert (configs["base"]["num_heads"], configs["heads-1"]["num_heads"]) == (4, 1)
@@ -145,14 +145,14 @@ def test_the_two_rows_hold_and_fall_short_as_the_lesson_says():
 
 def test_the_negative_excesses_are_said_to_be_chance_below_an_expected_floor():
     """Some seeds' excess on a skill is below 0: the lesson says once, after the table, that
-    the floor is an expectation, pointing back to lesson 01."""
+    the floor is an expectation, pointing back to lesson 01b."""
     table, text = _table(), _markdown()
     rows = [x for x in table["rows"] if x["name"] in (ROW_128, ROW_64)]
     scale_variants = {v for row in rows for pair in row["pairs"] for v in pair}
     below = [(r["variant"], skill) for r in table["runs"] if r["variant"] in scale_variants
              for skill, excess in r["valid"].items() if excess < 0]  # fmt: skip
     assert below and all(skill in ("subject", "bracket") for _, skill in below), below
-    assert "the floor (lesson 01) is the least loss in expectation" in text
+    assert "the floor (lesson 01b) is the least loss in expectation" in text
     assert "by chance, never on average" in text
     assert text.count("in expectation") == 1
 

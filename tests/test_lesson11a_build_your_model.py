@@ -38,10 +38,12 @@ def _stored(marker):
 
 
 def test_the_lesson_names_todays_lessons():
-    for old in ("01_attention_qkv", "03_multihead", "04_multihead", "04_positional_encoding",
+    for old in ("01_attention_qkv", "01_language_and_loss", "02_attention_and_masks",
+                "03_multihead", "04_multihead", "04_positional_encoding",
                 "05_transformer_block"):  # fmt: skip
         assert old not in MARKDOWN, old
-    for new in ("02_attention_and_masks", "04a_multihead_layer", "06_sinusoidal_and_rope",
+    for new in ("01a_language_and_tokens", "01b_loss_and_floor", "02a_attention",
+                "02b_attention_in_batches", "04a_multihead_layer", "06_sinusoidal_and_rope",
                 "08_transformer_block", "09_feed_forward"):  # fmt: skip
         assert new in MARKDOWN, new
 

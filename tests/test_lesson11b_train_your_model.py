@@ -32,9 +32,9 @@ def _table():
             for r in rows[1:]}  # fmt: skip
 
 
-def test_your_class_and_loss_come_from_lessons_11a_and_01():
+def test_your_class_and_loss_come_from_lessons_11a_and_01b():
     said = _stored('earlier_work("next_token_cross_entropy", "MyTransformer")')
-    assert said.splitlines() == ["next_token_cross_entropy  lesson 01: yours",
+    assert said.splitlines() == ["next_token_cross_entropy  lesson 01b: yours",
                                  "MyTransformer             lesson 11a: yours"]  # fmt: skip
     assert "Lesson 11a left your `MyTransformer` checked" in MARKDOWN
 

@@ -655,3 +655,53 @@ def test_a_workspace_holding_lesson_16_before_its_split_keeps_the_learners_work(
     assert work.origin["yarn_frequencies"] == "lesson 16b: yours"
     assert work.functions["yarn_frequencies"](16, 4.0, 32) == "in 16b"
     assert work.origin["pi_angles"] == "lesson 16a: yours in 16_longer_than_trained.ipynb"
+
+
+# ---------------------------------------------------------------- lesson 01 before its split
+
+BEFORE_THE_SPLIT_OF_01 = ROOT_TESTS / "fixtures" / "workspace_before_the_split_of_01"
+
+
+def test_a_workspace_holding_lesson_01_before_its_split_keeps_the_learners_work(tmp_path):
+    """01_language_and_loss (from main before the split, token_embedding and the loss written
+    the learner's own way, output_layer left a stub) became 01a_language_and_tokens
+    (token_embedding, output_layer) and 01b_loss_and_floor (next_token_cross_entropy): the
+    halves arrive beside it with stubs, and earlier_work finds each exercise of either half in
+    the old file, the course's for the one left unwritten."""
+    from course_lib.exercises import FORMER
+    from course_lib.exercises.core import run
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_SPLIT_OF_01 / "01_language_and_loss.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    written = {p.name for p in prepare(LESSONS_DIR, tmp_path)}
+    assert {"01a_language_and_tokens.ipynb", "01b_loss_and_floor.ipynb"} <= written
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()  # never written over
+    assert FORMER["01a_language_and_tokens"] == ("01_language_and_loss",)
+    assert FORMER["01b_loss_and_floor"] == ("01_language_and_loss",)
+    names = ["token_embedding", "output_layer", "next_token_cross_entropy"]
+    for name in ("token_embedding", "next_token_cross_entropy"):  # alone, then together
+        work = collect([name], tmp_path)
+        assert work.origin[name].endswith(": yours in 01_language_and_loss.ipynb"), name
+    work = collect(names, tmp_path)
+    assert work.origin == {
+        "token_embedding": "lesson 01a: yours in 01_language_and_loss.ipynb",
+        "output_layer": "lesson 01a: the course's (yours is not written yet)",
+        "next_token_cross_entropy": "lesson 01b: yours in 01_language_and_loss.ipynb",
+    }
+    assert work.functions["output_layer"] is by_name("output_layer").reference
+    for name in ("token_embedding", "next_token_cross_entropy"):
+        fn = work.functions[name]
+        assert fn.__doc__ == "Mine, written in lesson 01 before it was split.", name
+        assert run(by_name(name), fn).passed, name
+    # written again in its new lesson, the learner's newer version wins
+    path = tmp_path / "01b_loss_and_floor.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("def next_token_cross_entropy("))
+    cell.source = "def next_token_cross_entropy(logits, ids):\n    return 'mine, in 01b'"
+    nbformat.write(nb, path)
+    work = collect(names, tmp_path)
+    assert work.origin["next_token_cross_entropy"] == "lesson 01b: yours"
+    assert work.functions["next_token_cross_entropy"](None, None) == "mine, in 01b"
+    assert work.origin["token_embedding"] == "lesson 01a: yours in 01_language_and_loss.ipynb"

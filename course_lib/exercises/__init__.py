@@ -21,7 +21,8 @@ from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
 # order the notebooks sort, which is the order of the course
 LESSONS = {
     "00_start_here": "lesson00",
-    "01_language_and_loss": "lesson01_language_and_loss",
+    "01a_language_and_tokens": "lesson01a_language_and_tokens",
+    "01b_loss_and_floor": "lesson01b_loss_and_floor",
     "02a_attention": "lesson02a_attention",
     "02b_attention_in_batches": "lesson02b_attention_in_batches",
     "03a_why_scale": "lesson03a_why_scale",
@@ -52,6 +53,8 @@ LESSONS = {
 # learner's version), so a workspace may still hold the earlier file with the learner's work
 # in it: course_lib.mywork reads it there wherever the new lesson's exercise is still a stub.
 FORMER: dict[str, tuple[str, ...]] = {
+    "01a_language_and_tokens": ("01_language_and_loss",),
+    "01b_loss_and_floor": ("01_language_and_loss",),
     "02a_attention": ("01_attention_qkv", "02_attention_and_masks"),
     "02b_attention_in_batches": ("01_attention_qkv", "02_attention_and_masks"),
     "03a_why_scale": ("02_scaling", "03_scaling"),

@@ -8,7 +8,7 @@ each name lives in one module of this package:
 - `style`: DPI, the colour policy (PALETTE, COLOURS, MARKERS, LINE_STYLES, LINE_MARKERS,
   meaning, colour), new_figure, and draw_attention, which lessons 01 and 02 share;
 - `render`: to_png (a Figure) and canvas_png (an explorer's canvas) as PNG bytes;
-- `lesson01_language_and_loss` ... `lesson17b_tiled_memory_and_backward`: each lesson's
+- `lesson01a_language_and_tokens` ... `lesson17b_tiled_memory_and_backward`: each lesson's
   figures and the constants they draw with, in lesson order; a lesson that has moved to the
   published order has a module named after its notebook (`lesson02a_attention`,
   `lesson03a_why_scale`, ...).
@@ -16,7 +16,7 @@ each name lives in one module of this package:
 The explorers' own drawing machinery (TickStamp) lives with them, in course_lib.widgets.ticks.
 """
 
-from course_lib.viz.lesson01_language_and_loss import (
+from course_lib.viz.lesson01a_language_and_tokens import (
     next_token_figure,
 )
 from course_lib.viz.lesson02a_attention import attention_heatmap
@@ -99,7 +99,7 @@ from course_lib.viz.style import (
 )
 
 # the figure modules, in lesson order (tests/test_colours.py checks every figure in them)
-FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
+FIGURE_MODULES = ("lesson01a_language_and_tokens", "lesson02a_attention",
                   "lesson02b_attention_in_batches", "lesson03a_why_scale",
                   "lesson03b_scale_in_models", "lesson04b_when_heads_help",
                   "lesson05_encoder_decoder", "lesson06_sinusoidal_and_rope",

@@ -72,7 +72,7 @@ LINE_MARKERS = ("o", "s", "^", "D", "v", "P")  # for lines told apart by marker
 
 def meaning(label: str) -> str | None:
     """The meaning a legend label names, if COLOURS has one: the label itself, or its part
-    before ", " or " (" ("layer norm, residual off" -> "layer norm") (lesson 01 on)."""
+    before ", " or " (" ("layer norm, residual off" -> "layer norm") (lesson 01a on)."""
     for name in (label, label.split(", ")[0], label.split(" (")[0]):
         if name in COLOURS:
             return name
@@ -81,7 +81,7 @@ def meaning(label: str) -> str | None:
 
 def colour(label: str):
     """The course's colour for what a label names; None (the axes' next colour) otherwise
-    (lesson 01 on)."""
+    (lesson 01a on)."""
     return COLOURS.get(meaning(label))
 
 

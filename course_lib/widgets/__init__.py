@@ -10,7 +10,7 @@ and ConceptCheck), and `ticks`, the tick labels stamped from cached pictures tha
 
 from course_lib.widgets.base import ConceptCheck, Explorer
 from course_lib.widgets.lesson00 import SoftmaxExplorer
-from course_lib.widgets.lesson01_language_and_loss import NextTokenExplorer
+from course_lib.widgets.lesson01b_loss_and_floor import NextTokenExplorer
 from course_lib.widgets.lesson02b_attention_in_batches import AttentionExplorer
 from course_lib.widgets.lesson03a_why_scale import ScalingExplorer
 from course_lib.widgets.lesson04b_when_heads_help import HeadsExplorer, heads_examples

@@ -91,7 +91,7 @@ QKV_PROJECTION = Exercise(
             _weight_as_given,
             "your product uses w_qkv as it is stored, not turned around",
             "w_qkv holds one row per output number, (2 d_k + d_v, D), as nn.Linear stores its "
-            "weight and as lesson 01's output layer took its matrix: each output is the dot "
+            "weight and as lesson 01a's output layer took its matrix: each output is the dot "
             "product of x with one ROW, so x meets the matrix turned around.",
         ),
         Bug(

@@ -1,4 +1,4 @@
-"""Lesson 01_language_and_loss's figure: the exact next-token distribution at chosen positions
+"""Lesson 01a_language_and_tokens's figure: the exact next-token distribution at chosen positions
 of a line."""
 
 from matplotlib.figure import Figure

@@ -1,9 +1,9 @@
-"""Lesson 01_language_and_loss's exercises: the notebook's solutions pass, learner-style
+"""Lesson 01a_language_and_tokens's exercises: the notebook's solutions pass, learner-style
 mistakes get the hint that names them.
 
 Every wrong function here is written the way a learner would write it (loops, one-hot
-products, hand-made log-softmaxes, shifts by slicing), not taken from the bug lists in
-course_lib/exercises/lesson01_language_and_loss.py. Each asserts the hint of its own mistake.
+products, shifts by slicing), not taken from the bug lists in
+course_lib/exercises/lesson01a_language_and_tokens.py. Each asserts the hint of its own mistake.
 """
 
 import math
@@ -14,24 +14,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_lib.checks import (
-    check_next_token_cross_entropy,
-    check_output_layer,
-    check_token_embedding,
-)
+from course_lib.checks import check_output_layer, check_token_embedding
 from course_lib.exercises import by_name
 from course_lib.exercises.core import DTYPE_HINT, NO_GRADIENT, run
-from course_lib.exercises.lesson01_language_and_loss import (
+from course_lib.exercises.lesson01a_language_and_tokens import (
     EXERCISES,
-    NEXT_TOKEN_CROSS_ENTROPY,
     OUTPUT_LAYER,
     TOKEN_EMBEDDING,
 )
 from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 from helpers import failed_with_hint as _check
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_language_and_loss.ipynb"
-CHECKS = (check_token_embedding, check_output_layer, check_next_token_cross_entropy)
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01a_language_and_tokens.ipynb"
+CHECKS = (check_token_embedding, check_output_layer)
 
 
 def _no_gradient(exercise, fn):
@@ -84,9 +79,9 @@ def test_the_workspace_stubs_are_not_implemented_yet(capsys):
 def test_the_names_are_the_courses_own_and_collide_with_no_other_lesson():
     # the retired lesson 06 had next_token_loss and train_step: these names are new
     names = [e.name for e in EXERCISES]
-    assert names == ["token_embedding", "output_layer", "next_token_cross_entropy"]
+    assert names == ["token_embedding", "output_layer"]
     for name in names:
-        assert by_name(name).lesson == "01_language_and_loss"
+        assert by_name(name).lesson == "01a_language_and_tokens"
 
 
 def test_the_references_are_torchs_own_layers():
@@ -97,56 +92,22 @@ def test_the_references_are_torchs_own_layers():
     head = torch.nn.Linear(4, 11, bias=False)
     h = torch.randn(2, 3, 4, generator=g)
     assert torch.equal(OUTPUT_LAYER.reference(h, head.weight), head(h))
-    # the loss against a formulation that shares nothing with it: a loop over predictions
-    logits = torch.randn(2, 5, 11, generator=g, dtype=torch.float64)
-    ids = torch.randint(11, (2, 5), generator=g)
-    each = [
-        -math.log(torch.softmax(logits[b, t], -1)[ids[b, t + 1]].item())
-        for b in range(2) for t in range(4)
-    ]  # fmt: skip
-    loss = NEXT_TOKEN_CROSS_ENTROPY.reference(logits, ids)
-    assert loss.item() == pytest.approx(sum(each) / len(each), rel=1e-12)
 
 
-def test_torchs_own_layers_and_loss_are_refused_by_every_route():
-    """The fresh read passed all three exercises with the torch one-liner the lesson names
-    (F.embedding, F.linear, F.cross_entropy): the checks now refuse them, the modules that call
-    them, and the course's own per-token losses, which the lesson imports."""
+def test_torchs_own_layers_are_refused_by_every_route():
+    """The fresh read passed both exercises with the torch one-liner the lesson names
+    (F.embedding, F.linear): the checks now refuse them and the modules that call them."""
     import json
-
-    from course_lib import train
 
     text = "".join(
         "".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"]
         if c["cell_type"] == "markdown"
     )  # fmt: skip
-    assert text.count("the check refuses") == 3
-
-    def as_module(logits, ids):
-        return torch.nn.CrossEntropyLoss()(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
-
-    def nll(logits, ids):
-        logp = F.log_softmax(logits[:, :-1], dim=-1).flatten(0, 1)
-        return F.nll_loss(logp, ids[:, 1:].flatten())
-
-    class Model(torch.nn.Module):  # hands the logits to train.token_losses as a "model"
-        def __init__(self, logits):
-            super().__init__()
-            self.logits = logits
-
-        def forward(self, ids):
-            return self.logits[:, : ids.shape[1]]
-
-    def the_courses(logits, ids):
-        return train.token_losses(Model(logits), ids).mean()
-
+    assert text.count("the check refuses") == 2
     routes = [
         (TOKEN_EMBEDDING, lambda ids, w: F.embedding(ids, w), "torch.nn.functional.embedding"),
         (TOKEN_EMBEDDING, lambda ids, w: torch.embedding(w, ids), "torch.embedding"),
         (OUTPUT_LAYER, lambda h, w: F.linear(h, w), "torch.nn.functional.linear"),
-        (NEXT_TOKEN_CROSS_ENTROPY, as_module, "torch.nn.functional.cross_entropy"),
-        (NEXT_TOKEN_CROSS_ENTROPY, nll, "torch.nn.functional.nll_loss"),
-        (NEXT_TOKEN_CROSS_ENTROPY, the_courses, "torch.nn.functional.cross_entropy"),
     ]
     for exercise, fn, name in routes:
         result = run(exercise, fn)
@@ -312,137 +273,3 @@ def test_output_layer_under_no_grad_says_so():
         return h @ weight.T
 
     _no_gradient(OUTPUT_LAYER, output_layer)
-
-
-# ---------------------------------------------------------------- next_token_cross_entropy
-
-
-def _log_softmax(x):
-    shifted = x - x.max(dim=-1, keepdim=True).values  # lesson 00's shift
-    return shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
-
-
-def test_loss_from_a_hand_made_log_softmax_passes():
-    def next_token_cross_entropy(logits, ids):
-        logp = _log_softmax(logits[:, :-1])  # (B, T-1, V)
-        right = logp.gather(-1, ids[:, 1:, None])  # (B, T-1, 1)
-        return -right.mean()
-
-    assert run(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy).passed
-
-
-def test_loss_by_a_loop_over_the_batch_passes():
-    def next_token_cross_entropy(logits, ids):
-        B, T, V = logits.shape
-        total = 0
-        for b in range(B):
-            logp = torch.log_softmax(logits[b, :-1], dim=-1)  # (T-1, V)
-            total = total - logp[torch.arange(T - 1), ids[b, 1:]].sum()
-        return total / (B * (T - 1))
-
-    assert run(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy).passed
-
-
-def test_loss_without_the_shift_is_named():
-    def next_token_cross_entropy(logits, ids):
-        logp = torch.log_softmax(logits, dim=-1)
-        return -logp.gather(2, ids.unsqueeze(2)).mean()
-
-    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "not_shifted", ["same position"])
-
-
-def test_loss_that_trims_the_logits_but_not_the_targets_is_named():
-    def next_token_cross_entropy(logits, ids):
-        logp = torch.log_softmax(logits[:, :-1], dim=-1)
-        return -logp.gather(2, ids[:, :-1].unsqueeze(2)).mean()
-
-    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "targets_not_shifted")
-
-
-def test_loss_with_the_shift_reversed_is_named():
-    def next_token_cross_entropy(logits, ids):
-        predictions, targets = logits[:, 1:], ids[:, :-1]
-        logp = torch.log_softmax(predictions, dim=-1)
-        return -logp.gather(-1, targets[..., None]).squeeze(-1).mean()
-
-    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "shifted_backwards", ["t - 1"])
-
-
-def test_loss_that_keeps_the_last_positions_logits_is_named():
-    def next_token_cross_entropy(logits, ids):
-        logp = torch.log_softmax(logits, dim=-1)[:, 1:]
-        return -logp.gather(-1, ids[:, 1:, None]).mean()
-
-    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "kept_wrong_end")
-
-
-def test_loss_summed_over_the_positions_is_named():
-    def next_token_cross_entropy(logits, ids):
-        logp = torch.log_softmax(logits[:, :-1], dim=-1)
-        nll = -logp.gather(-1, ids[:, 1:, None]).squeeze(-1)  # (B, T-1)
-        return nll.sum(dim=1).mean()  # per sequence, then over the batch
-
-    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "summed_over_T", ["T - 1 times"])
-
-
-def test_loss_summed_over_everything_is_named():
-    def next_token_cross_entropy(logits, ids):
-        logp = torch.log_softmax(logits[:, :-1], dim=-1)
-        return -logp.gather(-1, ids[:, 1:, None]).sum()
-
-    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "summed", ["a sum"])
-
-
-def test_loss_with_the_softmax_over_the_positions_is_named():
-    def next_token_cross_entropy(logits, ids):
-        logp = torch.log_softmax(logits[:, :-1], dim=1)  # the class axis, as F.cross_entropy has it
-        return -logp.gather(-1, ids[:, 1:, None]).mean()
-
-    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "positions_axis", ["positions"])
-
-
-def test_loss_as_the_log_of_lesson_00s_softmax_is_named_where_it_underflows():
-    def softmax(x):  # lesson 00's exercise, right as it stands
-        e = (x - x.max(dim=-1, keepdim=True).values).exp()
-        return e / e.sum(dim=-1, keepdim=True)
-
-    def next_token_cross_entropy(logits, ids):
-        p = softmax(logits[:, :-1]).gather(-1, ids[:, 1:, None])
-        return -torch.log(p).mean()
-
-    result = _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "log_of_softmax")
-    assert "your loss is inf" in result.message and "underflows" in result.steps[0]
-
-
-def test_loss_without_the_minus_sign_is_named():
-    def next_token_cross_entropy(logits, ids):
-        logp = torch.log_softmax(logits[:, :-1], dim=-1)
-        return logp.gather(-1, ids[:, 1:, None]).mean()
-
-    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "sign", ["negative"])
-
-
-def test_loss_returned_as_a_python_number_is_named():
-    def next_token_cross_entropy(logits, ids):
-        logp = torch.log_softmax(logits[:, :-1], dim=-1)
-        return -logp.gather(-1, ids[:, 1:, None]).mean().item()
-
-    _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, "python_number")
-
-
-def test_loss_under_no_grad_says_so_before_training_does():
-    def next_token_cross_entropy(logits, ids):
-        with torch.no_grad():
-            logp = torch.log_softmax(logits[:, :-1], dim=-1)
-            return -logp.gather(-1, ids[:, 1:, None]).mean()
-
-    _no_gradient(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy)
-
-
-def test_loss_in_float32_only_is_told_about_the_dtype():
-    def next_token_cross_entropy(logits, ids):
-        logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-        return -logp.gather(-1, ids[:, 1:, None]).mean()
-
-    result = _check(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy, None, ["float64"])
-    assert result.steps[0] == DTYPE_HINT

@@ -1,4 +1,4 @@
-"""Lesson 01_language_and_loss's explorer: walk along a line and set the first model's
+"""Lesson 01b_loss_and_floor's explorer: walk along a line and set the first model's
 next-token distribution beside the exact one, with what it pays there above the floor."""
 
 import math
@@ -12,7 +12,7 @@ ROWS = 8  # tokens shown at each position: the likeliest under either distributi
 
 
 class NextTokenExplorer(Explorer):
-    """Lesson 01_language_and_loss: at each position of a validation line, the exact
+    """Lesson 01b_loss_and_floor: at each position of a validation line, the exact
     next-token distribution (the program's) and a model's, for the tokens either finds likely.
 
     model: a callable from ids (1, T) to logits (1, T, V), such as the lesson's trained

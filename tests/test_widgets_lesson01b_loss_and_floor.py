@@ -1,4 +1,4 @@
-"""NextTokenExplorer (lesson 01_language_and_loss): every position draws the exact and the
+"""NextTokenExplorer (lesson 01b_loss_and_floor): every position draws the exact and the
 model's probabilities of the tokens it names, its readout says what the model pays there
 against the floor, and a static page holds every position."""
 
@@ -10,7 +10,7 @@ import torch
 from course_lib import bigram, corpus, language
 from course_lib.widgets import NextTokenExplorer
 from course_lib.widgets.base import STATIC_BUDGET
-from course_lib.widgets.lesson01_language_and_loss import ROWS
+from course_lib.widgets.lesson01b_loss_and_floor import ROWS
 from helpers import picture
 
 
