@@ -140,7 +140,7 @@ ROWS = (
 
 # variants whose trained models are shipped (data/checkpoints/lang-VARIANT-sSEED.pt and .json),
 # so a lesson can study a trained model without training one: the runs of the table, exactly.
-# Lesson 07 reads the position variants' losses position by position past the trained length.
+# Lesson 07b reads the position variants' losses position by position past the trained length.
 CHECKPOINTS = {
     "base": SEEDS,
     # lesson 04: what each head of a one-layer model reads when it predicts the mark

@@ -46,7 +46,7 @@ from course_lib.viz.lesson06_sinusoidal_and_rope import (
     similarity_figure,
     turned_basis_figure,
 )
-from course_lib.viz.lesson07_rope_in_real_models import drift_figure, length_figure
+from course_lib.viz.lesson07b_positions_past_training import drift_figure, length_figure
 from course_lib.viz.lesson08_transformer_block import (
     GRAD_LIMITS,
     SCALE_LIMITS,
@@ -107,7 +107,7 @@ from course_lib.viz.style import (
 FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
                   "lesson02b_attention_in_batches", "lesson03a_why_scale",
                   "lesson03b_scale_in_models", "lesson04_multihead", "lesson05_encoder_decoder",
-                  "lesson06_sinusoidal_and_rope", "lesson07_rope_in_real_models",
+                  "lesson06_sinusoidal_and_rope", "lesson07b_positions_past_training",
                   "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
                   "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16",
                   "lesson17")  # fmt: skip
