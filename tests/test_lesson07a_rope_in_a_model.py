@@ -15,19 +15,17 @@ import pytest
 import torch
 
 from course_lib import corpus, position_demos, positional, variants
+from course_lib.checks import check_to_rotate_half
+from course_lib.exercises.core import run
 from course_lib.exercises.lesson07a_rope_in_a_model import (
     rope_heads_reference,
     to_rotate_half_reference,
 )
-from course_lib.checks import check_to_rotate_half
-from course_lib.exercises.core import run
 from course_lib.show import judge_prediction
 from course_lib.train import token_losses
 from helpers import notebook_functions
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07a_rope_in_a_model.ipynb"
-
-
 
 
 def _markdown() -> str:
@@ -40,9 +38,6 @@ def _outputs() -> str:
     return "\n".join(
         o.get("text", "") for c in cells if c.cell_type == "code" for o in c.get("outputs", [])
     )
-
-
-
 
 
 def test_the_regrouping_example_prints_what_it_says():
@@ -228,9 +223,10 @@ def test_hugging_faces_permute_is_the_learners_reordering_and_shown_only_after_t
         assert ".transpose(1, 2)" not in cell.source and "view(H, d // 2" not in cell.source
     source = _code_cell("w = position_demos.attention_layers")
     printed = []
-    namespace = {"torch": torch, "position_demos": position_demos, "model": variants.load_trained("base", 0),
-                 "inspect": __import__("inspect"), "check_to_rotate_half": check_to_rotate_half,
-                 "run": run, "print": lambda *a, **k: printed.append(" ".join(map(str, a)))}  # fmt: skip
+    namespace = {"torch": torch, "position_demos": position_demos,
+                 "model": variants.load_trained("base", 0), "inspect": __import__("inspect"),
+                 "check_to_rotate_half": check_to_rotate_half, "run": run,
+                 "print": lambda *a, **k: printed.append(" ".join(map(str, a)))}  # fmt: skip
     exec("def to_rotate_half(weight, num_heads):\n    raise NotImplementedError", namespace)
     exec(source, namespace)
     assert printed == [
@@ -256,4 +252,3 @@ def test_no_number_the_prose_quotes_is_missing_from_the_outputs():
     printed = _outputs()
     worked = {"1.00", "0.00", "0.54", "0.84", "0.42", "0.91"}  # rope_heads' worked example
     assert {n for n in numbers - worked if n not in printed} == set()
-

@@ -25,8 +25,6 @@ KINDS = {"base": "RoPE", "sinusoidal": "sinusoidal added",
          "learned-positions": "learned positions", "no-positions": "no positions"}  # fmt: skip
 
 
-
-
 def _markdown() -> str:
     cells = nbformat.read(NOTEBOOK, as_version=4).cells
     return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
@@ -37,7 +35,6 @@ def _outputs() -> str:
     return "\n".join(
         o.get("text", "") for c in cells if c.cell_type == "code" for o in c.get("outputs", [])
     )
-
 
 
 # ---------------------------------------------------------------- rounding
@@ -220,7 +217,6 @@ def test_no_number_the_prose_quotes_is_missing_from_the_outputs():
     printed = _outputs()
     derived = {"1.6"}  # RoPE's seed range, 2.47 - 0.87, tested above
     assert {n for n in numbers - derived if n not in printed} == set()
-
 
 
 def test_the_check_yourself_quotes_numbers_the_lesson_printed():
