@@ -60,7 +60,8 @@ VARIANTS: dict[str, ModelConfig] = {
     "no-feed-forward": replace(BASE, d_ff=0),
     "sinusoidal": replace(BASE, positional="sinusoidal"),
     "no-positions": replace(BASE, positional="none"),
-    # GPT-2's learned table: trained on positions 0-31, its rows 32-127 keep their random start
+    # GPT-2's learned table: lines of 32 tokens read positions 0-30 (the token at 31 is only
+    # predicted), so rows 31-127 keep their random start, shrunk only by weight decay
     "learned-positions": replace(BASE, positional="learned"),
     "heads-1-no-scale": replace(BASE, num_heads=1, scale=False),
     **{f"layers-{n}": replace(BASE, num_layers=n) for n in (1, 4)},
