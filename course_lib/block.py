@@ -130,7 +130,7 @@ class TransformerBlock(nn.Module):
 def learner_parts(block: TransformerBlock, mask, *, multihead, rope_heads, layer_norm) -> dict:
     """A trained pre-norm block's four parts as one-argument functions, the keyword arguments
     of lesson 08's prenorm_block: attention computed by the given multihead (lesson 04a) with
-    rope_heads (lesson 07) under `mask`, the norms by the given layer_norm, all with the
+    rope_heads (lesson 07a) under `mask`, the norms by the given layer_norm, all with the
     block's own weights; the feed-forward layer is the block's own (lesson 08)."""
     attn = block.attn
     return {

@@ -29,7 +29,7 @@ from course_lib.exercises import (
     lesson04a_multihead_layer,
     lesson05_encoder_decoder,
     lesson06_sinusoidal_and_rope,
-    lesson07_rope_in_real_models,
+    lesson07a_rope_in_a_model,
     lesson08_transformer_block,
     lesson09_feed_forward,
     lesson10,
@@ -155,9 +155,9 @@ check_sinusoidal_encoding = checker(lesson06_sinusoidal_and_rope.SINUSOIDAL_ENCO
 check_rotate_pair = checker(lesson06_sinusoidal_and_rope.ROTATE_PAIR)
 check_rope_score = checker(lesson06_sinusoidal_and_rope.ROPE_SCORE)
 
-# ---------------------------------------------------------------- lesson 07_rope_in_real_models
-check_rope_heads = checker(lesson07_rope_in_real_models.ROPE_HEADS)
-check_to_rotate_half = checker(lesson07_rope_in_real_models.TO_ROTATE_HALF)
+# ---------------------------------------------------------------- lesson 07a_rope_in_a_model
+check_rope_heads = checker(lesson07a_rope_in_a_model.ROPE_HEADS)
+check_to_rotate_half = checker(lesson07a_rope_in_a_model.TO_ROTATE_HALF)
 
 # ---------------------------------------------------------------- lesson 08_transformer_block
 check_prenorm_block = checker(lesson08_transformer_block.PRENORM_BLOCK)

@@ -114,7 +114,7 @@ def excess_loss(losses: torch.Tensor, split: str) -> dict[str, float]:
 def excess_by_position(losses: torch.Tensor, split: str) -> torch.Tensor:
     """Loss minus floor at each prediction position, averaged over a split's lines: (T - 1,)
     from the (N, T - 1) losses of a model on `split`; entry t is the prediction of token t + 1
-    from tokens 0..t (on "long", entries 32 on lie beyond the trained length) (lesson 07)."""
+    from tokens 0..t (on "long", entries 32 on lie beyond the trained length) (lesson 07b)."""
     _, floor, _ = floored_split(split)
     if not isinstance(losses, torch.Tensor) or tuple(losses.shape) != tuple(floor.shape):
         got = tuple(losses.shape) if isinstance(losses, torch.Tensor) else type(losses).__name__

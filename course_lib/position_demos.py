@@ -2,7 +2,7 @@
 rotation, query-key scores under RoPE and under added encodings (lesson 06); a trained model
 whose attention layers run another multi-head function, its RoPE layout changed, RoPE scores
 moved along the sequence, the learned table's untrained rows, excess loss position by position
-on the long lines, and the variant table's claims on positions (lesson 07).
+on the long lines, and the variant table's claims on positions (lessons 07a and 07b).
 
 The position schemes a model uses are course_lib.positional.
 """
@@ -86,7 +86,7 @@ def rope_scores(
     """(P,) scores q_m . k_n: q (d,) rotated to positions m, k (d,) to positions n (lesson 06).
 
     m and n are ints or (P,) integer tensors (broadcast together). layout "interleaved" pairs
-    dimensions (2i, 2i+1), as lesson 06; "half" pairs (i, i + d/2) (lesson 07).
+    dimensions (2i, 2i+1), as lesson 06; "half" pairs (i, i + d/2) (lesson 07a).
     """
     rotations = {"interleaved": apply_rope, "half": apply_rope_half}
     rotate = rotations[one_of("layout", layout, ROPE_LAYOUTS)]
@@ -99,7 +99,7 @@ def rope_scores(
         )
     m, n = torch.broadcast_tensors(_int_positions("m", m), _int_positions("n", n))  # (P,) each
     # float64: in float32 a score drifts by up to about 1e-4 between shift 0 and shift 1000
-    # (tests/test_lesson07_rope_in_real_models.py measures it; lesson 07 shows it)
+    # (tests/test_lesson07b_positions_past_training.py measures it; lesson 07b shows it)
     q_rot = rotate(q.double().expand(len(m), -1), m, base)  # (P, d)
     k_rot = rotate(k.double().expand(len(n), -1), n, base)  # (P, d)
     return (q_rot * k_rot).sum(dim=-1).to(q.dtype)  # (P,)
@@ -167,7 +167,7 @@ class _AttentionThrough(nn.Module):
 
 def attention_layers(model) -> list:
     """The attention layers of a TinyTransformer, first to last: each holds its trained
-    projections `qkv` (rows [q | k | v], each H heads of d) and `out` (lessons 06-07)."""
+    projections `qkv` (rows [q | k | v], each H heads of d) and `out` (lessons 06-07a)."""
     return [block.attn for block in model.blocks]
 
 
@@ -183,16 +183,26 @@ def with_attention(model, multihead, rope=None):
 
 def set_rope_layout(model, layout: str):
     """Give every attention layer of a RoPE model the RoPE of `layout` ("interleaved" or
-    "half"), weights untouched; returns the model (lesson 07)."""
+    "half"), weights untouched; returns the model (lesson 07a)."""
     for layer in attention_layers(model):
         layer.rope = RotaryEmbedding(layer.d_head, layout=layout, max_len=model.config.max_len)
     return model
 
 
+def hf_permute(w: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Hugging Face's `permute` (convert_llama_weights_to_hf.py), for a query or key weight
+    (H * d, D) trained in the interleaved layout: its rows for rotate-half RoPE (lesson 07a)."""
+    H, D = num_heads, w.shape[1]
+    d = w.shape[0] // H
+    # each head's d rows as d/2 pairs of rows; swapping those two axes puts every pair's first
+    # row (the even rows) before every pair's second (the odd rows)
+    return w.view(H, d // 2, 2, D).transpose(1, 2).reshape(H * d, D)  # via (H, 2, d/2, D)
+
+
 def rope_drift(q: torch.Tensor, k: torch.Tensor, m: int, n: int, shifts, dtype) -> torch.Tensor:
     """(S,) the largest |score(m + s, n + s) - score(m, n)| over P query-key pairs, q and k
     (P, d), for each shift s, every vector turned by apply_rope in dtype (its angles in float32
-    for float32, in float64 for float64): zero on paper, what rounding leaves (lesson 07)."""
+    for float32, in float64 for float64): zero on paper, what rounding leaves (lesson 07b)."""
     float_tensor("q", q, min_dim=2)
     float_tensor("k", k, min_dim=2)
     if q.dim() != 2 or q.shape != k.shape:
@@ -210,7 +220,7 @@ def rope_drift(q: torch.Tensor, k: torch.Tensor, m: int, n: int, shifts, dtype) 
 def learned_rows_moved(variant: str = "learned-positions", seed: int = 0) -> torch.Tensor:
     """(max_len,) how far each row of a shipped learned-positions model's table moved in
     training from its random start (rebuilt from the seed, as the training run built it), as
-    a share of the row's length at the start (lesson 07)."""
+    a share of the row's length at the start (lesson 07b)."""
     trained = variants.load_trained(variant, seed)
     if trained.config.positional != "learned":
         raise ValueError(f"variant: expected one with learned positions, got {variant!r}")
@@ -227,7 +237,7 @@ def learned_rows_moved(variant: str = "learned-positions", seed: int = 0) -> tor
 def long_excess(kinds: dict) -> dict:
     """{label: (seeds, LONG_LEN - 1)}: excess loss over the floor at every position of the long
     split's lines, one row per seed, for each shipped variant of `kinds` ({variant: label}):
-    position t predicts token t + 1, positions 0-30 are inside the trained length (lesson 07)."""
+    position t predicts token t + 1, positions 0-30 are inside the trained length (lesson 07b)."""
     long_ids = corpus.load_split("long")  # (200, 128)
     curves = {}
     for variant, label in kinds.items():
@@ -240,7 +250,7 @@ def long_excess(kinds: dict) -> dict:
 def seed_excess(variant: str, split: str = "valid", skill: str = "all") -> list[float]:
     """The variant table's excess over the floor for `variant`, one number per seed, on the
     validation split ("valid") or beyond the trained length ("long", positions 32-126)
-    (lesson 07)."""
+    (lesson 07b)."""
     table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
     runs = [r[split][skill] for r in table["runs"] if r["variant"] == variant]
     if not runs:
@@ -266,7 +276,7 @@ POSITION_NAMES = {"base": "RoPE", "sinusoidal": "sinusoidal", "learned-positions
 def position_claims(skill: str = "all") -> list[str]:
     """The variant table's claims on positions for `skill`, one line each: which variant is
     ahead of which by how much (the gap of the means), the bar (3 times the larger seed range)
-    and whether the claim "the first beats the second" holds (lesson 07).
+    and whether the claim "the first beats the second" holds (lesson 07b).
 
     A claim whose gap is negative has the first variant behind: the line says so.
     """

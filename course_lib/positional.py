@@ -1,5 +1,5 @@
 """Position information: sinusoidal encoding and rotary embeddings, RoPE (lesson 06), and
-RoPE's two layouts in real code (lesson 07)."""
+RoPE's two layouts in real code (lesson 07a)."""
 
 import torch
 from torch import nn
@@ -72,7 +72,7 @@ def _rope_cos_sin(x: torch.Tensor, positions: torch.Tensor, base) -> tuple:
 
 def _cos_sin(positions: torch.Tensor, d: int, base: float, dtype) -> tuple:
     # angles in float64 for float64 inputs: float32 numbers near 1000 are 6e-5 apart, too
-    # coarse to check the relative-position property to 1e-5 (lesson 07 measures the drift)
+    # coarse to check the relative-position property to 1e-5 (lesson 07b measures the drift)
     precision = torch.float64 if dtype == torch.float64 else torch.float32
     angles = _angle_table(positions, d, base, precision)  # (T, d/2)
     return angles.cos().to(dtype), angles.sin().to(dtype)
@@ -107,7 +107,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
 def apply_rope_half(
     x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
 ) -> torch.Tensor:
-    """RoPE in the "rotate half" layout: pair i is (x[..., i], x[..., i + d/2]) (lesson 07).
+    """RoPE in the "rotate half" layout: pair i is (x[..., i], x[..., i + d/2]) (lesson 07a).
 
     Same angles p * base**(-2i/d) as apply_rope; only which two dimensions form pair i
     differs. apply_rope_half(x[..., half_layout_order(d)]) equals
@@ -121,14 +121,14 @@ def half_layout_order(d: int) -> torch.Tensor:
     """(d,) indices [0, 2, 4, ..., d-2, 1, 3, ..., d-1]: interleaved dimensions in half order.
 
     Reindexing a query or key (or the output columns of its projection) by this order turns
-    the interleaved RoPE layout into the rotate-half one (lesson 07).
+    the interleaved RoPE layout into the rotate-half one (lesson 07a).
     """
     _check_even("d", d)
     return _evens_then_odds(d)
 
 
 def _evens_then_odds(d: int) -> torch.Tensor:
-    # to_rotate_half calls this, never the public half_layout_order: lesson 07's checker
+    # to_rotate_half calls this, never the public half_layout_order: lesson 07a's checker
     # refuses a learner's call to half_layout_order and must not see the course's own
     return torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))  # (d,)
 
@@ -136,7 +136,7 @@ def _evens_then_odds(d: int) -> torch.Tensor:
 def to_rotate_half(weight: torch.Tensor, num_heads: int) -> torch.Tensor:
     """The rows of a query or key projection (H * d, ...) (or its bias (H * d,)) trained with
     the interleaved layout, reordered head by head for the rotate-half layout: within each
-    head, rows 0, 2, ..., d-2 then 1, 3, ..., d-1 (half_layout_order) (lesson 07)."""
+    head, rows 0, 2, ..., d-2 then 1, 3, ..., d-1 (half_layout_order) (lesson 07a)."""
     float_tensor("weight", weight)
     positive_int("num_heads", num_heads)
     rows = weight.shape[0]

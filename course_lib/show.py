@@ -70,9 +70,10 @@ def judge_prediction(
     )
 
 
-def judge_choice(predicted, measured: str, *, what: str) -> str:
+def judge_choice(predicted, measured: str, *, what: str, options=None) -> str:
     """One line setting a predicted choice (a string, or None when none was written) beside
-    the measured one: right, or what it was instead (lesson 07)."""
+    the measured one: right, or what it was instead; with `options` (the choices offered), a
+    prediction that is none of them is told so (lesson 07b)."""
     if predicted is None:
         return (
             f"Measured {what}: {measured}. You wrote no prediction: write yours in the cell "
@@ -80,6 +81,14 @@ def judge_choice(predicted, measured: str, *, what: str) -> str:
         )
     if not isinstance(predicted, str):
         raise TypeError(f"predicted: expected a string or None, got {type(predicted).__name__}")
-    if predicted.strip().lower() == measured.lower():
+    said = predicted.strip().lower()
+    if options is not None and said not in {o.lower() for o in options}:
+        offered = ", ".join(f'"{o}"' for o in options)
+        return (
+            f"Measured {what}: {measured}. You wrote {predicted!r}, which is none of the "
+            f"choices ({offered}): write one of them in the cell above and run the two "
+            "cells again."
+        )
+    if said == measured.lower():
         return f"Measured {what}: {measured}; you predicted {predicted}: right."
     return f"Measured {what}: {measured}; you predicted {predicted}, which it was not."

@@ -60,7 +60,8 @@ VARIANTS: dict[str, ModelConfig] = {
     "no-feed-forward": replace(BASE, d_ff=0),
     "sinusoidal": replace(BASE, positional="sinusoidal"),
     "no-positions": replace(BASE, positional="none"),
-    # GPT-2's learned table: trained on positions 0-31, its rows 32-127 keep their random start
+    # GPT-2's learned table: lines of 32 tokens read positions 0-30 (the token at 31 is only
+    # predicted), so rows 31-127 keep their random start, shrunk only by weight decay
     "learned-positions": replace(BASE, positional="learned"),
     "heads-1-no-scale": replace(BASE, num_heads=1, scale=False),
     **{f"layers-{n}": replace(BASE, num_layers=n) for n in (1, 4)},
@@ -140,7 +141,7 @@ ROWS = (
 
 # variants whose trained models are shipped (data/checkpoints/lang-VARIANT-sSEED.pt and .json),
 # so a lesson can study a trained model without training one: the runs of the table, exactly.
-# Lesson 07 reads the position variants' losses position by position past the trained length.
+# Lesson 07b reads the position variants' losses position by position past the trained length.
 CHECKPOINTS = {
     "base": SEEDS,
     # lesson 04b: what each head of a one-layer model reads when it predicts the mark

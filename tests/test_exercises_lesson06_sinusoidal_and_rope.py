@@ -3,7 +3,7 @@
 Every wrong function here is written the way a learner would write it (loops, math.cos,
 complex numbers, hard-coded axes, a course function wrapped), not taken from the bug list in
 course_lib/exercises/lesson06_sinusoidal_and_rope/. RoPE for every head, rope_heads, is
-lesson 07's (tests/test_exercises_lesson07_rope_in_real_models.py).
+lesson 07a's (tests/test_exercises_lesson07a_rope_in_a_model.py).
 """
 
 import math
@@ -255,7 +255,7 @@ def sinusoidal_from_rotated_units(seq_len, d_model):  # (0, 1) pairs turned by a
     return turned * torch.tensor([-1.0, 1.0]).repeat(d_model // 2)  # (sin, cos)
 
 
-def sinusoidal_from_rotate_half(seq_len, d_model):  # the same with lesson 07's layout
+def sinusoidal_from_rotate_half(seq_len, d_model):  # the same with lesson 07a's layout
     units = torch.cat((torch.zeros(seq_len, d_model // 2), torch.ones(seq_len, d_model // 2)), 1)
     turned = positional.apply_rope_half(units, torch.arange(seq_len))  # (-sin..., cos...)
     return torch.stack((-turned[:, : d_model // 2], turned[:, d_model // 2 :]), -1).flatten(1)
@@ -520,7 +520,7 @@ def score_by_rotary_layer(q, k, m, n):  # RotaryEmbedding turns rows 0..T-1: pic
     return (q_rows[m] * k_rows[n]).sum()
 
 
-def score_by_rotate_half(q, k, m, n):  # lesson 07's layout on q and k reordered for it
+def score_by_rotate_half(q, k, m, n):  # lesson 07a's layout on q and k reordered for it
     order = positional.half_layout_order(q.shape[0])
     q_m = positional.apply_rope_half(q[order][None], torch.tensor([m]))[0]
     k_n = positional.apply_rope_half(k[order][None], torch.tensor([n]))[0]
@@ -609,8 +609,8 @@ def test_a_workspace_keeps_finding_your_rope_in_04_positional_encoding(tmp_path)
     from course_lib.exercises import FORMER, former_files
     from course_lib.mywork import collect
 
-    assert FORMER["06_sinusoidal_and_rope"] == FORMER["07_rope_in_real_models"]
     assert FORMER["06_sinusoidal_and_rope"] == ("04_positional_encoding",)
+    assert "04_positional_encoding" in FORMER["07a_rope_in_a_model"]  # where rope_heads is now
     _workspace_lesson(tmp_path / "04_positional_encoding.ipynb",
                       "def rope_heads(x):\n    return 'mine, from 04'")  # fmt: skip
     _workspace_lesson(
@@ -623,9 +623,9 @@ def test_a_workspace_keeps_finding_your_rope_in_04_positional_encoding(tmp_path)
     ]
     work = collect(["rope_heads", "rotate_pair", "to_rotate_half"], tmp_path)
     assert work.origin == {
-        "rope_heads": "lesson 07: yours in 04_positional_encoding.ipynb",
+        "rope_heads": "lesson 07a: yours in 04_positional_encoding.ipynb",
         "rotate_pair": "lesson 06: yours",
-        "to_rotate_half": "lesson 07: the course's (no definition of yours found in this folder)",
+        "to_rotate_half": "lesson 07a: the course's (no definition of yours found in this folder)",
     }
     assert work.functions["rope_heads"](None) == "mine, from 04"
 

@@ -1,8 +1,9 @@
 """Lesson 06's claims, each measured: order blindness and what the causal mask changes, the
 sinusoidal table's numbers and what its explorer's stored picture shows, RoPE's offset
 property against sinusoidal added, the RoPE explorer's stored setting, and the learner's
-rope_score. (The learner's RoPE inside a trained model, and the variant table's rows on
-positions, are lesson 07's: tests/test_lesson07_rope_in_real_models.py.)
+rope_score. (The learner's RoPE inside a trained model is lesson 07a's, and the variant
+table's rows on positions lesson 07b's: tests/test_lesson07a_rope_in_a_model.py and
+tests/test_lesson07b_positions_past_training.py.)
 
 Bars were measured on seeds 0-9 (0-4 where a test says so) under the native, generic and AVX2
 kernel paths (tools/claim_margins.py) and set well inside them (see each test). Numbers the

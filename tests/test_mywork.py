@@ -705,3 +705,44 @@ def test_a_workspace_holding_lesson_01_before_its_split_keeps_the_learners_work(
     assert work.origin["next_token_cross_entropy"] == "lesson 01b: yours"
     assert work.functions["next_token_cross_entropy"](None, None) == "mine, in 01b"
     assert work.origin["token_embedding"] == "lesson 01a: yours in 01_language_and_loss.ipynb"
+
+
+# ---------------------------------------------------------------- lesson 07 before its split
+
+BEFORE_THE_SPLIT_OF_07 = ROOT_TESTS / "fixtures" / "workspace_before_the_split_of_07"
+
+
+def test_a_workspace_holding_lesson_07_before_its_split_keeps_the_learners_work(tmp_path):
+    """07_rope_in_real_models (the learner's copy from main before the split, both exercises
+    written the learner's own way) became 07a_rope_in_a_model (rope_heads, to_rotate_half) and
+    07b_positions_past_training (no exercise): the halves arrive beside it, and earlier_work
+    finds each exercise in the old file until 07a's own version is written."""
+    from course_lib.exercises import FORMER, LESSONS
+    from course_lib.exercises.core import run as core_run
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_SPLIT_OF_07 / "07_rope_in_real_models.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    written = {p.name for p in prepare(LESSONS_DIR, tmp_path)}
+    assert {"07a_rope_in_a_model.ipynb", "07b_positions_past_training.ipynb"} <= written
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()
+    for key in ("07a_rope_in_a_model", "07b_positions_past_training"):
+        assert key in LESSONS and "07_rope_in_real_models" in FORMER[key]
+    work = collect(["rope_heads", "to_rotate_half"], tmp_path)
+    assert work.origin == {
+        "rope_heads": "lesson 07a: yours in 07_rope_in_real_models.ipynb",
+        "to_rotate_half": "lesson 07a: yours in 07_rope_in_real_models.ipynb",
+    }
+    for name in ("rope_heads", "to_rotate_half"):
+        assert work.functions[name].__doc__ == "Mine, written in lesson 07 before it was split."
+        assert core_run(by_name(name), work.functions[name]).passed, name
+    # written again in its new lesson, the learner's newer version wins
+    nb = nbformat.read(tmp_path / "07a_rope_in_a_model.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("def to_rotate_half("))
+    cell.source = "def to_rotate_half(weight, num_heads):\n    return 'mine, in 07a'"
+    nbformat.write(nb, tmp_path / "07a_rope_in_a_model.ipynb")
+    work = collect(["rope_heads", "to_rotate_half"], tmp_path)
+    assert work.origin["to_rotate_half"] == "lesson 07a: yours"
+    assert work.functions["to_rotate_half"](None, 1) == "mine, in 07a"
+    assert work.origin["rope_heads"] == "lesson 07a: yours in 07_rope_in_real_models.ipynb"

@@ -1,9 +1,10 @@
 """course_lib.position_demos: lesson 06's sinusoids at any position, the 2-D rotation and the
-scores under RoPE and sinusoids added; lesson 07's trained model run through another
-function, RoPE layout switch, score drift, learned rows and the variant table's claims.
+scores under RoPE and sinusoids added; lesson 07a's trained model run through another
+function and its RoPE layout switch, lesson 07b's score drift, learned rows and the variant
+table's claims.
 
-The lessons' claims made with the demos are in tests/test_lesson06_sinusoidal_and_rope.py and
-tests/test_lesson07_rope_in_real_models.py.
+The lessons' claims made with the demos are in tests/test_lesson06_sinusoidal_and_rope.py,
+tests/test_lesson07a_rope_in_a_model.py and tests/test_lesson07b_positions_past_training.py.
 """
 
 import torch

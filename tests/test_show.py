@@ -70,3 +70,14 @@ def test_judge_choice_says_right_or_what_it_was():
     assert "which it was not" in judge_choice("RoPE", "no positions", what="nearest")
     with pytest.raises(TypeError, match="a string or None"):
         judge_choice(3, "no positions", what="nearest")
+
+
+def test_judge_choice_says_when_a_prediction_is_none_of_the_choices():
+    from course_lib.show import judge_choice
+
+    four = ("RoPE", "sinusoidal added", "learned positions", "no positions")
+    line = judge_choice("no position", "no positions", what="nearest", options=four)
+    assert "none of the choices" in line and '"learned positions"' in line
+    assert "which it was not" not in line and ": right." not in line
+    assert judge_choice(" No Positions", "no positions", what="n", options=four).endswith("right.")
+    assert "which it was not" in judge_choice("RoPE", "no positions", what="n", options=four)

@@ -44,7 +44,7 @@ TERMS = {
     "decoder": "05",
     "sinusoidal": "06",
     "RoPE": "06",
-    "learned positions": "07",
+    "learned positions": "07b",
     "residual": "08",
     "layer norm": "08",
     "feed-forward": "08",

@@ -112,7 +112,7 @@ PI_ANGLES = Exercise(
     lesson="16a_interpolation_and_ntk",
     reference=pi_angles_reference,
     cases=_pi_cases,
-    idea="the section 'Position interpolation': exercise 1's text, and lesson 07's rope_heads",
+    idea="the section 'Position interpolation': exercise 1's text, and lesson 07a's rope_heads",
     bugs=(
         Bug(
             "floor_division",
@@ -155,7 +155,7 @@ PI_ANGLES = Exercise(
         ),
     ),
     hints=(
-        "Print your table's first rows at s = 1 next to the angles your lesson 07 rope_heads "
+        "Print your table's first rows at s = 1 next to the angles your lesson 07a rope_heads "
         "turns by (t theta_i): they must agree; at factor s, row p of yours is row p / s.",
         "angles[t, i] = (positions[t] / s) * base ** (-2i / d), a (T, d/2) float64 table.",
     ),

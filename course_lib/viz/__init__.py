@@ -47,7 +47,7 @@ from course_lib.viz.lesson06_sinusoidal_and_rope import (
     similarity_figure,
     turned_basis_figure,
 )
-from course_lib.viz.lesson07_rope_in_real_models import drift_figure, length_figure
+from course_lib.viz.lesson07b_positions_past_training import drift_figure, length_figure
 from course_lib.viz.lesson08_transformer_block import (
     GRAD_LIMITS,
     SCALE_LIMITS,
@@ -103,7 +103,7 @@ FIGURE_MODULES = ("lesson01a_language_and_tokens", "lesson02a_attention",
                   "lesson02b_attention_in_batches", "lesson03a_why_scale",
                   "lesson03b_scale_in_models", "lesson04b_when_heads_help",
                   "lesson05_encoder_decoder", "lesson06_sinusoidal_and_rope",
-                  "lesson07_rope_in_real_models",
+                  "lesson07b_positions_past_training",
                   "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
                   "lesson12_read_your_model", "lesson13", "lesson14", "lesson15b_attention_sinks",
                   "lesson16a_interpolation_and_ntk", "lesson16b_yarn_compared",

@@ -35,7 +35,7 @@ COLOURS = {
     "q . k / sqrt(d_k)": BLUE,
     "unscaled": VERMILLION,
     "q . k": VERMILLION,
-    "RoPE": BLUE,  # lessons 06-07: how position gets in
+    "RoPE": BLUE,  # lessons 06-07b: how position gets in
     "sinusoidal added": ORANGE,
     "no positions": GREEN,
     "learned positions": PURPLE,

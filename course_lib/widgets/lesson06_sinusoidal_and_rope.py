@@ -123,7 +123,7 @@ class RopeExplorer(Explorer):
     on an axis that fits each mode's scores. m, n, shift and mode set where it starts (its
     stored picture shows that setting).
 
-    rope: the learner's rope_heads (lesson 07's exercise 1), or None for the course's only.
+    rope: the learner's rope_heads (lesson 07a's exercise 1), or None for the course's only.
     In RoPE mode it turns q and k at positions 0 .. n + s + 31, every position the picture
     needs, in one call on a (2, T, d) float64 tensor; arrows, curves and scores come from its
     result, and the readout says whether and how far it differs from the course's. Queries

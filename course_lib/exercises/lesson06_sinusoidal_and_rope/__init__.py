@@ -7,8 +7,8 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
 - rope_score(q, k, m, n) -> 0-d tensor: q (d,) rotated to position m dotted with k (d,)
   rotated to position n, interleaved pairs (2i, 2i+1), theta_i = 10000**(-2i/d).
 
-RoPE on every head of multi-head attention, rope_heads, is lesson 07's first exercise
-(course_lib/exercises/lesson07_rope_in_real_models/).
+RoPE on every head of multi-head attention, rope_heads, is lesson 07a's first exercise
+(course_lib/exercises/lesson07a_rope_in_a_model/).
 
 Every wrong version below is a mistake a learner makes, written the way it comes out; a test
 (tests/test_exercises_lesson06_sinusoidal_and_rope.py) writes each again as a learner would

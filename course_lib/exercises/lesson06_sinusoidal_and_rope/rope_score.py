@@ -11,10 +11,10 @@ from course_lib.positional import apply_rope
 # ---------------------------------------------------------------- rope_score
 
 
-# the course's RoPE, whichever way it is reached: rotated vectors in either layout (lesson 07's
+# the course's RoPE, whichever way it is reached: rotated vectors in either layout (lesson 07a's
 # apply_rope_half too: the same module), angle tables, and the private steps they run
-# (_cos_sin, _angle_table, the two rotations), each reachable on its own. Lesson 07's
-# rope_heads refuses the same
+# (_cos_sin, _angle_table, the two rotations), each reachable on its own. Lesson 07a's
+# rope_heads refuses the same, and more
 COURSE_ROPE = (
     (positional, "apply_rope"),
     (positional, "apply_rope_half"),

@@ -263,7 +263,7 @@ MY_TRANSFORMER = Exercise(
             "your logits match at the first position of each sequence and differ from the "
             "second on",
             "the attention never sees positions: RoPE is not applied. Your multihead takes a "
-            "rope function and applies it to q and k; lesson 07's rope_heads is that function.",
+            "rope function and applies it to q and k; lesson 07a's rope_heads is that function.",
         ),
         Bug(
             "rope_on_embeddings",

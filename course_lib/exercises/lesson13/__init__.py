@@ -3,7 +3,7 @@
 CONTRACTS (fixed: the lesson and its checks rely on them):
 - rope_from(x, start) -> x's shape and dtype: x (..., T, d), row t turned pair by pair
   (interleaved pairs (2i, 2i+1)) by (start + t) * theta_i, theta_i = 10000**(-2i/d);
-  rope_from(x, 0) is lesson 07's rope_heads(x).
+  rope_from(x, 0) is lesson 07a's rope_heads(x).
 - attend_cached(x, qkv, out, num_heads, past_k, past_v, rope=None) -> (y, k, v): x (B, T, D)
   the T new tokens' input to one attention layer; qkv a Linear(D, 3D) laid out [q | k | v],
   out a Linear(D, D); past_k, past_v (B, H, S, d) the rotated keys and the values of the S

@@ -36,7 +36,7 @@ def _rope_from_cases() -> list[Case]:
 
     return [
         Case((randn(2, 4, 1, 16), 9), label="one new token (T = 1) at position 9, x (B, H, 1, d)"),
-        Case((randn(1, 2, 6, 8), 0), label="start 0: your lesson 07 rope_heads"),
+        Case((randn(1, 2, 6, 8), 0), label="start 0: your lesson 07a rope_heads"),
         Case((randn(2, 3, 5, 8), 4), label="5 new tokens after 4 cached ones"),
         Case((randn(3, 6), 7), label="a 2-D x (T, d): one sequence, no heads"),
         Case(
@@ -61,7 +61,7 @@ ROPE_FROM = Exercise(
     reference=rope_from_reference,
     cases=_rope_from_cases,
     idea="the section 'Keys and values, computed once': exercise 1's text and its worked "
-    "example, and lesson 07's rope_heads",
+    "example, and lesson 07a's rope_heads",
     bugs=(
         Bug(
             "start_ignored",

@@ -1,4 +1,4 @@
-"""Lesson 07's figures: a RoPE score's rounding drift along the sequence, and excess loss by
+"""Lesson 07b's figures: a RoPE score's rounding drift along the sequence, and excess loss by
 position past the trained length for each way of giving a model positions."""
 
 import numpy as np
@@ -26,7 +26,7 @@ def length_figure(curves: dict, train_len: int, *, title: str = "", zoom: float 
     Two panels: on the right every position; on the left positions 0 to `zoom_to` (default
     train_len + 8) with the excess axis cut at `zoom`, where the curves inside the trained
     length and just past it differ by hundredths. The trained positions are shaded grey; the
-    legend sits below both panels, clear of the curves (lesson 07)."""
+    legend sits below both panels, clear of the curves (lesson 07b)."""
     fig, (ax_near, ax_all) = new_figure(11.5, 5.0, ncols=2, width_ratios=[1, 1.5])
     zoom_to = train_len + 8 if zoom_to is None else zoom_to
     for ax in (ax_near, ax_all):
@@ -65,7 +65,7 @@ def length_figure(curves: dict, train_len: int, *, title: str = "", zoom: float 
 def drift_figure(shifts, drifts: dict, *, title: str = "") -> Figure:
     """How far a RoPE score moves when query and key shift together by s, on log axes: one
     line per label of `drifts` ({label: (S,)}, e.g. float32 and float64); exact zeros are
-    left out (a log axis has no place for them) (lesson 07)."""
+    left out (a log axis has no place for them) (lesson 07b)."""
     s = _rows("shifts", shifts)[0]
     fig, ax = new_figure(7.0, 3.8)
     for i, (label, values) in enumerate(drifts.items()):

@@ -1,10 +1,12 @@
-"""Lesson 07's rope_heads exercise: RoPE on every head's vectors."""
+"""Lesson 07a's rope_heads exercise: RoPE on every head's vectors."""
 
 import torch
 
+from course_lib import position_demos, positional, rope_scaling
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson06_sinusoidal_and_rope.rope_score import COURSE_ROPE
 from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import BASE
+from course_lib.exercises.lesson13 import rope_from
 from course_lib.position_demos import rotate_pair
 from course_lib.positional import apply_rope, apply_rope_half
 
@@ -79,7 +81,7 @@ def _four_axes(x):
 
 ROPE_HEADS = Exercise(
     name="rope_heads",
-    lesson="07_rope_in_real_models",
+    lesson="07a_rope_in_a_model",
     reference=rope_heads_reference,
     cases=_rope_heads_cases,
     idea="the section 'RoPE inside multi-head attention': exercise 1's text and its worked "
@@ -148,14 +150,27 @@ ROPE_HEADS = Exercise(
         "Position t is the index along the second-to-last axis, whatever comes before it. "
         "Build a (T, d/2) table of angles t * theta_i, then turn pair i of position t by its "
         "entry; broadcasting carries the table across the leading axes.",
-        "Viewing x as (..., T, d/2, 2) puts each pair on the last axis, where your rotate_pair "
-        "expects it; turn them, then view the result as (..., T, d) again.",
+        "Split x's last axis into d/2 groups of 2, as the section's example splits a last axis "
+        "of 6 into groups: x becomes (..., T, d/2, 2) whatever axes lead, and each pair sits on "
+        "a last axis of its own, where your rotate_pair expects it. Turn them, then join the "
+        "last two axes back into one of width d.",
     ),
-    # the course's RoPE, as lesson 06's rope_score refuses it; the learner's rotate_pair is the
-    # piece this exercise builds on, so it stays allowed
-    forbidden=COURSE_ROPE,
+    # the course's RoPE, as lesson 06's rope_score refuses it, and every other course function
+    # that hands over RoPE's angles or their cosines and sines: lesson 06's sinusoidal tables
+    # (columns 2i and 2i+1 of row t are the sine and cosine of t * theta_i, exactly RoPE's),
+    # lesson 16's angle table and lesson 13's RoPE from a start. The learner's rotate_pair is
+    # the piece this exercise builds on, so it stays allowed
+    forbidden=(
+        *COURSE_ROPE,
+        (positional, "sinusoidal_encoding"),
+        (position_demos, "sinusoidal_at"),
+        (rope_scaling, "angles_of"),
+        (rope_from, "rope_from_reference"),
+        (rope_from, "_turned"),
+    ),
     forbidden_hint="The check compares yours with the course's RoPE, so running it "
-    "(positional.apply_rope, apply_rope_half or a RotaryEmbedding) or taking its angle table "
-    "checks nothing. Build the (T, d/2) table of angles yourself and let your rotate_pair turn "
-    "the pairs.",
+    "(positional.apply_rope, apply_rope_half or a RotaryEmbedding), or taking its angles or "
+    "their cosines and sines from a course table (rope_angles, lesson 06's sinusoidal "
+    "encoding), checks nothing. Build the (T, d/2) table of angles yourself and let your "
+    "rotate_pair turn the pairs.",
 )

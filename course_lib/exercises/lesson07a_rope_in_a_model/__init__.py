@@ -1,4 +1,4 @@
-"""Lesson 07's exercises: RoPE on every head, and a projection's rows reordered for the
+"""Lesson 07a's exercises: RoPE on every head, and a projection's rows reordered for the
 rotate-half layout.
 
 CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
@@ -10,11 +10,11 @@ CONTRACTS (fixed: later lessons and course_lib.mywork rely on them):
 One module per exercise: rope_heads, to_rotate_half.
 """
 
-from course_lib.exercises.lesson07_rope_in_real_models.rope_heads import (
+from course_lib.exercises.lesson07a_rope_in_a_model.rope_heads import (
     ROPE_HEADS,
     rope_heads_reference,
 )
-from course_lib.exercises.lesson07_rope_in_real_models.to_rotate_half import (
+from course_lib.exercises.lesson07a_rope_in_a_model.to_rotate_half import (
     TO_ROTATE_HALF,
     to_rotate_half_reference,
 )

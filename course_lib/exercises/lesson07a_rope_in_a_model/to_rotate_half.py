@@ -1,4 +1,4 @@
-"""Lesson 07's to_rotate_half exercise: a query or key projection's rows, reordered for
+"""Lesson 07a's to_rotate_half exercise: a query or key projection's rows, reordered for
 rotate-half RoPE.
 
 CONTRACT: to_rotate_half(weight, num_heads) -> weight's shape and dtype. weight (H * d, ...)
@@ -11,13 +11,13 @@ Llama weights does (a view as (H, d/2, 2, ...) with the last two head axes swapp
 shares no code with course_lib.positional.to_rotate_half.
 
 Every wrong version below is a mistake a learner makes, written the way it comes out; a test
-(tests/test_exercises_lesson07_rope_in_real_models.py) writes each again as a learner would
+(tests/test_exercises_lesson07a_rope_in_a_model.py) writes each again as a learner would
 and checks its hint.
 """
 
 import torch
 
-from course_lib import positional
+from course_lib import position_demos, positional
 from course_lib.exercises.core import Bug, Case, Exercise
 
 
@@ -73,7 +73,7 @@ def _odds_then_evens(d):
 
 TO_ROTATE_HALF = Exercise(
     name="to_rotate_half",
-    lesson="07_rope_in_real_models",
+    lesson="07a_rope_in_a_model",
     reference=to_rotate_half_reference,
     cases=_cases,
     idea="the section 'Moving a model from one layout to the other': the worked example of one "
@@ -124,16 +124,19 @@ TO_ROTATE_HALF = Exercise(
         "The first axis is the only one that moves: a weight's columns, and a bias's single "
         "axis, keep their order along the other axes.",
     ),
-    # the course's reordering, and the order inside one head that is the exercise's answer
-    # (public, and the private function both of them call)
+    # the course's reordering (positional's, and Hugging Face's permute that lesson 07a shows
+    # once the check passes), and the order inside one head that is the exercise's answer
+    # (public, and the private function the course's reordering calls)
     forbidden=(
         (positional, "to_rotate_half"),
         (positional, "half_layout_order"),
         (positional, "_evens_then_odds"),
+        (position_demos, "hf_permute"),
     ),
     forbidden_hint="The check compares yours with the reordering of Hugging Face's script, "
-    "which the course's positional.to_rotate_half makes too, and positional.half_layout_order "
-    "is the order inside one head: calling either checks nothing. Work out where row 2i and "
+    "which the course's positional.to_rotate_half and position_demos.hf_permute make too, and "
+    "positional.half_layout_order is the order inside one head: calling any of them checks "
+    "nothing. Work out where row 2i and "
     "row 2i + 1 of a head must go, as the worked example does for width 4, then do it in "
     "every head.",
 )

@@ -1,8 +1,8 @@
-"""Lesson 07's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 07a's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops over heads,
 views and transposes, index lists, complex numbers, hard-coded axes, a course function
-wrapped), not taken from the bug lists in course_lib/exercises/lesson07_rope_in_real_models/.
+wrapped), not taken from the bug lists in course_lib/exercises/lesson07a_rope_in_a_model/.
 """
 
 import math
@@ -16,7 +16,7 @@ import torch
 from course_lib import positional, variants
 from course_lib.checks import check_rope_heads, check_to_rotate_half
 from course_lib.exercises.core import DTYPE_HINT, run
-from course_lib.exercises.lesson07_rope_in_real_models import (
+from course_lib.exercises.lesson07a_rope_in_a_model import (
     EXERCISES,
     ROPE_HEADS,
     TO_ROTATE_HALF,
@@ -31,7 +31,7 @@ from helpers import notebook_functions, stub, verdict
 # course functions as a learner who imported them by name would hold them (see _forbidden);
 # lesson 06's rotate_pair (COURSE_ROTATE) stays allowed: rope_heads builds on it
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07_rope_in_real_models.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07a_rope_in_a_model.ipynb"
 
 
 def _check_against(exercise, fn, bug=None, words=()):
@@ -130,8 +130,23 @@ def test_every_course_function_that_gives_an_answer_is_forbidden():
     names = {(getattr(m, "__name__", m), a) for e in EXERCISES for m, a in e.forbidden}
     for pair in (("course_lib.positional", "apply_rope"), ("RotaryEmbedding", "forward"),
                  ("course_lib.positional", "to_rotate_half"),
-                 ("course_lib.positional", "half_layout_order")):  # fmt: skip
+                 ("course_lib.positional", "half_layout_order"),
+                 ("course_lib.position_demos", "hf_permute"),
+                 ("course_lib.positional", "sinusoidal_encoding"),
+                 ("course_lib.position_demos", "sinusoidal_at"),
+                 ("course_lib.rope_scaling", "angles_of")):  # fmt: skip
         assert pair in names, pair
+
+
+def test_no_cell_but_the_solutions_spells_out_the_reordering():
+    """Exercise 2's answer is in no cell a learner's copy keeps whole: Hugging Face's permute
+    is printed by a course function once the check passes, and the check-yourself answer
+    names the reordering without its order."""
+    for cell in _lesson().cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            continue
+        for leak in ("0, 2, ..", "evens", "even rows", "transpose(1, 2)", "d // 2, 2, "):
+            assert leak not in cell.source, (leak, cell.source[:80])
 
 
 def test_the_reference_makes_rotate_half_give_the_interleaved_scores():
@@ -199,6 +214,13 @@ def test_reorderings_that_wrap_the_courses_are_told_so():
 def by_private_order(weight, num_heads):  # the private order behind half_layout_order
     d = weight.shape[0] // num_heads
     return weight[torch.cat([h * d + positional._evens_then_odds(d) for h in range(num_heads)])]
+
+
+def test_a_reordering_through_hugging_faces_permute_is_told_so():
+    from course_lib import position_demos
+
+    _forbidden(TO_ROTATE_HALF, lambda w, h: position_demos.hf_permute(w, h),
+               "course_lib.position_demos.hf_permute")  # fmt: skip
 
 
 def test_a_reordering_on_the_courses_private_order_is_told_so():
@@ -372,7 +394,7 @@ def test_rope_heads_that_wrap_the_courses_are_told_so():
                "course_lib.positional.apply_rope")  # fmt: skip
 
 
-def heads_by_rotate_half(x):  # lesson 07's other layout, around a reordering and back
+def heads_by_rotate_half(x):  # lesson 07a's other layout, around a reordering and back
     order = positional.half_layout_order(x.shape[-1])
     turned = positional.apply_rope_half(x[..., order], torch.arange(x.shape[-2]))
     return turned[..., order.argsort()]
@@ -434,6 +456,66 @@ def test_rope_heads_reference_is_torchs_own_rotation_matrix_per_position():
             matrix = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
             expected[..., t, 2 * i : 2 * i + 2] = x[..., t, 2 * i : 2 * i + 2] @ matrix.T
     torch.testing.assert_close(ROPE_HEADS.reference(x), expected)
+
+
+def heads_on_sinusoidal_table(x):  # lesson 06's table holds sin and cos of RoPE's angles
+    T, d = x.shape[-2:]
+    pe = positional.sinusoidal_encoding(T, d).to(x.dtype)  # (T, d): sin in 2i, cos in 2i+1
+    sin, cos = pe[:, 0::2], pe[:, 1::2]  # (T, d/2) each
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
+
+
+def heads_on_sinusoidal_at(x):
+    from course_lib import position_demos
+
+    T, d = x.shape[-2:]
+    pe = position_demos.sinusoidal_at(torch.arange(T), d).to(x.dtype)  # (T, d)
+    pairs = x.unflatten(-1, (d // 2, 2))
+    angles = torch.atan2(pe[:, 0::2], pe[:, 1::2])  # (T, d/2): t * theta_i, wrapped
+    return COURSE_ROTATE(pairs, angles).flatten(-2)
+
+
+def heads_on_lesson16_angles(x):
+    from course_lib import rope_scaling
+
+    T, d = x.shape[-2:]
+    angles = rope_scaling.angles_of(rope_scaling.frequencies(d), T).to(x.dtype)  # (T, d/2)
+    return COURSE_ROTATE(x.unflatten(-1, (d // 2, 2)), angles).flatten(-2)
+
+
+def heads_by_lesson13(x):
+    from course_lib.exercises.lesson13 import rope_from
+
+    return rope_from.rope_from_reference(x, 0)
+
+
+def test_rope_heads_on_the_courses_sinusoids_or_later_lessons_angles_are_told_so():
+    """The route a fresh reader found: lesson 06's sinusoidal table gives the cosines and sines
+    of exactly RoPE's angles, and passed the check before it was refused."""
+    x = torch.randn(2, 3, 5, 8)
+    for fn in (heads_on_sinusoidal_table, heads_on_sinusoidal_at, heads_on_lesson16_angles,
+               heads_by_lesson13):  # fmt: skip
+        assert torch.allclose(fn(x), COURSE_APPLY_ROPE(x, torch.arange(5)), atol=1e-5), fn
+    _forbidden(ROPE_HEADS, heads_on_sinusoidal_table, "course_lib.positional.sinusoidal_encoding")
+    _forbidden(ROPE_HEADS, heads_on_sinusoidal_at, "course_lib.position_demos.sinusoidal_at")
+    _forbidden(ROPE_HEADS, heads_on_lesson16_angles, "course_lib.rope_scaling.angles_of")
+    _forbidden(ROPE_HEADS, heads_by_lesson13,
+               "course_lib.exercises.lesson13.rope_from.rope_from_reference")  # fmt: skip
+    # lesson 06's checker reference for sinusoidal_encoding, which earlier_work hands back to a
+    # learner who skipped that exercise, calls the course's table: refused the same way
+    from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import (
+        sinusoidal_reference,
+    )
+
+    def heads_on_handed_back_table(x):
+        T, d = x.shape[-2:]
+        pe = sinusoidal_reference(T, d).to(x.dtype)
+        sin, cos = pe[:, 0::2], pe[:, 1::2]
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
+
+    _forbidden(ROPE_HEADS, heads_on_handed_back_table, "course_lib.positional.sinusoidal_encoding")
 
 
 def heads_by_private_rotation(x):  # the course's private rotation, the angle table own
