@@ -36,7 +36,9 @@ LESSONS = {
     "11a_build_your_model": "lesson11a_build_your_model",
     "11b_train_your_model": "lesson11b_train_your_model",
     "12_read_your_model": "lesson12_read_your_model",
-    "13_kv_cache_and_gqa": "lesson13",
+    "13a_what_generation_recomputes": "lesson13a_what_generation_recomputes",
+    "13b_kv_cache": "lesson13b_kv_cache",
+    "13c_grouped_query_attention": "lesson13c_grouped_query_attention",
     "14_todays_block": "lesson14",
     "15_sliding_window": "lesson15",
     "16_longer_than_trained": "lesson16",
@@ -60,6 +62,9 @@ FORMER: dict[str, tuple[str, ...]] = {
     "11a_build_your_model": ("06_capstone_train_tiny_transformer", "11_build_and_train"),
     "11b_train_your_model": ("11_build_and_train",),
     "12_read_your_model": ("06_capstone_train_tiny_transformer",),
+    "13a_what_generation_recomputes": ("13_kv_cache_and_gqa",),
+    "13b_kv_cache": ("13_kv_cache_and_gqa",),
+    "13c_grouped_query_attention": ("13_kv_cache_and_gqa",),
 }
 
 __all__ = [

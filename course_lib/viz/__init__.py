@@ -71,7 +71,9 @@ from course_lib.viz.lesson12_read_your_model import (
     knockout_figure,
     rise_norm,
 )
-from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
+from course_lib.viz.lesson13a_what_generation_recomputes import token_costs_figure
+from course_lib.viz.lesson13b_kv_cache import time_per_token_figure
+from course_lib.viz.lesson13c_grouped_query_attention import head_groups_figure
 from course_lib.viz.lesson14 import bends_figure
 from course_lib.viz.lesson15 import excess_by_position_figure
 from course_lib.viz.lesson16 import (
@@ -109,8 +111,9 @@ FIGURE_MODULES = ("lesson01_language_and_loss", "lesson02a_attention",
                   "lesson03b_scale_in_models", "lesson04_multihead", "lesson05_encoder_decoder",
                   "lesson06_sinusoidal_and_rope", "lesson07_rope_in_real_models",
                   "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
-                  "lesson12_read_your_model", "lesson13", "lesson14", "lesson15", "lesson16",
-                  "lesson17")  # fmt: skip
+                  "lesson12_read_your_model", "lesson13a_what_generation_recomputes",
+                  "lesson13b_kv_cache", "lesson13c_grouped_query_attention", "lesson14",
+                  "lesson15", "lesson16", "lesson17")  # fmt: skip
 
 __all__ = [
     "BLUE",

@@ -19,7 +19,8 @@ from course_lib.exercises.lesson04_multihead.split_heads import (
     _split_view_straight,
     split_heads_reference,
 )
-from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
+from course_lib.exercises import lesson13c_grouped_query_attention as grouped_multihead
+from course_lib.exercises.lesson13a_what_generation_recomputes import attend_cached
 from course_lib.exercises.lesson15 import attend_rolling
 
 
