@@ -81,7 +81,6 @@ def _attend_with(
 attend_cached = _attend_with()
 
 
-
 # ---------------------------------------------------------------- every exercise
 
 
@@ -313,5 +312,3 @@ def test_attend_cached_with_torchs_fused_attention_and_a_mask_passes():
         return {"attn_mask": keys_at[None, :] <= queries_at[:, None]}
 
     assert run(ATTEND_CACHED, _fused_with(shifted)).passed
-
-

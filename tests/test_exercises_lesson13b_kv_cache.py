@@ -12,6 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from test_exercises_lesson13a_what_generation_recomputes import (
+    _attend_with,
+    _check,
+    attend_cached,
+    rope_from,
+)
 
 from course_lib.checks import check_forward_with_cache, check_generate_cached
 from course_lib.exercises.core import run
@@ -27,12 +33,6 @@ from course_lib.exercises.lesson13b_kv_cache import (
 from course_lib.model import generate
 from course_lib.variants import load_trained
 from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
-from test_exercises_lesson13a_what_generation_recomputes import (
-    _attend_with,
-    _check,
-    attend_cached,
-    rope_from,
-)
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "13b_kv_cache.ipynb"
 NAMES = ("forward_with_cache", "generate_cached")
@@ -94,7 +94,6 @@ def generate_cached(model, prompt, num_tokens, *, temperature=1.0, seed=0):
     return ids
 
 
-
 # ---------------------------------------------------------------- every exercise
 
 
@@ -114,7 +113,9 @@ def test_a_stub_is_not_implemented_yet(check, capsys):
 
 
 def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(NOTEBOOK, CHECKS, {"torch": torch, "F": F, "math": math, "mine": _Mine()}, capsys)
+    assert_stubs_not_implemented(
+        NOTEBOOK, CHECKS, {"torch": torch, "F": F, "math": math, "mine": _Mine()}, capsys
+    )
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)

@@ -56,7 +56,6 @@ def grouped_multihead(x, qkv, out, num_heads, num_kv_heads, mask=None, rope=None
     return out(y.transpose(1, 2).reshape(B, T, D))
 
 
-
 # ---------------------------------------------------------------- every exercise
 
 
@@ -170,7 +169,6 @@ def test_grouped_by_broadcasting_the_groups_passes():
         return out(y.transpose(1, 2).reshape(B, T, D))
 
     assert run(GROUPED_MULTIHEAD, grouped).passed
-
 
 
 # ---------------------------------------------------------------- the course's own

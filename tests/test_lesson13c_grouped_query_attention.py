@@ -99,9 +99,10 @@ def test_what_one_key_value_head_saves_is_what_the_prose_says(prose):
     )
     assert bytes_ == 4 and f"{work:.2f}" == "1.03"
     # only the key and value projections shrink: 2 layers x D x (2 x 3 heads x d) fewer
-    saved = token_costs(BASE, 1024, cached=True)["multiply_adds"] - token_costs(
-        BASE, 1024, cached=True, num_kv_heads=1
-    )["multiply_adds"]
+    saved = (
+        token_costs(BASE, 1024, cached=True)["multiply_adds"]
+        - token_costs(BASE, 1024, cached=True, num_kv_heads=1)["multiply_adds"]
+    )
     assert saved == 2 * 64 * 2 * 3 * 16
     assert "The cache shrinks 4 times, the work 1.03 times" in prose
 

@@ -486,7 +486,8 @@ def test_a_workspace_holding_lesson_13_before_its_split_keeps_the_learners_work(
         assert work.origin[name].endswith(": yours in 13_kv_cache_and_gqa.ipynb"), work.origin
     work = collect(list(labels), tmp_path)
     assert work.origin == {
-        name: f"lesson {label}: yours in 13_kv_cache_and_gqa.ipynb" for name, label in labels.items()
+        name: f"lesson {label}: yours in 13_kv_cache_and_gqa.ipynb"
+        for name, label in labels.items()
     }
     for name in labels:
         assert work.functions[name].__doc__ == "Mine, written in lesson 13 before it was split."

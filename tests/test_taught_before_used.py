@@ -58,6 +58,9 @@ TERMS = {
     "induction head": "12",
     "knock-out": "12",
     "knock out": "12",
+    "KV cache": "13a",
+    "grouped-query": "13c",
+    "multi-query": "13c",
 }
 _LESSON = re.compile(r"\blessons? (\d\d[a-z]?)\b", re.IGNORECASE)
 

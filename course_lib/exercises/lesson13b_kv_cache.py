@@ -17,7 +17,9 @@ import torch
 from course_lib import corpus, kv_cache
 from course_lib import model as model_module
 from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
-from course_lib.exercises.lesson13a_what_generation_recomputes.attend_cached import attend_cached_reference
+from course_lib.exercises.lesson13a_what_generation_recomputes.attend_cached import (
+    attend_cached_reference,
+)
 from course_lib.exercises.lesson13a_what_generation_recomputes.rope_from import rope_from_reference
 from course_lib.model import TinyTransformer, generate
 from course_lib.runtime import one_thread

@@ -113,7 +113,8 @@ class KVCostExplorer(Explorer):
 
     def weight_count(self, D: int, kv: int) -> int:
         """Parameters of the model at width D with kv key/value heads, counted from its layout
-        (tests/test_widgets_lesson13c_grouped_query_attention.py holds it against the modules' own count)."""
+        (tests/test_widgets_lesson13c_grouped_query_attention.py holds it against the modules'
+        own count)."""
         V, L, d_ff, kv_width = self.VOCAB, self.LAYERS, 4 * D, kv * (D // self.HEADS)
         attention = D * (D + 2 * kv_width) + (D + 2 * kv_width) + D * D + D  # qkv and out
         feed_forward = D * d_ff + d_ff + d_ff * D + D

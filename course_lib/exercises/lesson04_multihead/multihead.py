@@ -8,6 +8,7 @@ from torch import nn
 
 from course_lib import gqa
 from course_lib import multihead as course_multihead
+from course_lib.exercises import lesson13c_grouped_query_attention as grouped_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson04_multihead import merge_heads as merge_module
 from course_lib.exercises.lesson04_multihead import split_heads as split_module
@@ -19,7 +20,6 @@ from course_lib.exercises.lesson04_multihead.split_heads import (
     _split_view_straight,
     split_heads_reference,
 )
-from course_lib.exercises import lesson13c_grouped_query_attention as grouped_multihead
 from course_lib.exercises.lesson13a_what_generation_recomputes import attend_cached
 from course_lib.exercises.lesson15 import attend_rolling
 
