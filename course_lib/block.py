@@ -56,7 +56,7 @@ class TransformerBlock(nn.Module):
     lesson 08 can show what they buy.
     ff="swiglu" makes the feed-forward layer SwiGLU with hidden width d_ff, and bias=False
     drops the attention's biases: with norm="rms", the block of Llama-style models (lesson 14).
-    num_kv_heads below num_heads makes the attention grouped-query (lesson 13).
+    num_kv_heads below num_heads makes the attention grouped-query (lesson 13c).
     """
 
     def __init__(

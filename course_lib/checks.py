@@ -36,7 +36,9 @@ from course_lib.exercises import (
     lesson11a_build_your_model,
     lesson11b_train_your_model,
     lesson12_read_your_model,
-    lesson13,
+    lesson13a_what_generation_recomputes,
+    lesson13b_kv_cache,
+    lesson13c_grouped_query_attention,
     lesson14,
     lesson15a_sliding_window,
     lesson16a_interpolation_and_ntk,
@@ -169,12 +171,13 @@ check_feed_forward = checker(lesson09_feed_forward.FEED_FORWARD)
 # ---------------------------------------------------------------- lesson 10
 check_generate = checker(lesson10.GENERATE, lesson10.run_generate)
 
-# ---------------------------------------------------------------- lesson 13
-check_rope_from = checker(lesson13.ROPE_FROM)
-check_attend_cached = checker(lesson13.ATTEND_CACHED)
-check_forward_with_cache = checker(lesson13.FORWARD_WITH_CACHE, lesson13.run_forward)
-check_generate_cached = checker(lesson13.GENERATE_CACHED, lesson13.run_generate)
-check_grouped_multihead = checker(lesson13.GROUPED_MULTIHEAD)
+# ---------------------------------------------------------------- lessons 13a, 13b, 13c
+check_rope_from = checker(lesson13a_what_generation_recomputes.ROPE_FROM)
+check_attend_cached = checker(lesson13a_what_generation_recomputes.ATTEND_CACHED)
+check_forward_with_cache = checker(lesson13b_kv_cache.FORWARD_WITH_CACHE,
+                                   lesson13b_kv_cache.run_forward)  # fmt: skip
+check_generate_cached = checker(lesson13b_kv_cache.GENERATE_CACHED, lesson13b_kv_cache.run_generate)
+check_grouped_multihead = checker(lesson13c_grouped_query_attention.GROUPED_MULTIHEAD)
 
 # ---------------------------------------------------------------- lesson 11a_build_your_model
 check_my_transformer = checker(

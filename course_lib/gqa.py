@@ -1,5 +1,5 @@
 """Grouped-query and multi-query attention: fewer key/value heads than query heads
-(lesson 13).
+(lesson 13c).
 
 A generating model keeps every key and value it has computed (the KV cache), so its memory
 grows with the number of key/value heads. Grouped-query attention lets H / num_kv_heads query
@@ -18,7 +18,7 @@ from course_lib.multihead import check_heads, check_input
 
 def split_qkv(qkv: torch.Tensor, num_heads: int, num_kv_heads: int) -> tuple:
     """Split a projection (B, T, (H + 2 H_kv) d) laid out [q | k | v] into q (B, H, T, d)
-    and k, v (B, H_kv, T, d), each part's heads in order (lesson 13).
+    and k, v (B, H_kv, T, d), each part's heads in order (lesson 13c).
 
     With num_kv_heads = num_heads this is MultiHeadAttention's own layout."""
     B, T, width = qkv.shape
@@ -37,7 +37,7 @@ def split_qkv(qkv: torch.Tensor, num_heads: int, num_kv_heads: int) -> tuple:
 
 def grouped_attend(q, k, v, mask, factor: float):
     """Attention of q (B, H, T_q, d) with k, v (B, H_kv, T_k, d): query head h reads key and
-    value head h // (H / H_kv), without copying k or v (lesson 13).
+    value head h // (H / H_kv), without copying k or v (lesson 13c).
 
     Each group of H / H_kv query heads is laid beside its shared key head, which broadcasts
     over the group. Returns (output (B, H, T_q, d), weights (B, H, T_q, T_k)).
@@ -54,7 +54,7 @@ def grouped_attend(q, k, v, mask, factor: float):
 
 class GroupedQueryAttention(nn.Module):
     """H query heads in num_kv_heads groups, each group sharing one key and one value head;
-    then concatenate and project, as MultiHeadAttention (lesson 13).
+    then concatenate and project, as MultiHeadAttention (lesson 13c).
 
     qkv is one Linear(D, D + 2 * num_kv_heads * d) laid out [q | k | v]; with num_kv_heads = H
     it is MultiHeadAttention's Linear(D, 3D), and that module's weights load directly.
@@ -91,14 +91,14 @@ class GroupedQueryAttention(nn.Module):
 
     def grouped_heads(self, x: torch.Tensor) -> tuple:
         """q (B, H, T, d) and k, v (B, H_kv, T, d) of x (B, T, D), RoPE on q and k if given
-        (lesson 13)."""
+        (lesson 13c)."""
         q, k, v = split_qkv(self.qkv(x), self.num_heads, self.num_kv_heads)
         if self.rope is not None:
             q, k = self.rope.rotate_qk(q, k)  # (B, H, T, d), (B, H_kv, T, d)
         return q, k, v
 
     def check(self, x, mask) -> None:
-        """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (lesson 13)."""
+        """Raise unless x is (B, T, D) floating point and mask fits (B, H, T, T) (lesson 13c)."""
         check_input(x, mask, self.num_heads, self.d_head)
 
     def forward(self, x: torch.Tensor, mask=None, return_weights: bool = False):
@@ -122,9 +122,28 @@ class GroupedQueryAttention(nn.Module):
         return (y, weights) if return_weights else y
 
 
+def as_multihead(qkv: nn.Linear, num_heads: int, num_kv_heads: int) -> nn.Linear:
+    """A Linear(D, 3D) laid out [q | k | v] for multi-head attention that computes what
+    grouped-query attention with `qkv` (a Linear(D, D + 2 H_kv d)) computes: the query rows
+    as they are, and each key/value head's rows copied for every query head of its group, so
+    that head h gets key/value head h // (H / H_kv) (lesson 13c)."""
+    D = qkv.in_features
+    d = D // num_heads
+    kv_of = torch.arange(num_heads) // (num_heads // num_kv_heads)  # (H,): h -> h // G
+    tied = nn.Linear(D, 3 * D, bias=qkv.bias is not None, dtype=qkv.weight.dtype)
+    with torch.no_grad():
+        for mine, theirs in ((tied.weight, qkv.weight), (tied.bias, qkv.bias)):
+            if theirs is None:
+                continue
+            q, k, v = theirs.split([D, num_kv_heads * d, num_kv_heads * d])  # rows
+            k, v = (t.unflatten(0, (num_kv_heads, d))[kv_of].flatten(0, 1) for t in (k, v))
+            mine.copy_(torch.cat([q, k, v]))  # (3D, ...): each head's rows in order
+    return tied
+
+
 def kv_cache_bytes(num_layers: int, num_kv_heads: int, T: int, d_head: int, bytes_per_value=4):
     """Bytes a KV cache holds for one sequence of T tokens: 2 (keys and values) x layers x
-    kv_heads x T x d x bytes per value (4 for float32) (lesson 13)."""
+    kv_heads x T x d x bytes per value (4 for float32) (lesson 13b)."""
     for name, value in (
         ("num_layers", num_layers), ("num_kv_heads", num_kv_heads), ("T", T),
         ("d_head", d_head), ("bytes_per_value", bytes_per_value),

@@ -1,11 +1,13 @@
 """Generation with a KV cache: each token's keys and values are computed once and kept, so a
-new token costs one position's work, not the whole sequence's (lesson 13).
+new token costs one position's work, not the whole sequence's (lessons 13a and 13b).
 
 This module drives a TinyTransformer from outside, reading its modules (embed, each block's
 norms, attention projections and feed-forward layer, the final norm and head, the RoPE
 module); the model itself is unchanged. generate_cached keeps generate's contract: the same
 tokens, from logits within rounding of the uncached forward pass.
 """
+
+import time
 
 import torch
 import torch.nn.functional as F
@@ -16,12 +18,12 @@ from course_lib.gqa import GroupedQueryAttention, split_qkv
 from course_lib.model import check_ids, check_sampling, next_token
 from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import apply_rope, apply_rope_half
-from course_lib.runtime import evaluating
+from course_lib.runtime import evaluating, one_thread
 
 
 def rotate_from(rope, x: torch.Tensor, start: int) -> torch.Tensor:
     """x (..., T, d) rotated by RoPE at positions start .. start + T - 1: the rope module's
-    rotation with a start offset, in its layout (lesson 13).
+    rotation with a start offset, in its layout (lesson 13a).
 
     rotate_from(rope, x, 0) is rope(x). A cached step feeds one token at position start, and
     its query and key must turn by that position's angles, not by position 0's.
@@ -42,7 +44,7 @@ class KVCache:
     """Per layer, the keys and values (B, H_kv, capacity, d) of every position so far.
 
     The tensors are allocated once, for capacity positions (the model's max_len); length
-    says how many are filled. A step writes its new positions after them (lesson 13).
+    says how many are filled. A step writes its new positions after them (lesson 13b).
     """
 
     def __init__(self, num_layers, batch, num_kv_heads, d_head, capacity, dtype=torch.float32):
@@ -60,14 +62,14 @@ class KVCache:
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple:
         """Store k, v (B, H_kv, T, d) after the filled positions; return all of them so far,
         (B, H_kv, length + T, d) each. The caller moves length on once every layer wrote
-        (lesson 13)."""
+        (lesson 13b)."""
         stop = self.length + k.shape[-2]
         self.keys[layer][:, :, self.length : stop] = k
         self.values[layer][:, :, self.length : stop] = v
         return self.keys[layer][:, :, :stop], self.values[layer][:, :, :stop]
 
     def nbytes(self) -> int:
-        """Bytes of the keys and values held for the filled positions, all layers (lesson 13)."""
+        """Bytes of the keys and values held for the filled positions, all layers (lesson 13b)."""
         return sum(t[:, :, : self.length].nbytes for t in self.keys + self.values)
 
 
@@ -92,7 +94,7 @@ def _check_model(model) -> None:
 
 def new_cache(model, batch: int) -> KVCache:
     """An empty KVCache shaped for model's layers, for batch sequences of up to max_len
-    (lesson 13)."""
+    (lesson 13b)."""
     _check_model(model)
     attn = model.blocks[0].attn
     return KVCache(
@@ -134,7 +136,7 @@ def _block_step(block, x, mask, cache: KVCache, layer: int, start: int):
 
 def cached_forward(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     """Logits (B, T, V) of ids (B, T), the tokens that follow the cache's positions; their
-    keys and values join the cache (lesson 13).
+    keys and values join the cache (lesson 13b).
 
     Position start + i sees the cached positions and new positions 0..i, as the causal mask
     of the whole sequence would let it. With an empty cache this is model(ids). Put the
@@ -166,7 +168,7 @@ def cached_forward(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
 @torch.no_grad()
 def cached_logits(model, ids: torch.Tensor, prompt_len: int = 1) -> torch.Tensor:
     """Logits (B, T, V) of ids (B, T) as cached generation computes them: the first
-    prompt_len tokens in one pass, then one token per step. Compare with model(ids) (lesson 13)."""
+    prompt_len tokens in one pass, then one token per step. Compare with model(ids) (lesson 13b)."""
     _check_model(model)
     check_ids("ids", ids, model.config.vocab_size)
     positive_int("prompt_len", prompt_len)
@@ -189,7 +191,7 @@ def generate_cached(
     seed: int = 0,
 ) -> torch.Tensor:
     """course_lib.model.generate with a KV cache: the same tokens for the same seed
-    (lesson 13). Returns (B, T0 + num_tokens).
+    (lesson 13b). Returns (B, T0 + num_tokens).
 
     The prompt (at most max_len tokens of it) goes through in one pass; each new token after
     that is one position's work. Once the sequence is longer than max_len, generate's window
@@ -220,7 +222,7 @@ def generate_cached(
 
 def token_costs(config, T: int, *, cached: bool, num_kv_heads=None, bytes_per_value: int = 4):
     """{"multiply_adds", "bytes"} of the matrix products behind one new token's logits at
-    context length T (the new token included), for one sequence (lesson 13).
+    context length T (the new token included), for one sequence (lesson 13a).
 
     cached=True: the new token alone goes through, its attention reading T cached keys and
     values per layer. cached=False: all T tokens go through again, as generate does, with a
@@ -256,3 +258,36 @@ def token_costs(config, T: int, *, cached: bool, num_kv_heads=None, bytes_per_va
         "bytes": config.num_layers * (layer_values * bytes_per_value + mask_bytes)
         + head_values * bytes_per_value,
     }
+
+
+def _median_seconds(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[repeats // 2]
+
+
+@torch.no_grad()
+def time_per_token(model, contexts, *, repeats: tuple = (15, 3)) -> dict:
+    """{"cached": [...], "recomputed": [...]}: median seconds for one new token at each
+    context length T of `contexts`, on one torch thread (lesson 13b). Cached: cached_forward
+    of the T-th token after T - 1 cached ones, in a cache allocated once; recomputed:
+    model(ids) on all T tokens. Wall time: it differs from machine to machine and run to run.
+    """
+    timed = {"cached": [], "recomputed": []}
+    with one_thread(), evaluating(model):
+        for T in contexts:
+            g = torch.Generator().manual_seed(T)
+            seq = torch.randint(model.config.vocab_size, (1, T), generator=g)  # (1, T)
+            cache = new_cache(model, 1)
+            cached_forward(model, seq[:, :-1], cache)  # T - 1 tokens cached
+
+            def cached_step(cache=cache, seq=seq):
+                cache.length = seq.shape[1] - 1  # back to T - 1 filled: the same step again
+                cached_forward(model, seq[:, -1:], cache)
+
+            timed["cached"].append(_median_seconds(cached_step, repeats[0]))
+            timed["recomputed"].append(_median_seconds(lambda seq=seq: model(seq), repeats[1]))
+    return timed

@@ -37,7 +37,7 @@ class ModelConfig:
     tied: bool = False  # the head reuses the embedding's matrix (lesson 01b_loss_and_floor)
     ff: str = "gelu"  # "gelu" (Linear, GELU, Linear) or "swiglu", hidden width d_ff (lesson 14)
     bias: bool = True  # False: attention projections without biases, as in Llama (lesson 14)
-    # key/value heads shared by groups of query heads; None: one per query head (lesson 13)
+    # key/value heads shared by groups of query heads; None: one per query head (lesson 13c)
     num_kv_heads: int | None = None
 
 

@@ -725,9 +725,10 @@ def test_multiheads_that_run_the_courses_pieces_by_another_name_are_told(tmp_pat
 
 
 def test_splits_and_merges_through_later_lessons_exercise_helpers_are_refused():
-    # lessons 13 and 15's exercise modules cut and merge heads with private helpers of their
-    # own: right answers (they pass once the forbidden list is emptied), refused by it
-    from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
+    # lessons 13a, 13c and 15's exercise modules cut and merge heads with private helpers of
+    # their own: right answers (they pass once the forbidden list is emptied), refused by it
+    from course_lib.exercises import lesson13c_grouped_query_attention as grouped_multihead
+    from course_lib.exercises.lesson13a_what_generation_recomputes import attend_cached
     from course_lib.exercises.lesson15a_sliding_window import attend_rolling
 
     def through_attend_cached(x, num_heads):
@@ -740,9 +741,9 @@ def test_splits_and_merges_through_later_lessons_exercise_helpers_are_refused():
         return grouped_multihead._split(x, lambda t: t.repeat(1, 1, 3), num_heads, num_heads)[0]
 
     for fn, called in [
-        (through_attend_cached, "lesson13.attend_cached._heads"),
+        (through_attend_cached, "lesson13a_what_generation_recomputes.attend_cached._heads"),
+        (through_grouped_split, "lesson13c_grouped_query_attention._split"),
         (through_attend_rolling, "lesson15a_sliding_window.attend_rolling._heads"),
-        (through_grouped_split, "lesson13.grouped_multihead._split"),
     ]:
         assert run(dataclasses.replace(SPLIT, forbidden=()), fn).passed, fn.__name__
         verdict = failed(SPLIT, fn)
@@ -751,7 +752,7 @@ def test_splits_and_merges_through_later_lessons_exercise_helpers_are_refused():
         assert "later lessons' exercises" in verdict.steps[0]
 
     for merged, called in [
-        (attend_cached._merged, "lesson13.attend_cached._merged"),
+        (attend_cached._merged, "lesson13a_what_generation_recomputes.attend_cached._merged"),
         (attend_rolling._merged, "lesson15a_sliding_window.attend_rolling._merged"),
     ]:
 
@@ -772,4 +773,4 @@ def test_splits_and_merges_through_later_lessons_exercise_helpers_are_refused():
 
     verdict = failed(MULTIHEAD, multihead)
     assert verdict.bug == "forbidden", verdict.message
-    assert "lesson13.attend_cached._heads" in verdict.message
+    assert "lesson13a_what_generation_recomputes.attend_cached._heads" in verdict.message

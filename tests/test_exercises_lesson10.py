@@ -150,7 +150,7 @@ def _one_step_at_a_time(z, temperature, top_k, g):
         (_cached, "course_lib.kv_cache.generate_cached"),
         (learner(pick=_one_step_at_a_time), "course_lib.model.next_token"),
     ],
-    ids=["handed in as it is", "wrapped", "lesson 13's cached generate", "its next_token"],
+    ids=["handed in as it is", "wrapped", "lesson 13b's cached generate", "its next_token"],
 )
 def test_the_course_sampler_is_refused(route, called):
     result = run_generate(route)

@@ -19,7 +19,7 @@ from torch import nn
 
 from course_lib.checks import check_attend_rolling, check_sliding_window_mask
 from course_lib.exercises.core import run
-from course_lib.exercises.lesson13.rope_from import rope_from_reference
+from course_lib.exercises.lesson13a_what_generation_recomputes.rope_from import rope_from_reference
 from course_lib.exercises.lesson15a_sliding_window import (
     ATTEND_ROLLING,
     EXERCISES,

@@ -746,3 +746,42 @@ def test_a_workspace_holding_lesson_07_before_its_split_keeps_the_learners_work(
     assert work.origin["to_rotate_half"] == "lesson 07a: yours"
     assert work.functions["to_rotate_half"](None, 1) == "mine, in 07a"
     assert work.origin["rope_heads"] == "lesson 07a: yours in 07_rope_in_real_models.ipynb"
+
+
+# ---------------------------------------------------------------- lesson 13 before its split
+
+BEFORE_THE_SPLIT_OF_13 = ROOT_TESTS / "fixtures" / "workspace_before_the_split_of_13"
+
+
+def test_a_workspace_holding_lesson_13_before_its_split_keeps_the_learners_work(tmp_path):
+    """13_kv_cache_and_gqa (the learner's copy from main before the split, each exercise
+    written the learner's own way) became 13a (rope_from, attend_cached), 13b
+    (forward_with_cache, generate_cached) and 13c (grouped_multihead): the three arrive beside
+    it with stubs, and earlier_work finds each exercise in the old file, and each passes."""
+    from course_lib.exercises import FORMER, run
+    from course_lib.exercises.lesson13b_kv_cache import run_forward
+    from course_lib.paths import LESSONS_DIR
+    from course_lib.workspace import prepare
+
+    old = BEFORE_THE_SPLIT_OF_13 / "13_kv_cache_and_gqa.ipynb"
+    (tmp_path / old.name).write_bytes(old.read_bytes())
+    stems = ("13a_what_generation_recomputes", "13b_kv_cache", "13c_grouped_query_attention")
+    written = {p.name for p in prepare(LESSONS_DIR, tmp_path)}
+    assert {f"{stem}.ipynb" for stem in stems} <= written
+    assert (tmp_path / old.name).read_bytes() == old.read_bytes()
+    assert all(FORMER[stem] == ("13_kv_cache_and_gqa",) for stem in stems)
+    labels = {"rope_from": "13a", "attend_cached": "13a", "forward_with_cache": "13b",
+              "generate_cached": "13b", "grouped_multihead": "13c"}  # fmt: skip
+    for name in labels:  # each asked for alone
+        work = collect([name], tmp_path)
+        assert work.origin[name].endswith(": yours in 13_kv_cache_and_gqa.ipynb"), work.origin
+    work = collect(list(labels), tmp_path)
+    assert work.origin == {
+        name: f"lesson {label}: yours in 13_kv_cache_and_gqa.ipynb"
+        for name, label in labels.items()
+    }
+    for name in labels:
+        assert work.functions[name].__doc__ == "Mine, written in lesson 13 before it was split."
+        verdict_of = run_forward if name == "forward_with_cache" else (
+            lambda fn, name=name: run(by_name(name), fn))  # fmt: skip
+        assert verdict_of(work.functions[name]).passed, name

@@ -30,6 +30,7 @@ import sys
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -93,6 +94,11 @@ class Exercise:
     # a check that finds one called while the learner's function runs (however it was
     # reached) fails with `forbidden_hint`
     forbidden: tuple[tuple[object, str], ...] = ()
+    # earlier exercises that must not run inside this one, the learner's own versions too (a
+    # wrapper around one passes and checks nothing new): recognised by the name the function
+    # was written under, since a learner's function is new code each time a lesson reads it;
+    # the course's own versions belong in `forbidden`. Fails with `forbidden_hint` too.
+    forbidden_earlier: tuple[str, ...] = ()
     forbidden_hint: str = ""
     # what course_lib.mywork hands a later lesson for an exercise not written yet, where the
     # reference is an adapter and not the thing the learner writes (lesson 11a's MyTransformer,
@@ -276,9 +282,10 @@ def _fail(exercise: Exercise, message: str, steps, bug: str | None = None) -> Ve
 
 
 @contextmanager
-def _watching(functions: dict):
-    """Record each call of the functions given as {label: function} while the block runs;
-    yield the list of their labels, in the order called.
+def _watching(functions: dict, names=()):
+    """Record each call of the functions given as {label: function}, and of any Python
+    function outside course_lib whose name is in `names` (a learner's), while the block runs;
+    yield the list of their labels (a name as it is), in the order called.
 
     A call is recognised by the function itself, not by the name it is reached through: a
     Python function by its code, a built-in by identity. So `from torch.autograd import grad`
@@ -287,11 +294,15 @@ def _watching(functions: dict):
     listed as (torch.Tensor, "softmax"), is recognised by the method its class defines.
     """
     targets = {id(getattr(f, "__code__", f)): label for label, f in functions.items()}
+    names = frozenset(names)
     called = []
 
     def profile(frame, event, arg):
         if event == "call":
-            label = targets.get(id(frame.f_code))
+            code = frame.f_code
+            label = targets.get(id(code))
+            if label is None and code.co_name in names and not _in_course(code.co_filename):
+                label = code.co_name
         elif event == "c_call":
             label = targets.get(id(arg))
             owner = getattr(arg, "__self__", None)
@@ -303,11 +314,19 @@ def _watching(functions: dict):
             called.append(label)
 
     before = sys.getprofile()
-    sys.setprofile(profile if targets else before)
+    sys.setprofile(profile if targets or names else before)
     try:
         yield called
     finally:
         sys.setprofile(before)
+
+
+_COURSE_DIR = str(Path(__file__).resolve().parent.parent)
+
+
+def _in_course(filename: str) -> bool:
+    """Whether code compiled from `filename` is course_lib's own."""
+    return str(Path(filename).resolve()).startswith(_COURSE_DIR)
 
 
 def _forbidden(exercise: Exercise) -> dict:
@@ -347,9 +366,10 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
         label = case_label(exercise.reference, case)
         mine = _copy_args(case.args)
         mine_kw = dict(zip(case.kwargs, _copy_args(case.kwargs.values()), strict=True))
-        with _watching({} if trusted else {**forbidden, **own}) as calls:
+        earlier = () if trusted else exercise.forbidden_earlier
+        with _watching({} if trusted else {**forbidden, **own}, earlier) as calls:
             tried = attempt(name, fn, *mine, **mine_kw)
-        called = [c for c in calls if c in forbidden]
+        called = [c for c in calls if c in forbidden or c in earlier]
         ran = [c for c in calls if c in own]
         if called and tried.missing is None:
             return _fail(exercise, f"your function calls {called[0]}, which computes what this "

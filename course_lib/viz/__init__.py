@@ -72,7 +72,9 @@ from course_lib.viz.lesson12_read_your_model import (
     knockout_figure,
     rise_norm,
 )
-from course_lib.viz.lesson13 import head_groups_figure, time_per_token_figure, token_costs_figure
+from course_lib.viz.lesson13a_what_generation_recomputes import token_costs_figure
+from course_lib.viz.lesson13b_kv_cache import time_per_token_figure
+from course_lib.viz.lesson13c_grouped_query_attention import head_groups_figure
 from course_lib.viz.lesson14 import bends_figure
 from course_lib.viz.lesson15b_attention_sinks import excess_by_position_figure
 from course_lib.viz.lesson16a_interpolation_and_ntk import METHOD_STYLES, draw_excess, excess_figure
@@ -105,9 +107,10 @@ FIGURE_MODULES = ("lesson01a_language_and_tokens", "lesson02a_attention",
                   "lesson05_encoder_decoder", "lesson06_sinusoidal_and_rope",
                   "lesson07b_positions_past_training",
                   "lesson08_transformer_block", "lesson10", "lesson11b_train_your_model",
-                  "lesson12_read_your_model", "lesson13", "lesson14", "lesson15b_attention_sinks",
-                  "lesson16a_interpolation_and_ntk", "lesson16b_yarn_compared",
-                  "lesson17b_tiled_memory_and_backward")  # fmt: skip
+                  "lesson12_read_your_model", "lesson13a_what_generation_recomputes",
+                  "lesson13b_kv_cache", "lesson13c_grouped_query_attention", "lesson14",
+                  "lesson15b_attention_sinks", "lesson16a_interpolation_and_ntk",
+                  "lesson16b_yarn_compared", "lesson17b_tiled_memory_and_backward")  # fmt: skip
 
 __all__ = [
     "BLUE",

@@ -48,7 +48,7 @@ COLOURS = {
     "ReLU": VERMILLION,
     "training": BLUE,  # lesson 01: loss curves
     "validation": ORANGE,
-    "cached": BLUE,  # lesson 13: generation with and without a KV cache
+    "cached": BLUE,  # lessons 13a and 13b: generation with and without a KV cache
     "recomputed": VERMILLION,
 }
 # never meaning by colour alone: meanings drawn as lines in more than one picture also keep

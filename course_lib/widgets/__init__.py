@@ -26,7 +26,7 @@ from course_lib.widgets.lesson12_read_your_model import (
     TrainedHeadsExplorer,
     fresh_sentences,
 )
-from course_lib.widgets.lesson13 import KVCostExplorer
+from course_lib.widgets.lesson13c_grouped_query_attention import KVCostExplorer
 from course_lib.widgets.lesson15a_sliding_window import WindowExplorer
 from course_lib.widgets.lesson16b_yarn_compared import RopeScalingExplorer
 from course_lib.widgets.lesson17a_online_softmax import TileExplorer

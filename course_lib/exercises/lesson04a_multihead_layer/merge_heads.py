@@ -3,7 +3,7 @@
 import torch
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson13 import attend_cached
+from course_lib.exercises.lesson13a_what_generation_recomputes import attend_cached
 from course_lib.exercises.lesson15a_sliding_window import attend_rolling
 
 

@@ -8,6 +8,7 @@ from torch import nn
 
 from course_lib import gqa
 from course_lib import multihead as course_multihead
+from course_lib.exercises import lesson13c_grouped_query_attention as grouped_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson04a_multihead_layer import merge_heads as merge_module
 from course_lib.exercises.lesson04a_multihead_layer import split_heads as split_module
@@ -19,7 +20,7 @@ from course_lib.exercises.lesson04a_multihead_layer.split_heads import (
     _split_view_straight,
     split_heads_reference,
 )
-from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
+from course_lib.exercises.lesson13a_what_generation_recomputes import attend_cached
 from course_lib.exercises.lesson15a_sliding_window import attend_rolling
 
 

@@ -4,8 +4,9 @@ import torch
 
 from course_lib import gqa
 from course_lib import multihead as course_multihead
+from course_lib.exercises import lesson13c_grouped_query_attention as grouped_multihead
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson13 import attend_cached, grouped_multihead
+from course_lib.exercises.lesson13a_what_generation_recomputes import attend_cached
 from course_lib.exercises.lesson15a_sliding_window import attend_rolling
 
 

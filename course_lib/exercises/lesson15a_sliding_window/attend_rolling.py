@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson13 import attend_cached
-from course_lib.exercises.lesson13.rope_from import rope_from_reference
+from course_lib.exercises.lesson13a_what_generation_recomputes import attend_cached
+from course_lib.exercises.lesson13a_what_generation_recomputes.rope_from import rope_from_reference
 from course_lib.exercises.stub import yours_or_course
 
 

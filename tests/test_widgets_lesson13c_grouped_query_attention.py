@@ -1,4 +1,4 @@
-"""KVCostExplorer (lesson 13): its numbers are the counts, its weights the modules' own, and
+"""KVCostExplorer (lesson 13c): its numbers are the counts, its weights the modules' own, and
 the lesson's "things to try" hold."""
 
 import pytest
@@ -118,3 +118,23 @@ def test_every_line_sits_inside_its_axes_at_every_setting(explorer):
 def test_the_chosen_t_line_is_in_the_legend(explorer):
     for ax in (explorer.ax_work, explorer.ax_bytes):
         assert "the chosen T" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_the_picture_names_its_setting(explorer):
+    """A picture shown alone (a static page, a PNG) says which setting it is."""
+    start = explorer.values()
+    explorer.controls["T"].value = 1024
+    explorer.controls["kv"].value = 1
+    title = explorer.setting_title.get_text()
+    assert title.startswith("T = 1024 (dashed), D = 64, 1 key/value heads")
+    for name, value in start.items():
+        explorer.controls[name].value = value
+
+
+def test_things_to_try_at_8192_attention_does_most_of_the_work_and_one_kv_head_saves_little(
+    explorer,
+):
+    four, one = explorer.costs(8192, 64, 4), explorer.costs(8192, 64, 1)
+    assert 1 - four["projections"] / four["cached"] > 0.9  # attention: most of the work
+    assert 0.99 < one["cached"] / four["cached"] < 1  # 1 key/value head saves under 1%
+    assert four["cache_bytes"] == 4 * one["cache_bytes"]

@@ -1,4 +1,4 @@
-"""Lesson 13's attend_cached exercise: one attention layer for new tokens, given the keys and
+"""Lesson 13a's attend_cached exercise: one attention layer for new tokens, given the keys and
 values of the tokens before them."""
 
 import math
@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib.exercises.core import Bug, Case, Exercise
-from course_lib.exercises.lesson13.rope_from import rope_from_reference
+from course_lib.exercises.lesson13a_what_generation_recomputes.rope_from import rope_from_reference
 
 # ---------------------------------------------------------------- attend_cached
 
@@ -22,12 +22,12 @@ def _merged(y):
 
 
 def shifted_causal(S: int, T: int) -> torch.Tensor:
-    """(T, S + T) bool: new token i, at position S + i, may see keys 0 .. S + i (lesson 13)."""
+    """(T, S + T) bool: new token i, at position S + i, may see keys 0 .. S + i (lesson 13a)."""
     return torch.arange(S + T)[None, :] <= torch.arange(S, S + T)[:, None]
 
 
 def attend_cached_reference(x, qkv, out, num_heads, past_k, past_v, rope=None):
-    """The course's attend_cached: exercise 2's answer (lesson 13)."""
+    """The course's attend_cached: exercise 2's answer (lesson 13a)."""
     D, S, T = x.shape[-1], past_k.shape[-2], x.shape[-2]
     q, k, v = (_heads(t, num_heads) for t in qkv(x).split(D, dim=-1))  # each (B, H, T, d)
     if rope is not None:
@@ -97,7 +97,7 @@ def _written(*, offset=lambda S: S, mask="shifted", keep="all", order="past firs
 
 ATTEND_CACHED = Exercise(
     name="attend_cached",
-    lesson="13_kv_cache_and_gqa",
+    lesson="13a_what_generation_recomputes",
     reference=attend_cached_reference,
     cases=_attend_cached_cases,
     idea="the section 'One layer with a cache': exercise 2's text, and the worked example "

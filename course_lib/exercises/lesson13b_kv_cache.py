@@ -1,4 +1,4 @@
-"""Lesson 13's forward_with_cache and generate_cached exercises: the whole model with a
+"""Lesson 13b's forward_with_cache and generate_cached exercises: the whole model with a
 per-layer cache, and generation that uses it.
 
 forward_with_cache returns a cache as well as logits, and is called once per chunk of new
@@ -17,8 +17,10 @@ import torch
 from course_lib import corpus, kv_cache
 from course_lib import model as model_module
 from course_lib.exercises.core import Bug, Case, Exercise, Verdict, run
-from course_lib.exercises.lesson13.attend_cached import attend_cached_reference
-from course_lib.exercises.lesson13.rope_from import rope_from_reference
+from course_lib.exercises.lesson13a_what_generation_recomputes.attend_cached import (
+    attend_cached_reference,
+)
+from course_lib.exercises.lesson13a_what_generation_recomputes.rope_from import rope_from_reference
 from course_lib.model import TinyTransformer, generate
 from course_lib.runtime import one_thread
 from course_lib.variants import load_trained
@@ -62,7 +64,7 @@ def _ids(B, T, seed):
 
 def uncached(model, ids, chunks):
     """What stepwise(forward_with_cache) must give: model(ids), and per layer the rotated keys
-    and the values of every position, from the uncached forward pass (lesson 13)."""
+    and the values of every position, from the uncached forward pass (lesson 13b)."""
     inputs = []
     hooks = [
         block.attn.register_forward_pre_hook(lambda module, args: inputs.append(args[0]))
@@ -99,7 +101,7 @@ def _pairs(cache_, layers: int) -> list:
 def stepwise(forward_with_cache):
     """forward_with_cache as a function of (model, ids, chunks): ids fed in chunks of the
     given lengths, the cache handed from call to call; every chunk's logits concatenated and
-    the last cache's keys and values, as uncached returns them (lesson 13)."""
+    the last cache's keys and values, as uncached returns them (lesson 13b)."""
 
     def run(model, ids, chunks):
         cache_, logits, start = [], [], 0
@@ -124,7 +126,7 @@ def stepwise(forward_with_cache):
 
 def forward_with_cache_reference(model, ids, cache_):
     """The course's answer, from the references of exercises 1 and 2 (for the bugs and the
-    tests; the check itself compares with `uncached`; lesson 13)."""
+    tests; the check itself compares with `uncached`; lesson 13b)."""
     return _forward(model, ids, cache_)
 
 
@@ -202,10 +204,10 @@ def _forward_cases() -> list[Case]:
 
 FORWARD_WITH_CACHE = Exercise(
     name="forward_with_cache",
-    lesson="13_kv_cache_and_gqa",
+    lesson="13b_kv_cache",
     reference=uncached,
     cases=_forward_cases,
-    idea="the section 'The whole model with a cache': exercise 3's text, and the forward "
+    idea="the section 'The whole model with a cache': the exercise's text, and the forward "
     "pass of your MyTransformer in lesson 11a, whose module names the base model shares",
     bugs=(
         Bug(
@@ -271,7 +273,7 @@ FORWARD_WITH_CACHE = Exercise(
 
 
 def generate_reference(model, prompt, num_tokens, *, temperature=1.0, seed=0):
-    """The course's generate, the check's reference (lesson 13)."""
+    """The course's generate, the check's reference (lesson 13b)."""
     return generate(model, prompt, num_tokens, temperature=temperature, seed=seed)
 
 
@@ -343,10 +345,10 @@ def _generate_cases() -> list[Case]:
 
 GENERATE_CACHED = Exercise(
     name="generate_cached",
-    lesson="13_kv_cache_and_gqa",
+    lesson="13b_kv_cache",
     reference=generate_reference,
     cases=_generate_cases,
-    idea="the section 'The whole model with a cache': exercise 3's text on generate_cached, "
+    idea="the section 'The whole model with a cache': the exercise's text on generate_cached, "
     "and course_lib.model.generate, whose contract it keeps",
     bugs=(
         Bug(
@@ -424,7 +426,7 @@ GENERATE_CACHED = Exercise(
 
 def run_forward(forward_with_cache) -> Verdict:
     """Check a forward_with_cache: fed chunk by chunk through stepwise, against uncached.
-    One torch thread: the steps are tiny, and a second thread would only wait (lesson 13)."""
+    One torch thread: the steps are tiny, and a second thread would only wait (lesson 13b)."""
     if not callable(forward_with_cache):
         return run(FORWARD_WITH_CACHE, forward_with_cache)  # says it expected a function
     with one_thread():
@@ -432,6 +434,9 @@ def run_forward(forward_with_cache) -> Verdict:
 
 
 def run_generate(generate_cached) -> Verdict:
-    """Check a generate_cached against generate, on one torch thread (tiny steps; lesson 13)."""
+    """Check a generate_cached against generate, on one torch thread (tiny steps; lesson 13b)."""
     with one_thread():
         return run(GENERATE_CACHED, generate_cached)
+
+
+EXERCISES = (FORWARD_WITH_CACHE, GENERATE_CACHED)

@@ -1,4 +1,4 @@
-"""Lesson 13's grouped_multihead exercise: multi-head attention with fewer key/value heads,
+"""Lesson 13c's exercise, grouped_multihead: multi-head attention with fewer key/value heads,
 checked against torch's grouped-query attention (scaled_dot_product_attention's
 enable_gqa=True)."""
 
@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_lib import gqa
 from course_lib.exercises.core import Bug, Case, Exercise
 
 # ---------------------------------------------------------------- grouped_multihead
@@ -22,7 +23,7 @@ def _split(x, qkv, num_heads, num_kv_heads):
 
 
 def grouped_multihead_reference(x, qkv, out, num_heads, num_kv_heads, mask=None, rope=None):
-    """The course's grouped_multihead, through torch's enable_gqa=True (lesson 13)."""
+    """The course's grouped_multihead, through torch's enable_gqa=True (lesson 13c)."""
     q, k, v = _split(x, qkv, num_heads, num_kv_heads)  # (B, H, T, d), (B, H_kv, T, d) twice
     if rope is not None:
         q, k = rope(q), rope(k)
@@ -106,10 +107,10 @@ def _written(*, share="interleave", layout="qkv", masked=True, project=True, rop
 
 GROUPED_MULTIHEAD = Exercise(
     name="grouped_multihead",
-    lesson="13_kv_cache_and_gqa",
+    lesson="13c_grouped_query_attention",
     reference=grouped_multihead_reference,
     cases=_grouped_cases,
-    idea="the section 'Fewer key and value heads': exercise 4's text and its picture of "
+    idea="the section 'Fewer key and value heads': the exercise's text and its picture of "
     "which query heads share a key/value head",
     bugs=(
         Bug(
@@ -164,4 +165,19 @@ GROUPED_MULTIHEAD = Exercise(
         "Print the shapes at each step for 4 query heads and 2 key/value heads: q should be "
         "(B, 4, T, d), k and v (B, 2, T, d) before you share them out.",
     ),
+    # the course's grouped attention: its split into heads and its sharing, the module that
+    # uses both, and the tied weights that let multi-head attention stand in for it
+    forbidden=(
+        (gqa, "split_qkv"),
+        (gqa, "grouped_attend"),
+        (gqa, "as_multihead"),
+        (gqa.GroupedQueryAttention, "forward"),
+    ),
+    forbidden_hint="course_lib.gqa is the course's grouped-query attention: split_qkv cuts "
+    "qkv's output into query and key/value heads, grouped_attend shares the key/value heads "
+    "out, and as_multihead copies their weights for multihead. An answer built on them checks "
+    "nothing of yours: split the heads and give each query head its key/value head yourself.",
 )
+
+
+EXERCISES = (GROUPED_MULTIHEAD,)

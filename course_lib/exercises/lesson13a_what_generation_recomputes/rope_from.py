@@ -1,8 +1,11 @@
-"""Lesson 13's rope_from exercise: lesson 06's RoPE, starting at a given position."""
+"""Lesson 13a's rope_from exercise: lesson 06's RoPE, starting at a given position."""
 
 import torch
 
+from course_lib import kv_cache
 from course_lib.exercises.core import Bug, Case, Exercise
+from course_lib.exercises.lesson06_sinusoidal_and_rope.rope_score import COURSE_ROPE
+from course_lib.exercises.lesson07_rope_in_real_models import rope_heads as lesson07
 from course_lib.positional import apply_rope_half
 
 BASE = 10000.0  # RoPE's base, as in lesson 06
@@ -23,7 +26,7 @@ def _turned(x, positions):
 
 
 def rope_from_reference(x, start):
-    """The course's rope_from: exercise 1's answer (lesson 13)."""
+    """The course's rope_from: exercise 1's answer (lesson 13a)."""
     T = x.shape[-2]
     return _turned(x, torch.arange(start, start + T))  # (..., T, d)
 
@@ -57,7 +60,7 @@ def _at(positions):
 
 ROPE_FROM = Exercise(
     name="rope_from",
-    lesson="13_kv_cache_and_gqa",
+    lesson="13a_what_generation_recomputes",
     reference=rope_from_reference,
     cases=_rope_from_cases,
     idea="the section 'Keys and values, computed once': exercise 1's text and its worked "
@@ -106,4 +109,18 @@ ROPE_FROM = Exercise(
         "Build a (T, d/2) table of angles (start + t) * theta_i and turn pair i of row t by "
         "its entry with your rotate_pair, as in lesson 06.",
     ),
+    # the course's RoPE at any positions, and rope_heads (the course's or the learner's own)
+    # on x with start rows put in front: both pass and teach nothing, and the second turns
+    # start rows more for every new token, the very recomputation a cache is there to save
+    forbidden=(
+        *COURSE_ROPE,
+        (kv_cache, "rotate_from"),
+        (lesson07, "rope_heads_reference"),
+    ),
+    forbidden_earlier=("rope_heads",),
+    forbidden_hint="rope_from builds its own angle table. The course's RoPE "
+    "(positional.apply_rope, a RotaryEmbedding, kv_cache.rotate_from) takes any positions, so "
+    "calling it checks nothing; and rope_heads, yours or the course's, on x with rows put in "
+    "front of it turns start rows more for every new token, the recomputation a cache is "
+    "there to save. Build the (T, d/2) table of angles (start + t) * theta_i yourself.",
 )

@@ -1,4 +1,4 @@
-"""Lesson 13's explorer: what one new token costs, cached and recomputed, and what the cache
+"""Lesson 13c's explorer: what one new token costs, cached and recomputed, and what the cache
 holds, for a context length, a model width and a number of key/value heads."""
 
 import math
@@ -20,7 +20,7 @@ def _decades(low: float, high: float) -> tuple:
 
 
 class KVCostExplorer(Explorer):
-    """The explorer of lesson 13: move the context length, the model's width and its key/value
+    """The explorer of lesson 13c: move the context length, the model's width and its key/value
     heads; see the multiply-adds of one new token, cached and recomputed, and the cache's bytes
     against the weights'. Every number is counted from the configuration
     (course_lib.kv_cache.token_costs, course_lib.gqa.kv_cache_bytes): the same on every machine.
@@ -42,7 +42,8 @@ class KVCostExplorer(Explorer):
 
     def __init__(self):
         Ts = list(self.CONTEXTS)
-        fig, (self.ax_work, self.ax_bytes) = viz.new_figure(10.0, 3.6, ncols=2)
+        fig, (self.ax_work, self.ax_bytes) = viz.new_figure(10.0, 3.9, ncols=2)
+        self.setting_title = fig.suptitle("", fontsize=11)  # the setting, in the picture too
         self.lines = {
             "recomputed": self.ax_work.plot(
                 Ts, Ts, marker="s", color=viz.colour("recomputed"), label="recomputed"
@@ -91,7 +92,8 @@ class KVCostExplorer(Explorer):
             "D": choice_buttons("model width D", self.WIDTHS, 64),
             "kv": choice_buttons("key/value heads", self.KV_HEADS, 4),
         }
-        dynamic = [*self.lines.values(), *self.cache_lines.values(), self.weights_line, *self.marks]
+        dynamic = [*self.lines.values(), *self.cache_lines.values(), self.weights_line,
+                   *self.marks, self.setting_title]  # fmt: skip
         super().__init__(controls, fig, dynamic=dynamic)
 
     def limits(self, D: int) -> dict:
@@ -111,7 +113,8 @@ class KVCostExplorer(Explorer):
 
     def weight_count(self, D: int, kv: int) -> int:
         """Parameters of the model at width D with kv key/value heads, counted from its layout
-        (tests/test_widgets_lesson13.py holds it against the modules' own count)."""
+        (tests/test_widgets_lesson13c_grouped_query_attention.py holds it against the modules'
+        own count)."""
         V, L, d_ff, kv_width = self.VOCAB, self.LAYERS, 4 * D, kv * (D // self.HEADS)
         attention = D * (D + 2 * kv_width) + (D + 2 * kv_width) + D * D + D  # qkv and out
         feed_forward = D * d_ff + d_ff + d_ff * D + D
@@ -149,6 +152,9 @@ class KVCostExplorer(Explorer):
         self.weights_line.set_ydata([curves[0]["weight_bytes"]] * len(self.CONTEXTS))
         for mark in self.marks:
             mark.set_xdata([T, T])
+        self.setting_title.set_text(
+            f"T = {T} (dashed), D = {D}, {kv} key/value heads of {self.HEADS} query heads"
+        )
         now = self.costs(T, D, kv)
         share = 1 - now["projections"] / now["cached"]
         self.show_readout(
