@@ -485,7 +485,7 @@ def heads_on_lesson16_angles(x):
 
 
 def heads_by_lesson13(x):
-    from course_lib.exercises.lesson13 import rope_from
+    from course_lib.exercises.lesson13a_what_generation_recomputes import rope_from
 
     return rope_from.rope_from_reference(x, 0)
 
@@ -500,8 +500,11 @@ def test_rope_heads_on_the_courses_sinusoids_or_later_lessons_angles_are_told_so
     _forbidden(ROPE_HEADS, heads_on_sinusoidal_table, "course_lib.positional.sinusoidal_encoding")
     _forbidden(ROPE_HEADS, heads_on_sinusoidal_at, "course_lib.position_demos.sinusoidal_at")
     _forbidden(ROPE_HEADS, heads_on_lesson16_angles, "course_lib.rope_scaling.angles_of")
-    _forbidden(ROPE_HEADS, heads_by_lesson13,
-               "course_lib.exercises.lesson13.rope_from.rope_from_reference")  # fmt: skip
+    _forbidden(
+        ROPE_HEADS,
+        heads_by_lesson13,
+        "course_lib.exercises.lesson13a_what_generation_recomputes.rope_from.rope_from_reference",
+    )
     # lesson 06's checker reference for sinusoidal_encoding, which earlier_work hands back to a
     # learner who skipped that exercise, calls the course's table: refused the same way
     from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import (

@@ -106,7 +106,9 @@ def test_the_courses_attend_cached_wrapped_fails_with_its_hint():
     """Lesson 13a's attend_cached as earlier_work hands it to a learner who has not written it
     (the course's), turned at `position` and with the eviction around it, computes this step:
     refused, with the hint that says why."""
-    from course_lib.exercises.lesson13.attend_cached import attend_cached_reference
+    from course_lib.exercises.lesson13a_what_generation_recomputes.attend_cached import (
+        attend_cached_reference,
+    )
 
     def wrapped(x, qkv, out, num_heads, past_k, past_v, position, window, sinks=0, rope=None):
         if past_k.shape[-2] >= sinks + window:  # full: the entry after the sinks leaves

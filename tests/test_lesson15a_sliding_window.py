@@ -7,7 +7,7 @@ import nbformat
 import pytest
 import torch
 
-from course_lib.exercises.lesson13.rope_from import rope_from_reference
+from course_lib.exercises.lesson13a_what_generation_recomputes.rope_from import rope_from_reference
 from course_lib.exercises.lesson15a_sliding_window import attend_rolling_reference, rolled
 from course_lib.sliding_window import receptive_field, window_mask
 from course_lib.variants import load_trained

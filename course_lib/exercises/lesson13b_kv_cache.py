@@ -261,7 +261,7 @@ FORWARD_WITH_CACHE = Exercise(
     # one (a row alone against a batch of rows). Right answers written other ways (RoPE's
     # angles by division or in float64, scores by hand, torch's fused attention) come within
     # 0.80e-5 * (1 + |logit|) of model(ids) on these cases, over the native, generic and AVX2
-    # paths and 1 to 4 threads (tests/test_exercises_lesson13.py); at 128 positions of the
+    # paths and 1 to 4 threads (tests/test_exercises_lesson13b_kv_cache.py); at 128 positions of the
     # long split, past the 32 the base models were trained on, the same gap reaches
     # 9.5e-5 * (1 + |logit|), which is why the cases stay short. 2e-5 leaves room for a path
     # not measured here; the nearest bug is 1 * (1 + |logit|) off

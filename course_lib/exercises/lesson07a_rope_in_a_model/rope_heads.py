@@ -6,7 +6,7 @@ from course_lib import position_demos, positional, rope_scaling
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson06_sinusoidal_and_rope.rope_score import COURSE_ROPE
 from course_lib.exercises.lesson06_sinusoidal_and_rope.sinusoidal_encoding import BASE
-from course_lib.exercises.lesson13 import rope_from
+from course_lib.exercises.lesson13a_what_generation_recomputes import rope_from
 from course_lib.position_demos import rotate_pair
 from course_lib.positional import apply_rope, apply_rope_half
 
@@ -158,7 +158,7 @@ ROPE_HEADS = Exercise(
     # the course's RoPE, as lesson 06's rope_score refuses it, and every other course function
     # that hands over RoPE's angles or their cosines and sines: lesson 06's sinusoidal tables
     # (columns 2i and 2i+1 of row t are the sine and cosine of t * theta_i, exactly RoPE's),
-    # lesson 16's angle table and lesson 13's RoPE from a start. The learner's rotate_pair is
+    # lesson 16's angle table and lesson 13a's RoPE from a start. The learner's rotate_pair is
     # the piece this exercise builds on, so it stays allowed
     forbidden=(
         *COURSE_ROPE,

@@ -246,7 +246,7 @@ GENERATE = Exercise(
         (kv_cache, "generate_cached"),
     ),
     forbidden_hint="course_lib.model.generate is the course's sampler, the function the "
-    "check compares yours with; its next_token picks one token the same way, and lesson 13's "
+    "check compares yours with; its next_token picks one token the same way, and lesson 13b's "
     "generate_cached gives the same tokens. A generate built on any of them checks nothing "
     "of yours: write the loop, the top-k cut and the draw yourself.",
 )
