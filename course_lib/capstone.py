@@ -171,7 +171,7 @@ def trained_by_words(trained_by: dict) -> str:
 def stand_in() -> Run:
     """The course's stand-in: lesson 11b's run with the course's solutions (lesson 12)."""
     final, steps, _ = _read(STAND_IN)
-    return Run(_model(final), steps, "the course's stand-in, lesson 11's run with its solutions")
+    return Run(_model(final), steps, "the course's stand-in, lesson 11b's run with its solutions")
 
 
 def load_run(path=MODEL_FILE) -> Run:
@@ -181,8 +181,8 @@ def load_run(path=MODEL_FILE) -> Run:
     if not path.exists():
         final, steps, _ = _read(STAND_IN)
         return Run(_model(final), steps, (
-            f"{path.name} is not in this folder (lesson 11 saves it where it runs): "
-            "reading the course's stand-in, the model lesson 11 trains with the course's "
+            f"{path.name} is not in this folder (lesson 11b saves it where it runs): "
+            "reading the course's stand-in, the model lesson 11b trains with the course's "
             "solutions, shipped with the course"))  # fmt: skip
     try:
         final, steps, trained_by = _read(path)
@@ -194,11 +194,11 @@ def load_run(path=MODEL_FILE) -> Run:
         final, steps, _ = _read(STAND_IN)
         return Run(_model(final), steps, (
             f"{path.name} could not be read ({said}): reading the course's stand-in, the model "
-            "lesson 11 trains with the course's solutions"))  # fmt: skip
-    said = f"your model from {path.name}, saved by lesson 11: {trained_by_words(trained_by)}"
+            "lesson 11b trains with the course's solutions"))  # fmt: skip
+    said = f"your model from {path.name}, saved by lesson 11b: {trained_by_words(trained_by)}"
     if not steps:
         return Run(model, _read(STAND_IN)[1], (
-            f"{said}; it holds no steps of training (lesson 11 saved them only later), so the "
+            f"{said}; it holds no steps of training (lesson 11b saved them only later), so the "
             "steps shown are those of the course's stand-in"))  # fmt: skip
     return Run(model, steps, said)
 

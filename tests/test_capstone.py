@@ -33,7 +33,7 @@ def test_your_file_is_read_with_its_steps_and_says_who_trained_it(tmp_path, stan
                tmp_path / "mine.pt")  # fmt: skip
     run = capstone.load_run(tmp_path / "mine.pt")
     assert run.source == (
-        "your model from mine.pt, saved by lesson 11: the course's TinyTransformer (your "
+        "your model from mine.pt, saved by lesson 11b: the course's TinyTransformer (your "
         "MyTransformer has not passed its check), trained by your train_loop"
     )
     assert torch.equal(run.model.head.weight, model.head.weight)
@@ -77,7 +77,7 @@ def test_a_file_saved_before_lesson_11_recorded_who_trained_it_says_so(tmp_path)
     model = variants.load_trained("base", 1)
     torch.save({"model": model.state_dict(), "steps": {50: model.state_dict()}}, tmp_path / "a.pt")
     source = capstone.load_run(tmp_path / "a.pt").source
-    assert source == ("your model from a.pt, saved by lesson 11: whose class and loop trained it "
+    assert source == ("your model from a.pt, saved by lesson 11b: whose class and loop trained it "
                       "is not recorded (the file is older)")  # fmt: skip
 
 

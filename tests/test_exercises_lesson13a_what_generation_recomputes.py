@@ -209,7 +209,7 @@ def _learners_rope_heads():
 
 def _courses_rope_heads():
     # what earlier_work hands a learner who skipped lesson 07
-    from course_lib.exercises.lesson07_rope_in_real_models import rope_heads_reference
+    from course_lib.exercises.lesson07a_rope_in_a_model import rope_heads_reference
 
     return _padded(rope_heads_reference)
 
@@ -220,7 +220,7 @@ def _courses_rope_heads():
         (lambda: _through_apply_rope, "course_lib.positional.apply_rope"),
         (_through_rotate_from, "course_lib.kv_cache.rotate_from"),
         (_learners_rope_heads, "rope_heads"),
-        (_courses_rope_heads, "lesson07_rope_in_real_models.rope_heads.rope_heads_reference"),
+        (_courses_rope_heads, "lesson07a_rope_in_a_model.rope_heads.rope_heads_reference"),
     ],
     ids=["apply_rope", "rotate_from", "your rope_heads, padded", "the course's rope_heads, padded"],
 )

@@ -5,7 +5,7 @@ import torch
 from course_lib import kv_cache
 from course_lib.exercises.core import Bug, Case, Exercise
 from course_lib.exercises.lesson06_sinusoidal_and_rope.rope_score import COURSE_ROPE
-from course_lib.exercises.lesson07_rope_in_real_models import rope_heads as lesson07
+from course_lib.exercises.lesson07a_rope_in_a_model import rope_heads as lesson07
 from course_lib.positional import apply_rope_half
 
 BASE = 10000.0  # RoPE's base, as in lesson 06
