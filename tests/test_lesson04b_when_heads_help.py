@@ -42,7 +42,7 @@ ONE_LAYER, TWO_LAYERS = mark_heads.HEAD_VARIANTS[1], mark_heads.HEAD_VARIANTS[2]
 
 
 def test_the_two_layer_runs_are_lesson_01s_untied_model_and_lesson_03bs_scaled_head(table):
-    """ "with four heads they are lesson 01's untied model, with one head lesson 03b's scaled
+    """ "with four heads they are lesson 01b's untied model, with one head lesson 03b's scaled
     model of head width 64": the same variants, read by those lessons under those names."""
     assert TWO_LAYERS[4] == "base" and TWO_LAYERS[1] == "heads-1"
     (tied,) = [r for r in table["rows"] if r["name"] == "the output layer tied to the embedding"]
@@ -52,7 +52,7 @@ def test_the_two_layer_runs_are_lesson_01s_untied_model_and_lesson_03bs_scaled_h
     (scale,) = [r for r in table["rows"] if r["name"] == "the 1/sqrt(d) scale at head width 64"]
     assert {(c["better"], c["worse"]) for c in scale["claims"]} == {("heads-1", "heads-1-no-scale")}
     assert table["configs"]["heads-1"]["scale"] and table["configs"]["heads-1"]["d_model"] == 64
-    for lesson, name in (("01_language_and_loss", '("base", "untied")'),
+    for lesson, name in (("01b_loss_and_floor", '("base", "untied")'),
                          ("03b_scale_in_models", '"heads-1-no-scale"')):  # fmt: skip
         cells = nbformat.read(NOTEBOOKS / f"{lesson}.ipynb", as_version=4).cells
         assert any(name in c.source for c in cells if c.cell_type == "code"), lesson

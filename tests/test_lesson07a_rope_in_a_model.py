@@ -141,7 +141,7 @@ def test_the_learners_multihead_and_rope_run_the_trained_model_to_its_excess(
     assert course == pytest.approx(variants.trained_card("base", 0)["excess"]["valid"]["all"],
                                    abs=1e-4)  # fmt: skip
     out = _outputs()
-    assert "rope_heads: yours" in out and "multihead    lesson 04: yours" in out
+    assert "rope_heads: yours" in out and "multihead    lesson 04a: yours" in out
     assert "multihead with that rope_heads   excess 0.0083" in out
     text = _markdown()
     assert "excess, 0.0083 nats" in text and "2.3391 nats" in text

@@ -194,7 +194,7 @@ def test_the_claims_the_lesson_reads_say_what_it_says():
                    "a gap of 4.791", "behind no positions by 0.782", "Three claims hold",
                    "0.267 against a bar of 0.026",
                    "0.033 with two, short of its bar of 0.037", "0.87 to 2.47",
-                   "Lessons 01, 03b and 04 read it by one rule"):  # fmt: skip
+                   "Lessons 01b, 03b and 04b read it by one rule"):  # fmt: skip
         assert phrase in text, phrase
     base_long = position_demos.seed_excess("base", "long")
     assert f"{max(base_long) - min(base_long):.1f}" == "1.6"

@@ -36,6 +36,7 @@ import torch
 
 from course_lib.exercises.errors import common_error
 from course_lib.exercises.stub import attempt
+from course_lib.paths import PACKAGE
 
 PASSED, NOT_IMPLEMENTED, FAILED = "passed", "not implemented", "failed"
 NO_GRADIENT = (  # the symptom and the cause of a result cut off from autograd
@@ -321,7 +322,7 @@ def _watching(functions: dict, names=()):
         sys.setprofile(before)
 
 
-_COURSE_DIR = str(Path(__file__).resolve().parent.parent)
+_COURSE_DIR = str(PACKAGE)
 
 
 def _in_course(filename: str) -> bool:
