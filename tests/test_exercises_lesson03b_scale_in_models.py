@@ -87,7 +87,7 @@ def test_the_last_hint_points_to_a_section_lesson_03a_has_and_to_this_lessons_fa
     earlier = nbformat.read(EARLIER, as_version=4).cells
     assert any(c.source.startswith("## The variance of a score grows with $d_k$") for c in earlier)
     assert "lesson 03a's cell 'The variance of a score grows with d_k'" in SCORE_VARIANCE.idea
-    assert "# Exercise 2: the variance a fresh `nn.Linear` gives" in text
+    assert "# Exercise 1: the variance a fresh `nn.Linear` gives" in text
     assert "N(0, sigma^2)" in SCORE_VARIANCE.idea and "uniform on $(0, 1)$" in text
 
 

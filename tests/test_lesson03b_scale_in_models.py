@@ -79,7 +79,7 @@ def test_default_linear_layers_give_the_derived_variance_within_one_percent(meas
 
 def test_the_tables_untrained_models_start_with_the_derived_spread(measure):
     """The first head of each unscaled variant, untrained (seeds 0-2, as the table starts them),
-    on 64 validation lines: the std of its raw scores q . k is within 10% of Exercise 2's
+    on 64 validation lines: the std of its raw scores q . k is within 10% of Exercise 1's
     derivation (3.58 .. 3.91 against 3.80, and 2.54 .. 2.64 against 2.71), the same on the
     native and generic paths; both lie between the Jacobian table's widths 2 and 4."""
     text = _markdown()

@@ -1,5 +1,5 @@
 """Lesson 03b_scale_in_models's exercise: the variance of a score under nn.Linear's default
-initialisation, derived (Exercise 2).
+initialisation, derived (Exercise 1).
 
 - score_variance(d_model, d_k, bias=True) -> float: Var(q . k) for q = W_Q(x), k = W_K(x'),
   W_Q and W_K two fresh nn.Linear(d_model, d_k, bias=bias), x and x' with independent
@@ -46,7 +46,7 @@ SCORE_VARIANCE = Exercise(
     reference=score_variance_reference,
     cases=_variance_cases,
     idea="lesson 03a's cell 'The variance of a score grows with d_k', which derives Var(q . k) "
-    "from the variance of each entry, and the two facts Exercise 2 works on other cases "
+    "from the variance of each entry, and the two facts Exercise 1 works on other cases "
     "(weights drawn from N(0, sigma^2), and a number drawn uniformly from (0, 1))",
     bugs=(
         Bug(
