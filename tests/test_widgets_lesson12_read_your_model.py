@@ -107,9 +107,8 @@ def test_the_bar_axis_follows_the_bars_shown(knockout_explorer):
 
 def test_each_explorer_starts_where_the_lesson_sends_the_learner(run, knockout_explorer):
     heads = TrainedHeadsExplorer(run).values()  # before the copy's jump, on the copy line
-    assert (heads["example"], heads["step"], heads["layer"], heads["head"], heads["query"]) == (
-        "the copy", 250, 1, 3, 27
-    )
+    shown = [heads[name] for name in ("example", "step", "layer", "head", "query")]
+    assert shown == ["the copy", 250, 1, 3, 27]
     _, table = knockout_explorer
     assert KnockoutExplorer(run.model, table).values()["head"] == (1, 3)
 

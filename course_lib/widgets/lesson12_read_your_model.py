@@ -89,13 +89,13 @@ class TrainedHeadsExplorer(Explorer):
                  "song": ("v", viz.GREEN)}  # fmt: skip
         # small hollow marks, inside their cell: the weight under them stays visible
         self.marks = {
-            name: self.ax_map.scatter([], [], s=22, marker=looks[name][0], facecolors="none",
+            name: self.ax_map.scatter([], [], s=34, marker=looks[name][0], facecolors="none",
                                       edgecolors=looks[name][1], linewidths=1.4, label=name)
             for name in self.SHOWN
         }  # fmt: skip
         self.ax_map.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=5, fontsize=9,
                            frameon=False, handletextpad=0.2, columnspacing=0.8,
-                           markerscale=1.8)  # fmt: skip
+                           markerscale=1.5)  # fmt: skip
         self.ax_map.set_xlabel("key")
         self.ax_map.set_ylabel("query")
         self.bars = self.ax_bars.bar(range(self.MAX_T), [0.0] * self.MAX_T, color=viz.BLUE)
