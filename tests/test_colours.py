@@ -204,7 +204,6 @@ VIZ_FIGURES = {
         [50, 100],
         {"L0 H3: previous": [0.1, 0.3], "L1 H3: induction": [0.2, 0.7]},
         CHANCE | {"induction": 0.08},
-        [2.0, 0.1],
     ),
     "knockout_figure": lambda: viz.knockout_figure(
         [(0, 0), (0, 1)], [[0.1, 5.5], [-0.4, 1.0]], ("all", "mark"), "t"

@@ -161,11 +161,10 @@ def test_the_copy_heads_forming(run):
     assert [round(found[s][1], 2) for s in (250, 300)] == [0.12, 0.31]  # L0 H3 jumps
     assert [round(found[s][2], 2) for s in (250, 300)] == [0.13, 0.19]  # L0 H0 less
     assert [round(found[s][3], 2) for s in (250, 300)] == [0.76, 0.12]
-    rows = {
-        int(r.split()[0]): r.split()[1:] for r in _stored("copy excess (nats)").splitlines()[1:]
-    }
-    assert rows[250] == ["0.49", "0.12", "0.13", "0.76"]
-    assert rows[300] == ["0.71", "0.31", "0.19", "0.12"]
+    # lesson 11b's copy excess, quoted once as a back-reference, not printed again
+    rows = {int(r.split()[0]): r.split()[1:] for r in _stored("over_steps[h][i]").splitlines()[1:]}
+    assert rows[250] == ["0.49", "0.12", "0.13"]
+    assert rows[300] == ["0.71", "0.31", "0.19"]
     text = MARKDOWN.replace("\n", " ")
     for words in ("0.12 at step 50, 0.36 at step 150, 0.49 at step 250, then 0.71 at step 300",
                   "that last rise, 0.22 in 50 steps, is its largest",
@@ -203,6 +202,7 @@ def test_the_classic_test_finds_nothing_and_the_copy_head_ignores_other_copies(r
 
 
 def _greedy(model, knocked_out=()):
+    """Per line: the skill of the first broken rule (None: none), and the token that broke it."""
     prompts = sampling.prompts()
     with ablation.knockout(model, knocked_out):
         lines = generate(model, prompts, 8, temperature=0)
@@ -210,17 +210,31 @@ def _greedy(model, knocked_out=()):
     for row in lines:
         tokens = corpus.to_tokens(row)
         at = sampling.rule_check(tokens).broken
-        out.append(None if at is None else sampling.broken_skill(tokens, at))
+        out.append((None, None) if at is None else (sampling.broken_skill(tokens, at), tokens[at]))
     return out
 
 
 def test_greedy_lines_break_at_the_object_and_without_the_copy_head_at_the_copy(run):
     plain, knocked = _greedy(run.model), _greedy(run.model, [(1, 3)])
-    assert plain.count("object") == 6 and plain.count(None) == 2
-    assert knocked.count("induction") == 2
-    earlier = [i for i, (a, b) in enumerate(zip(plain, knocked, strict=True)) if a != b]
-    assert all(knocked[i] == "induction" for i in earlier if plain[i] == "object")
-    assert "six of the eight lines break at an object" in MARKDOWN
+    assert [s for s, _ in plain].count("object") == 6 and plain.count((None, None)) == 2
+    # "your model's favourite nouns there are so close that another run may write another one"
+    with torch.no_grad():
+        for row in generate(run.model, sampling.prompts(), 8, temperature=0):
+            at = sampling.rule_check(corpus.to_tokens(row)).broken
+            if at is not None:
+                first, second = run.model(row[None, :at])[0, -1].softmax(-1).topk(2).values
+                assert first - second < 0.02 and first < 0.2, corpus.to_tokens(row)
+    worse = [i + 1 for i, (a, b) in enumerate(zip(plain, knocked, strict=True)) if a != b]
+    assert worse == [1, 3, 8]  # "three lines get worse"
+    assert knocked[2] == knocked[7] == ("induction", "bird")  # lines 3 and 8, at the copy
+    assert plain[0] == (None, None) and knocked[0][0] == "object"  # line 1
+    text = MARKDOWN.replace("\n", " ")
+    assert "six of the eight lines break at an object" in text
+    assert "favourite nouns there are so close that another run may write another one" in text
+    assert "three lines get worse: lines 3 and 8 break earlier, at the copy" in text
+    assert "and line 1, which kept every rule, now breaks at an object" in text
+    said = _stored("show_lines()")
+    assert "Dogs with cats eat | *bird*   [x object]" in said  # the breaking token, marked
     assert "written by your generate; nothing knocked out:" in _stored("show_lines()")
 
 
@@ -293,6 +307,9 @@ def test_the_stored_outputs_hold_for_a_run_that_rounds_differently(tmp_path):
             assert "the course's TinyTransformer, trained by the course's train.train" in text
             continue
         stored = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+        # as tests/sanitize.cfg has nbval do: the token at which a greedy line broke a rule
+        # (at an object, a near-tie between nouns) is not compared
+        text, stored = (re.sub(r"\*[^* \n]+\*(?=   \[x )", "*TOKEN*", t) for t in (text, stored))
         assert text == stored, (i, text, stored)
         compared += bool(stored)
     assert compared >= 10

@@ -32,15 +32,14 @@ def test_the_knockout_figure_tells_rises_of_1_2_and_4_apart_and_shows_falls():
     assert [t.get_text() for t in fig.axes[0].texts] == ["+4.40", "+1.00", "-0.30", "+2.00"]
 
 
-def test_the_forming_figure_draws_each_heads_score_the_chance_levels_and_the_excess():
+def test_the_forming_figure_draws_each_heads_score_and_the_chance_levels():
     scores = {"L1 H3: induction": [0.2, 0.3, 0.7], "L0 H3: previous": [0.1, 0.1, 0.3],
               "L0 H0: previous": [0.1, 0.2, 0.2]}  # fmt: skip
-    fig = viz.forming_figure([50, 100, 150], scores, {"previous": 0.14, "induction": 0.08},
-                             [2.0, 1.0, 0.1])  # fmt: skip
-    top, bottom = fig.axes
+    fig = viz.forming_figure([50, 100, 150], scores, {"previous": 0.14, "induction": 0.08})
+    (top,) = fig.axes  # the copy's excess is lesson 11b's figure, not drawn again
     labels = [line.get_label() for line in top.lines]
     assert labels == [*scores, "chance level, induction (0.08)", "chance level, previous (0.14)"]
     assert [float(line.get_ydata()[0]) for line in top.lines[3:]] == [0.08, 0.14]
     legend = [t.get_text() for t in top.get_legend().get_texts()]
     assert legend == labels  # the chance lines are named in the legend
-    assert bottom.get_yscale() == "log" and list(bottom.lines[0].get_ydata()) == [2.0, 1.0, 0.1]
+    assert top.get_xlabel() == "training step"

@@ -87,9 +87,42 @@ def test_the_bars_are_the_chosen_rows_of_the_table(knockout_explorer):
     row = table[labels.index((1, 3))]
     assert list(state["excess"].values()) == pytest.approx(row.tolist())
     assert state["rise"]["induction"] == pytest.approx(float(row[2] - table[0, 2]))
-    assert state["boxed_rows"] == [7] and "layer 1, head 3 out" in state["readout"]
+    assert "layer 1, head 3 out" in state["readout"]
     state = _set(explorer, head="none")
-    assert state["boxed_rows"] == [] and state["rise"]["induction"] == 0
+    assert state["rise"]["induction"] == 0
+
+
+def test_the_bar_axis_follows_the_bars_shown(knockout_explorer):
+    explorer, (labels, table) = knockout_explorer
+    for head in ("none", (1, 3), (0, 2)):
+        state = _set(explorer, head=head)
+        tallest = max(*state["excess"].values(), *state["baseline"].values())
+        low, high = state["bar_axis"]
+        assert tallest < high <= 1.2 * tallest  # the tallest bar fills most of the height
+        assert low <= min(0.0, *state["excess"].values())
+    small = _set(explorer, head="none")["bar_axis"][1]
+    assert small < 0.5 * _set(explorer, head=(0, 2))["bar_axis"][1]  # not one axis for all
+    _set(explorer, head="none")
+
+
+def test_each_explorer_starts_where_the_lesson_sends_the_learner(run, knockout_explorer):
+    heads = TrainedHeadsExplorer(run).values()  # before the copy's jump, on the copy line
+    shown = [heads[name] for name in ("example", "step", "layer", "head", "query")]
+    assert shown == ["the copy", 250, 1, 3, 27]
+    _, table = knockout_explorer
+    assert KnockoutExplorer(run.model, table).values()["head"] == (1, 3)
+
+
+def test_the_heads_picture_names_its_line_and_step(heads_explorer):
+    _set(heads_explorer, example="the copy", step=300, layer=1, head=3)
+    assert heads_explorer.ax_map.get_title().startswith(
+        "the copy line: layer 1, head 3, after step 300"
+    )
+    _set(heads_explorer, sentence="Dogs near cat chase cats [ birds ] .cbc Cats near cat")
+    assert heads_explorer.ax_map.get_title().startswith("your line: ")
+    _set(heads_explorer, sentence="", example="the song")
+    assert heads_explorer.ax_map.get_title().startswith("the song line: ")
+    _set(heads_explorer, example="the copy", step=600)
 
 
 def test_the_lines_are_generate_with_the_head_knocked_out(knockout_explorer, run):

@@ -1,12 +1,12 @@
 """Lesson 12's figures: every head's detector scores against chance, the copy heads forming
-beside the copy skill's excess, and what knocking out each head costs each skill."""
+over the saved steps, and what knocking out each head costs each skill."""
 
 import numpy as np
 from matplotlib.colors import FuncNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from course_lib.viz.style import BLUE, GREEN, ORANGE, PURPLE, VERMILLION, new_figure
+from course_lib.viz.style import BLUE, GREEN, ORANGE, PURPLE, new_figure
 
 # a head is said to do a job where its score is at least this many times the chance level
 JOB = 3.0
@@ -41,13 +41,12 @@ def detector_figure(scores: dict, chance: dict, title: str) -> Figure:
     return fig
 
 
-def forming_figure(steps, scores: dict, chance: dict, excess) -> Figure:
-    """The copy heads forming (lesson 12): above, each head's detector score after each saved
-    step, with the detectors' chance levels (dotted, named in the legend); below, the copy
-    positions' excess at the same steps (log scale). scores maps a label such as "L1 H3:
-    induction" to one score per step; the part after the colon names its detector, a key of
-    chance."""
-    fig, (top, bottom) = new_figure(8.4, 6.0, nrows=2, sharex=True, height_ratios=[1.3, 1])
+def forming_figure(steps, scores: dict, chance: dict) -> Figure:
+    """The copy heads forming (lesson 12): each head's detector score after each saved step,
+    with the detectors' chance levels (dotted, named in the legend); the copy's excess over the
+    same steps is lesson 11b's figure. scores maps a label such as "L1 H3: induction" to one
+    score per step; the part after the colon names its detector, a key of chance."""
+    fig, top = new_figure(8.4, 4.0)
     looks = ((BLUE, "o", "-"), (ORANGE, "s", "-"), (GREEN, "D", "--"), (PURPLE, "v", "--"))
     for (label, values), (colour, marker, style) in zip(scores.items(), looks, strict=False):
         top.plot(steps, values, style, marker=marker, ms=5, lw=2, color=colour, label=label)
@@ -57,15 +56,10 @@ def forming_figure(steps, scores: dict, chance: dict, excess) -> Figure:
         top.axhline(chance[job], color=colour, lw=1.2, ls=dashes,
                     label=f"chance level, {job} ({chance[job]:.2f})")  # fmt: skip
     top.set_ylim(0, 1)
-    top.set_ylabel("detector score")
+    top.set(xlabel="training step", ylabel="detector score")
     top.legend(fontsize=9, loc="upper left", ncols=2)
     top.set_title("Your model's copy heads after each saved step (400 validation lines)",
                   fontsize=11)  # fmt: skip
-    bottom.plot(steps, excess, "-", marker="D", ms=5, lw=2, color=VERMILLION,
-                label="excess on the copy positions")  # fmt: skip
-    bottom.set_yscale("log")
-    bottom.set(xlabel="training step", ylabel="excess (nats, log scale)")
-    bottom.legend(fontsize=9)
     return fig
 
 

@@ -73,7 +73,7 @@ class TrainedHeadsExplorer(Explorer):
                             for name, text in (examples or TRAINED_EXAMPLES).items()}  # fmt: skip
         self.models, self.seen = {}, {}
         first = next(iter(self.example_ids))
-        self.ids = self.example_ids[first]
+        self.ids, self.line_name = self.example_ids[first], f"{first} line"
         self.message = ipywidgets.HTML()
         fig, (self.ax_map, self.ax_bars) = viz.new_figure(11.0, 6.4, ncols=2, width_ratios=[1, 1.1])
         self.image_map = self.ax_map.imshow(np.zeros((2, 2)), vmin=0, vmax=1, cmap="viridis",
@@ -89,13 +89,13 @@ class TrainedHeadsExplorer(Explorer):
                  "song": ("v", viz.GREEN)}  # fmt: skip
         # small hollow marks, inside their cell: the weight under them stays visible
         self.marks = {
-            name: self.ax_map.scatter([], [], s=22, marker=looks[name][0], facecolors="none",
+            name: self.ax_map.scatter([], [], s=34, marker=looks[name][0], facecolors="none",
                                       edgecolors=looks[name][1], linewidths=1.4, label=name)
             for name in self.SHOWN
         }  # fmt: skip
         self.ax_map.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=5, fontsize=9,
                            frameon=False, handletextpad=0.2, columnspacing=0.8,
-                           markerscale=1.8)  # fmt: skip
+                           markerscale=1.5)  # fmt: skip
         self.ax_map.set_xlabel("key")
         self.ax_map.set_ylabel("query")
         self.bars = self.ax_bars.bar(range(self.MAX_T), [0.0] * self.MAX_T, color=viz.BLUE)
@@ -110,7 +110,7 @@ class TrainedHeadsExplorer(Explorer):
             ),
             "step": slider(
                 "after training step",
-                self.steps[-1],
+                250 if 250 in self.steps else self.steps[-1],  # the step before the copy's jump
                 self.steps[0],
                 self.steps[-1],
                 self.steps[1] - self.steps[0],
@@ -148,7 +148,7 @@ class TrainedHeadsExplorer(Explorer):
     def _pick_line(self, v) -> None:
         if v["example"] != self._seen["example"]:
             self._seen["example"] = v["example"]
-            self.ids = self.example_ids[v["example"]]
+            self.ids, self.line_name = self.example_ids[v["example"]], f"{v['example']} line"
             self.message.value = ""
         elif v["sentence"] != self._seen["sentence"]:
             self._seen["sentence"] = v["sentence"]
@@ -166,7 +166,7 @@ class TrainedHeadsExplorer(Explorer):
                     ".dcb, ...); the picture still shows the previous line.</span>"
                 )
                 return
-            self.ids = ids
+            self.ids, self.line_name = ids, "your line"
             self.message.value = "<i>Showing your line.</i>"
 
     def update(self) -> None:
@@ -199,9 +199,9 @@ class TrainedHeadsExplorer(Explorer):
             f" looks most at: {listed}",
             "marks: the (query, key) cells of each detector on this line",
         )
-        self.ax_map.set_title(f"layer {v['layer']}, head {v['head']}, after step {v['step']} "
-                              "\n(white box: the query; marks: the detectors' cells)", fontsize=10,
-                              pad=22)  # fmt: skip
+        self.ax_map.set_title(f"{self.line_name}: layer {v['layer']}, head {v['head']}, after "
+                              f"step {v['step']}\n(white box: the query; marks: the detectors' "
+                              "cells)", fontsize=10, pad=22)  # fmt: skip
         self.ax_bars.set_title(f"query {query} '{tokens[query]}': its weights over the keys",
                                fontsize=10)  # fmt: skip
         self.invalidate(key=(tuple(self.ids), v["step"], v["layer"], v["head"], query))
@@ -265,8 +265,9 @@ class TrainedHeadsExplorer(Explorer):
         self.ax_map.set_xticks(range(self.MAX_T), [wide_x] * self.MAX_T, rotation=90, fontsize=10)
         self.ax_map.set_yticks(range(self.MAX_T), [wide_y] * self.MAX_T, fontsize=10)
         self.ax_bars.set_xticks(range(self.MAX_T), [wide_x] * self.MAX_T, rotation=90, fontsize=10)
-        self.ax_map.set_title("layer 0, head 0, after step 600\n(white box: the query; marks: "
-                              "the detectors' cells)", fontsize=10, pad=22)  # fmt: skip
+        self.ax_map.set_title("the subject line: layer 0, head 0, after step 600\n(white box: "
+                              "the query; marks: the detectors' cells)", fontsize=10,
+                              pad=22)  # fmt: skip
 
     def _freeze_base(self) -> None:
         # the axis labels were placed beyond the room kept for the tick labels; keep them there
@@ -296,8 +297,9 @@ class TrainedHeadsExplorer(Explorer):
 
 
 class KnockoutExplorer(Explorer):
-    """Lesson 12: knock one head of your model out; each skill's excess over the floor, and
-    the lines your `generate` writes from four prompts, read by the language's rule check.
+    """Lesson 12: knock one head of your model out; each skill's excess over the floor (the
+    axis follows the bars shown), and the lines your `generate` writes from four prompts, read
+    by the language's rule check. Every head's rise is lesson 12's knock-out figure, not here.
 
     `table` is ablation.excess_table's (labels, table) for `skills`, as the lesson measured it
     (measured here when not given); without a model, the course's stand-in's (capstone). The
@@ -306,8 +308,7 @@ class KnockoutExplorer(Explorer):
 
     PICTURE = (
         "Bars of each skill's excess over the floor with the chosen head knocked out, nothing "
-        "knocked out marked, beside every head's rise in excess, and four lines the model "
-        "wrote with the first broken rule marked"
+        "knocked out marked, and four lines the model wrote with the first broken rule marked"
     )
     PROMPTS = (  # starts of lines of the validation split, 6 tokens each
         "Cats near fish with dog near",
@@ -339,12 +340,8 @@ class KnockoutExplorer(Explorer):
         self.heads = list(labels[1:])
         self.table = torch.as_tensor(values, dtype=torch.float64)  # (1 + heads, skills)
         self.lines, self._pictures, self.note = {}, {}, ""
-        fig, axes = viz.new_figure(11.0, 6.4, ncols=2, nrows=2, width_ratios=[1, 1.2],
-                                   height_ratios=[3.2, 1.3])  # fmt: skip
-        (self.ax_bars, self.ax_map), bottom = axes
-        for ax in bottom:
-            ax.remove()
-        self.ax_text = fig.add_subplot(axes[0, 0].get_gridspec()[1, :])
+        fig, (self.ax_bars, self.ax_text) = viz.new_figure(11.0, 6.0, nrows=2,
+                                                           height_ratios=[3.2, 1.3])  # fmt: skip
         self.ax_text.set_axis_off()
         self.text_title = self.ax_text.set_title("", fontsize=10, loc="left")
         self.texts = [
@@ -363,39 +360,20 @@ class KnockoutExplorer(Explorer):
         self.values_shown = [
             self.ax_bars.text(i, 0.0, "", ha="center", va="bottom", fontsize=9) for i in x
         ]  # each bar's excess, above it
-        self.ax_bars.set_ylim(min(-0.5, float(self.table.min()) - 0.1),
-                              float(self.table.max()) * 1.15)  # fmt: skip
         self.ax_bars.axhline(0, color="0.4", lw=1)
-        self.ax_bars.set_xticks(x, self.skills, rotation=30, ha="right")
+        self.ax_bars.set_xticks(x, self.skills)
         self.ax_bars.set_ylabel("excess over the floor (nats)")
         self.ax_bars.legend(fontsize=9, loc="upper left", markerscale=0.4)
         self.bars_title = self.ax_bars.set_title("each skill's excess, nothing knocked out",
                                                  fontsize=10)  # fmt: skip
-        rises = (self.table[1:] - self.table[0]).numpy()
-        norm = viz.rise_norm(rises)  # symmetric, square root: 1, 2 and 4 look different
-        self.mesh = self.ax_map.imshow(rises, cmap="RdBu_r", aspect="auto", norm=norm)
-        for (i, j), value in np.ndenumerate(rises):  # static: drawn once, with the map
-            dark = abs(norm(value) - 0.5) > 0.3
-            self.ax_map.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=9,
-                             color="white" if dark else "black")  # fmt: skip
-        self.row_box = Rectangle((-0.5, -0.5), len(self.skills), 1, fill=False, lw=2.5,
-                                 edgecolor="black")  # fmt: skip
-        self.ax_map.add_patch(self.row_box)
-        self.ax_map.set_xticks(x, self.skills, rotation=30, ha="right")
-        self.ax_map.set_yticks(range(len(self.heads)), [f"L{a} H{b}" for a, b in self.heads])
-        self.ax_map.set_ylabel("head knocked out (box: the chosen one)")
-        self.ax_map.set_title("every head: rise in excess with it knocked out", fontsize=10)
-        ticks = [t for t in viz.RISE_TICKS if norm.vmin <= t <= norm.vmax]
-        bar = fig.colorbar(self.mesh, ax=self.ax_map, label="rise in excess (nats; square root)",
-                           ticks=ticks, fraction=0.05, pad=0.02)  # fmt: skip
-        bar.ax.set_yticklabels([f"{t:g}" for t in ticks])
         options = [("none", "none")] + [(f"L{a} H{b}", (a, b)) for a, b in self.heads]
         controls = {
-            "head": choice_buttons("knock out", options, "none"),
+            # the picture starts with the last head out: the copy's head in lesson 12's model
+            "head": choice_buttons("knock out", options, self.heads[-1]),
             "temperature": choice_buttons("temperature", self.TEMPERATURES, 0.0),
         }
         super().__init__(controls, fig, dynamic=[*self.bars, *self.values_shown, self.base_marks,
-                                                 self.row_box, self.bars_title, self.text_title,
+                                                 self.bars_title, self.text_title,
                                                  *self.texts])  # fmt: skip
 
     def _lines(self, head, temperature: float) -> list:
@@ -437,9 +415,8 @@ class KnockoutExplorer(Explorer):
             bar.set_height(height)
             text.set_position((bar.get_x() + bar.get_width() / 2, max(height, 0.0)))
             text.set_text(f"{height:.2f}")
-        self.row_box.set_visible(head is not None)
-        if head is not None:
-            self.row_box.set_y(self.heads.index(head) - 0.5)
+        self.ax_bars.set_ylim(*self.bar_limits(row))
+        self.invalidate(key=self.ax_bars.get_ylim())  # the axis follows the bars shown
         self.rise = row - self.table[0]
         self.written = self._lines(head, v["temperature"])
         for text, (prompt, new, at, skill) in zip(self.texts, self.written, strict=True):
@@ -462,6 +439,13 @@ class KnockoutExplorer(Explorer):
             "in brackets: the change from nothing knocked out",
         )  # fmt: skip
 
+    def bar_limits(self, row) -> tuple[float, float]:
+        """The bar axis for `row`: from 0 (or below the lowest bar) to a little above the
+        tallest of its bars and the nothing-knocked-out marks, with room for the numbers."""
+        shown = torch.cat([row, self.table[0]])
+        low, high = min(float(shown.min()), 0.0), max(float(shown.max()), 0.1)
+        return (low - 0.05 * (high - low) if low < 0 else 0.0), 1.15 * high
+
     def redraw(self) -> None:
         """Each setting's picture is drawn the first time it is shown, then kept."""
         v = self.values()
@@ -473,14 +457,13 @@ class KnockoutExplorer(Explorer):
         self._pictures[key] = bytes(self.image.value)
 
     def state(self) -> dict:
-        """Adds the bars (each skill's excess with the chosen knock-out), the baseline, the
-        boxed rows, the rises of the chosen knock-out and the lines: prompt, new tokens, the
+        """Adds the bars (each skill's excess with the chosen knock-out), the baseline, the bar
+        axis's limits, the rises of the chosen knock-out and the lines: prompt, new tokens, the
         first broken position (-1: none) and the skill it needed ("": none)."""
-        boxed = [round(self.row_box.get_y() + 0.5)] if self.row_box.get_visible() else []
         return super().state() | {
             "excess": {s: bar.get_height() for s, bar in zip(self.skills, self.bars, strict=True)},
             "baseline": dict(zip(self.skills, map(float, self.table[0]), strict=True)),
-            "boxed_rows": boxed,
+            "bar_axis": tuple(self.ax_bars.get_ylim()),
             "rise": dict(zip(self.skills, map(float, self.rise), strict=True)),
             "lines": [
                 {
