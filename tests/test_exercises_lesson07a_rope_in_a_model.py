@@ -267,7 +267,7 @@ def test_the_worked_example_says_width_4_cannot_tell_the_order_from_its_reverse(
     assert "$(a, c, b, e)$" in text and "its own reverse" in text
     assert "on the $d = 8$ table of the section 'Two layouts, one rotation'" in text
     assert re.search(r"^## Two layouts, one rotation$", _markdown_text(), re.M)
-    assert "| rotate-half      " in "".join(
+    assert "\nrotate-half      " in "".join(
         o.get("text", "") for c in cells[:at] if c.cell_type == "code" for o in c.outputs
     )  # the d = 8 table is printed above the exercise
 
