@@ -238,6 +238,44 @@ def the_other_way(weight, num_heads):  # halves of each head interleaved: rotate
     return weight.reshape(num_heads, 2, d // 2, -1).transpose(1, 2).reshape(weight.shape)
 
 
+def the_other_way_row_by_row(weight, num_heads):  # row 2i gets row i, row 2i + 1 row i + d/2
+    d = weight.shape[0] // num_heads
+    out = weight.clone()
+    for h in range(num_heads):
+        for i in range(d // 2):
+            out[h * d + 2 * i] = weight[h * d + i]
+            out[h * d + 2 * i + 1] = weight[h * d + d // 2 + i]
+    return out
+
+
+def test_the_worked_example_says_width_4_cannot_tell_the_order_from_its_reverse():
+    """At d = 4 the right order and its reverse are one permutation, so the worked example
+    leaves a learner a coin toss; the lesson says so and points to the d = 8 table, where
+    they differ (the `inverse` bug's hint names the mistake)."""
+    from course_lib.exercises.lesson07a_rope_in_a_model.to_rotate_half import (
+        to_rotate_half_reference,
+    )
+
+    for d, same in ((4, True), (8, False)):
+        rows = torch.arange(float(d))
+        right = to_rotate_half_reference(rows, 1)
+        assert torch.equal(the_other_way(rows, 1), right) is same
+        assert torch.equal(the_other_way_row_by_row(rows, 1), right) is same
+    cells = _lesson().cells
+    at = next(i for i, c in enumerate(cells) if "def to_rotate_half(" in c.source)
+    text = " ".join(cells[at - 1].source.split())
+    assert "$(a, c, b, e)$" in text and "its own reverse" in text
+    assert "on the $d = 8$ table of the section 'Two layouts, one rotation'" in text
+    assert re.search(r"^## Two layouts, one rotation$", _markdown_text(), re.M)
+    assert "\nrotate-half      " in "".join(
+        o.get("text", "") for c in cells[:at] if c.cell_type == "code" for o in c.outputs
+    )  # the d = 8 table is printed above the exercise
+
+
+def _markdown_text():
+    return "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown")
+
+
 def odds_first(weight, num_heads):
     d = weight.shape[0] // num_heads
     blocks = []
@@ -258,6 +296,7 @@ def columns(weight, num_heads):  # the order is right, the axis is not
     [
         (whole_width, "whole_width", ["cross from one head"]),
         (the_other_way, "inverse", ["other way round"]),
+        (the_other_way_row_by_row, "inverse", ["other way round", "back to the interleaved"]),
         (odds_first, "odds_first", ["swapped"]),
         (columns, "columns", ["raised IndexError", "columns"]),
     ],
@@ -417,7 +456,7 @@ def test_rope_heads_through_the_other_layout_or_private_angles_are_told_so():
 @pytest.mark.parametrize(
     "fn, bug, words",
     [
-        (lambda x: heads_learner(x, first=1), "from_one", ["t = 0"]),
+        (lambda x: heads_learner(x, first=1), "from_one", ["p = 0"]),
         (lambda x: heads_learner(x, layout="half"), "rotate_half", ["position 0"]),
         (heads_by_head_index, "by_head", ["head to head"]),
         (heads_angles_transposed, "transposed", ["pair 0 never turns"]),

@@ -221,7 +221,7 @@ def test_hugging_faces_permute_is_the_learners_reordering_and_shown_only_after_t
     cells = nbformat.read(NOTEBOOK, as_version=4).cells
     for cell in cells:
         assert ".transpose(1, 2)" not in cell.source and "view(H, d // 2" not in cell.source
-    source = _code_cell("w = position_demos.attention_layers")
+    source = _code_cell("first = position_demos.attention_layers")
     printed = []
     namespace = {"torch": torch, "position_demos": position_demos,
                  "model": variants.load_trained("base", 0), "inspect": __import__("inspect"),

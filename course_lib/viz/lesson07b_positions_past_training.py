@@ -77,7 +77,7 @@ def drift_figure(shifts, drifts: dict, *, title: str = "") -> Figure:
                 linewidth=1.5, label=label)  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("shift s (query at m + s, key at n + s)", fontsize=11)
+    ax.set_xlabel("shift s (query and key both moved by s)", fontsize=11)
     ax.set_ylabel("|score(s) - score(0)|", fontsize=11)
     ax.set_title(title or "the same offset, moved along the sequence", fontsize=11)
     ax.legend(fontsize=10, loc="center right")

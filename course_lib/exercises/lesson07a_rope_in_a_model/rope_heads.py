@@ -90,7 +90,7 @@ ROPE_HEADS = Exercise(
         Bug(
             "from_one",
             _with(positions=lambda T: torch.arange(1, T + 1, dtype=torch.float64)),
-            "your first position is turned too: the vectors at t = 0 should come back unchanged",
+            "your first position is turned too: the vectors at p = 0 should come back unchanged",
             "your positions start at 1; the first token sits at position 0, and turning by 0 "
             "leaves it as it is.",
         ),
@@ -105,7 +105,7 @@ ROPE_HEADS = Exercise(
             "by_head",
             _by_head,
             "your turn grows from head to head, not from position to position",
-            "the angles follow the head index (the axis before T) instead of the position t, "
+            "the angles follow the head index (the axis before T) instead of the position p, "
             "the second-to-last axis: every position of a head got the same turn.",
         ),
         Bug(
@@ -113,8 +113,8 @@ ROPE_HEADS = Exercise(
             _transposed,
             "your position 0 is turned while your pair 0 never turns: positions and pairs "
             "trade roles in your angles",
-            "your angle table is (d/2, T), not (T, d/2): pair i of position t got i * theta_t "
-            "instead of t * theta_i. It only fitted the shapes because T = d/2 here; put the "
+            "your angle table is (d/2, T), not (T, d/2): pair i of position p got i * theta_p "
+            "instead of p * theta_i. It only fitted the shapes because T = d/2 here; put the "
             "positions down the rows and the speeds along the columns.",
         ),
         Bug(
@@ -129,7 +129,7 @@ ROPE_HEADS = Exercise(
             _with(positions=lambda T: -torch.arange(T, dtype=torch.float64)),
             "your pairs turn clockwise: by minus the angle",
             "a sign is flipped in your rotation (or your angles are negative): RoPE turns pair i "
-            "of position t counter-clockwise, by +t * theta_i.",
+            "of position p counter-clockwise, by +p * theta_i.",
         ),
         Bug(
             "one_speed",
@@ -147,8 +147,8 @@ ROPE_HEADS = Exercise(
         ),
     ),
     hints=(
-        "Position t is the index along the second-to-last axis, whatever comes before it. "
-        "Build a (T, d/2) table of angles t * theta_i, then turn pair i of position t by its "
+        "Position p is the index along the second-to-last axis, whatever comes before it. "
+        "Build a (T, d/2) table of angles p * theta_i, then turn pair i of position p by its "
         "entry; broadcasting carries the table across the leading axes.",
         "Split x's last axis into d/2 groups of 2, as the section's example splits a last axis "
         "of 6 into groups: x becomes (..., T, d/2, 2) whatever axes lead, and each pair sits on "

@@ -93,7 +93,7 @@ TO_ROTATE_HALF = Exercise(
             "inverse",
             lambda w, h: _head_rows(w, h, _inverse),
             "your rows are right when d = 4 but not for wider heads: you reordered the other "
-            "way round",
+            "way round, from the rotate-half layout back to the interleaved one",
             "your result's row 2i holds the weight's row i, which is the reordering that takes "
             "a rotate-half model back to the interleaved layout. For d = 4 the two are the "
             "same; for wider heads the result's row i must be the weight's row 2i, and its "
@@ -119,8 +119,10 @@ TO_ROTATE_HALF = Exercise(
     ),
     hints=(
         "Work out where dimension 2i and dimension 2i + 1 of one head must go so that the "
-        "rotate-half layout pairs them, as the worked example does for width 4; then do the "
-        "same inside every head, the rows of a head staying in that head's block.",
+        "rotate-half layout pairs them, on the table of width 8 in the section 'Two layouts, one "
+        "rotation' (at width 4 the right order and its reverse are the same, so the worked "
+        "example cannot tell them apart); then do the same inside every head, the rows of a head "
+        "staying in that head's block.",
         "The first axis is the only one that moves: a weight's columns, and a bias's single "
         "axis, keep their order along the other axes.",
     ),
@@ -137,6 +139,6 @@ TO_ROTATE_HALF = Exercise(
     "which the course's positional.to_rotate_half and position_demos.hf_permute make too, and "
     "positional.half_layout_order is the order inside one head: calling any of them checks "
     "nothing. Work out where row 2i and "
-    "row 2i + 1 of a head must go, as the worked example does for width 4, then do it in "
-    "every head.",
+    "row 2i + 1 of a head must go, on the table of width 8 in the section 'Two layouts, one "
+    "rotation', then do it in every head.",
 )
