@@ -89,7 +89,8 @@ def test_the_prediction_is_measured_in_the_next_cell_on_the_interpolated_model()
     measuring = cells[at + 1]
     assert "rs.with_angles(model, angles)" in measuring.source
     printed = "".join(o.get("text", "") for o in measuring.outputs)
-    assert "it is 'much', 1.78 nats inside" in printed
+    assert "Measured excess inside the trained length (1.78 nats): much." in printed
+    assert 'options=("same", "little", "much")' in measuring.source  # judged, odd labels named
     above = [c for c in cells[:at] if c.cell_type == "code"]
     assert not any("with_angles" in c.source for c in above)
     assert "1.78" not in "\n".join(c.source for c in cells[:at])

@@ -17,6 +17,9 @@ def test_excess_by_position_draws_a_line_per_label_with_its_own_marker_and_a_ban
     assert lines[0].get_marker() != lines[1].get_marker()
     assert lines[1].get_ydata()[0] == pytest.approx(1e-3)  # 0 drawn at the log axis' floor
     assert ax.get_yscale() == "log" and len(ax.collections) == 1  # one band, for "b"
+    assert ax.get_title() == ""
+    titled = viz.excess_by_position_figure({"a": [0.1, 0.2]}, trained=1, title="mean of 3 seeds")
+    assert titled.axes[0].get_title() == "mean of 3 seeds"
 
 
 @pytest.mark.parametrize(

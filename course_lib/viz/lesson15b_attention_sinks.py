@@ -15,13 +15,13 @@ def _binned(values, size: int) -> np.ndarray:
 
 
 def excess_by_position_figure(
-    curves: dict, trained: int = 32, spread: dict | None = None, bin_size: int = 1
+    curves: dict, trained: int = 32, spread: dict | None = None, bin_size: int = 1, title: str = ""
 ) -> Figure:
     """Excess loss (nats) against the position of the prediction (lesson 15b): `curves` maps
     each line's label to its excess at positions 0 .. T - 2; `spread` (optional) maps a label
     to (low, high) arrays drawn as a band, the seeds' range; bin_size > 1 averages each run of
     that many positions into one point. A grey line marks the trained length. The y axis is
-    logarithmic: the lines differ by 30 times."""
+    logarithmic: the lines differ by 30 times. `title`: what the lines and bands are."""
     if not isinstance(curves, dict) or not curves:
         raise TypeError(f"curves: expected a non-empty dict {{label: excess}}, got {curves!r}")
     if len(curves) > len(LINE_MARKERS):
@@ -44,5 +44,7 @@ def excess_by_position_figure(
     each = "" if bin_size == 1 else f", mean of each {bin_size}"
     ax.set_xlabel(f"position of the prediction (token t + 1 from tokens 0 .. t{each})")
     ax.set_ylabel("excess loss over the floor (nats)")
+    if title:
+        ax.set_title(title)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
     return fig
