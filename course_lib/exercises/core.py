@@ -28,11 +28,12 @@ import inspect
 import math
 import sys
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from course_lib.exercises.errors import common_error
 from course_lib.exercises.stub import attempt
@@ -100,6 +101,11 @@ class Exercise:
     # was written under, since a learner's function is new code each time a lesson reads it;
     # the course's own versions belong in `forbidden`. Fails with `forbidden_hint` too.
     forbidden_earlier: tuple[str, ...] = ()
+    # torch functions allowed, except with one keyword argument set (as (module, name,
+    # keyword)): scaled_dot_product_attention's enable_gqa=True shares key/value heads out
+    # inside torch. Seen through torch's function-override mode, so however the function was
+    # reached, unless course_lib's own code called it. Fails with `forbidden_hint` too.
+    forbidden_keywords: tuple[tuple[object, str, str], ...] = ()
     forbidden_hint: str = ""
     # what course_lib.mywork hands a later lesson for an exercise not written yet, where the
     # reference is an adapter and not the thing the learner writes (lesson 11a's MyTransformer,
@@ -282,8 +288,25 @@ def _fail(exercise: Exercise, message: str, steps, bug: str | None = None) -> Ve
     return Verdict(False, f"{exercise.name}: {message}", steps, FAILED, bug)
 
 
+class _KeywordWatch(TorchFunctionMode):
+    """Record a call of a watched torch function with its keyword set to a true value, made
+    from code outside course_lib, as the label given for it."""
+
+    def __init__(self, watched: dict, called: list):
+        super().__init__()
+        self.watched, self.called = watched, called  # {label: (function, keyword)}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        for label, (function, keyword) in self.watched.items():
+            if func is function and kwargs.get(keyword):
+                if not _in_course(sys._getframe(1).f_code.co_filename):  # the caller's file
+                    self.called.append(label)
+        return func(*args, **kwargs)
+
+
 @contextmanager
-def _watching(functions: dict, names=()):
+def _watching(functions: dict, names=(), keywords=None):
     """Record each call of the functions given as {label: function}, and of any Python
     function outside course_lib whose name is in `names` (a learner's), while the block runs;
     yield the list of their labels (a name as it is), in the order called.
@@ -293,6 +316,8 @@ def _watching(functions: dict, names=()):
     before the call, a course function that calls a watched one inside, or the course's own
     version handed back by earlier_work, is caught too. A tensor's method (`x.softmax(-1)`),
     listed as (torch.Tensor, "softmax"), is recognised by the method its class defines.
+    `keywords` ({label: (function, keyword)}) records a torch function called with that
+    keyword set, under its label.
     """
     targets = {id(getattr(f, "__code__", f)): label for label, f in functions.items()}
     names = frozenset(names)
@@ -317,7 +342,8 @@ def _watching(functions: dict, names=()):
     before = sys.getprofile()
     sys.setprofile(profile if targets or names else before)
     try:
-        yield called
+        with _KeywordWatch(keywords, called) if keywords else nullcontext():
+            yield called
     finally:
         sys.setprofile(before)
 
@@ -338,6 +364,18 @@ def _forbidden(exercise: Exercise) -> dict:
     }
 
 
+def _forbidden_keywords(exercise: Exercise) -> dict:
+    """{"module.name with keyword=True": (function, keyword)} of the exercise's forbidden
+    keyword uses."""
+    return {
+        f"{getattr(module, '__name__', module)}.{attr} with {keyword}=True": (
+            getattr(module, attr),
+            keyword,
+        )
+        for module, attr, keyword in exercise.forbidden_keywords
+    }
+
+
 COURSE_OWN = (
     "The check compares your function with the course's own: handing it the course's (from "
     "earlier_work, which gives the course's version of an exercise you have not written, or "
@@ -355,6 +393,7 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
         return _fail(exercise, f"expected a function, got {_describe(fn)}", ())
     cases = exercise.case_list()
     forbidden = _forbidden(exercise)
+    keywords = _forbidden_keywords(exercise)
     # the course's own version, however the learner reached it (earlier_work hands it back
     # for an exercise not written yet); a wrong answer built on it still gets its own hint
     reference = exercise.reference
@@ -368,9 +407,10 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
         mine = _copy_args(case.args)
         mine_kw = dict(zip(case.kwargs, _copy_args(case.kwargs.values()), strict=True))
         earlier = () if trusted else exercise.forbidden_earlier
-        with _watching({} if trusted else {**forbidden, **own}, earlier) as calls:
+        watched = {} if trusted else {**forbidden, **own}
+        with _watching(watched, earlier, {} if trusted else keywords) as calls:
             tried = attempt(name, fn, *mine, **mine_kw)
-        called = [c for c in calls if c in forbidden or c in earlier]
+        called = [c for c in calls if c in forbidden or c in earlier or c in keywords]
         ran = [c for c in calls if c in own]
         if called and tried.missing is None:
             return _fail(exercise, f"your function calls {called[0]}, which computes what this "
