@@ -143,7 +143,7 @@ def as_multihead(qkv: nn.Linear, num_heads: int, num_kv_heads: int) -> nn.Linear
 
 def kv_cache_bytes(num_layers: int, num_kv_heads: int, T: int, d_head: int, bytes_per_value=4):
     """Bytes a KV cache holds for one sequence of T tokens: 2 (keys and values) x layers x
-    kv_heads x T x d x bytes per value (4 for float32) (lesson 13b)."""
+    kv_heads x T x d x bytes per value (4 for float32) (lesson 13c)."""
     for name, value in (
         ("num_layers", num_layers), ("num_kv_heads", num_kv_heads), ("T", T),
         ("d_head", d_head), ("bytes_per_value", bytes_per_value),

@@ -193,13 +193,32 @@ def _through_tied_weights(x, qkv, out, num_heads, num_kv_heads, mask=None, rope=
     return multihead(x, as_multihead(qkv, num_heads, num_kv_heads), out, num_heads, mask, rope)
 
 
+def _through_torchs_flag(x, qkv, out, num_heads, num_kv_heads, mask=None, rope=None):
+    """The heads split by hand, the sharing left to torch's enable_gqa=True."""
+    from torch.nn.functional import scaled_dot_product_attention as sdpa  # another name
+
+    B, T, D = x.shape
+    d = D // num_heads
+    q, k, v = qkv(x).split([D, num_kv_heads * d, num_kv_heads * d], dim=-1)
+    q = q.view(B, T, num_heads, d).transpose(1, 2)
+    k, v = (t.view(B, T, num_kv_heads, d).transpose(1, 2) for t in (k, v))
+    if rope is not None:
+        q, k = rope(q), rope(k)
+    y = sdpa(q, k, v, attn_mask=mask, enable_gqa=True)
+    return out(y.transpose(1, 2).reshape(B, T, D))
+
+
 @pytest.mark.parametrize(
     ("route", "called"),
     [
         (_through_split_qkv, "course_lib.gqa.split_qkv"),
         (_through_tied_weights, "course_lib.gqa.as_multihead"),
+        (
+            _through_torchs_flag,
+            "torch.nn.functional.scaled_dot_product_attention with enable_gqa=True",
+        ),
     ],
-    ids=["split_qkv and grouped_attend", "as_multihead"],
+    ids=["split_qkv and grouped_attend", "as_multihead", "enable_gqa"],
 )
 def test_the_courses_own_grouped_attention_is_refused(route, called):
     result = run(GROUPED_MULTIHEAD, route)

@@ -88,13 +88,15 @@ def test_the_bytes_the_prose_quotes(model, prose):
         p.numel() for m in model.modules() if isinstance(m, nn.Linear) for p in m.parameters()
     )
     assert weights == 453_632 and linears == 424_448
-    assert "424,448 bytes (the count leaves the embedding out" in prose
+    assert (
+        "424,448 bytes (the count leaves out the embedding, a lookup, and the layer norms'" in prose
+    )
     # the rest: the embedding table (V D) and the layer norms' weights and biases
     V, D, L = model.config.vocab_size, model.config.d_model, model.config.num_layers
     assert weights - linears == 4 * (V * D + (2 * L + 1) * 2 * D)
     at = {T: _costs(model.config, T, True)["bytes"] for T in (16, 256)}
     assert at == {16: 450_720, 256: 696_480}
-    assert "450,720 bytes at $T = 16$ and 696,480 at $T = 256$" in prose
+    assert "450,720 at $T = 16$ and 696,480 at $T = 256$" in prose
     # "most of them the weights of the matrix products": every product reads its weights once
     assert all(linears / b > 0.6 for b in at.values())
     cached, full = (_costs(model.config, 128, c) for c in (True, False))
@@ -111,8 +113,8 @@ def test_the_worked_example_names_the_lessons_its_parts_come_from(prose):
         for c in nbformat.read(NOTEBOOK, as_version=4).cells
         for o in c.get("outputs", [])
     )
-    assert "rope_heads        lesson 07" in outputs
-    assert "from your parts of lessons 02a, 02b, 04 and 07" in prose
+    assert "split_heads       lesson 04a" in outputs and "rope_heads        lesson 07a" in outputs
+    assert "from your parts of lessons 02a, 02b, 04a and 07a" in prose
 
 
 # ---------------------------------------------------------------- the figure

@@ -71,6 +71,8 @@ def test_the_gqa_table_a_quarter_of_the_bytes_with_one_kv_head():
         rows[kv_heads] = (cache.nbytes(), sum(p.numel() for p in gqa.blocks[0].attn.parameters()))
         assert cache.nbytes() == kv_cache_bytes(2, kv_heads, 128, 16)
     assert rows == {1: (32_768, 10_400), 2: (65_536, 12_480), 4: (131_072, 16_640)}
+    # the lesson's table: per token, from the formula
+    assert [kv_cache_bytes(2, h, 1, 16) for h in (1, 2, 4)] == [256, 512, 1_024]
 
 
 def test_what_fewer_key_value_heads_cost_is_what_the_prose_says(prose):

@@ -26,17 +26,14 @@ code.
 import copy
 import inspect
 import math
-import sys
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 
 from course_lib.exercises.errors import common_error
 from course_lib.exercises.stub import attempt
-from course_lib.paths import PACKAGE
+from course_lib.exercises.watch import watching
 
 PASSED, NOT_IMPLEMENTED, FAILED = "passed", "not implemented", "failed"
 NO_GRADIENT = (  # the symptom and the cause of a result cut off from autograd
@@ -100,6 +97,11 @@ class Exercise:
     # was written under, since a learner's function is new code each time a lesson reads it;
     # the course's own versions belong in `forbidden`. Fails with `forbidden_hint` too.
     forbidden_earlier: tuple[str, ...] = ()
+    # torch functions allowed, except with one keyword argument set (as (module, name,
+    # keyword)): scaled_dot_product_attention's enable_gqa=True shares key/value heads out
+    # inside torch. Seen through torch's function-override mode, so however the function was
+    # reached, unless course_lib's own code called it. Fails with `forbidden_hint` too.
+    forbidden_keywords: tuple[tuple[object, str, str], ...] = ()
     forbidden_hint: str = ""
     # what course_lib.mywork hands a later lesson for an exercise not written yet, where the
     # reference is an adapter and not the thing the learner writes (lesson 11a's MyTransformer,
@@ -282,59 +284,23 @@ def _fail(exercise: Exercise, message: str, steps, bug: str | None = None) -> Ve
     return Verdict(False, f"{exercise.name}: {message}", steps, FAILED, bug)
 
 
-@contextmanager
-def _watching(functions: dict, names=()):
-    """Record each call of the functions given as {label: function}, and of any Python
-    function outside course_lib whose name is in `names` (a learner's), while the block runs;
-    yield the list of their labels (a name as it is), in the order called.
-
-    A call is recognised by the function itself, not by the name it is reached through: a
-    Python function by its code, a built-in by identity. So `from torch.autograd import grad`
-    before the call, a course function that calls a watched one inside, or the course's own
-    version handed back by earlier_work, is caught too. A tensor's method (`x.softmax(-1)`),
-    listed as (torch.Tensor, "softmax"), is recognised by the method its class defines.
-    """
-    targets = {id(getattr(f, "__code__", f)): label for label, f in functions.items()}
-    names = frozenset(names)
-    called = []
-
-    def profile(frame, event, arg):
-        if event == "call":
-            code = frame.f_code
-            label = targets.get(id(code))
-            if label is None and code.co_name in names and not _in_course(code.co_filename):
-                label = code.co_name
-        elif event == "c_call":
-            label = targets.get(id(arg))
-            owner = getattr(arg, "__self__", None)
-            if label is None and isinstance(owner, torch.Tensor):
-                label = targets.get(id(getattr(type(owner), arg.__name__, None)))
-        else:
-            return
-        if label is not None:
-            called.append(label)
-
-    before = sys.getprofile()
-    sys.setprofile(profile if targets or names else before)
-    try:
-        yield called
-    finally:
-        sys.setprofile(before)
-
-
-_COURSE_DIR = str(PACKAGE)
-
-
-def _in_course(filename: str) -> bool:
-    """Whether code compiled from `filename` is course_lib's own."""
-    return str(Path(filename).resolve()).startswith(_COURSE_DIR)
-
-
 def _forbidden(exercise: Exercise) -> dict:
     """{"module.name": function} of the exercise's forbidden functions."""
     return {
         f"{getattr(module, '__name__', module)}.{attr}": inspect.unwrap(getattr(module, attr))
         for module, attr in exercise.forbidden
+    }
+
+
+def _forbidden_keywords(exercise: Exercise) -> dict:
+    """{"module.name with keyword=True": (function, keyword)} of the exercise's forbidden
+    keyword uses."""
+    return {
+        f"{getattr(module, '__name__', module)}.{attr} with {keyword}=True": (
+            getattr(module, attr),
+            keyword,
+        )
+        for module, attr, keyword in exercise.forbidden_keywords
     }
 
 
@@ -355,6 +321,7 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
         return _fail(exercise, f"expected a function, got {_describe(fn)}", ())
     cases = exercise.case_list()
     forbidden = _forbidden(exercise)
+    keywords = _forbidden_keywords(exercise)
     # the course's own version, however the learner reached it (earlier_work hands it back
     # for an exercise not written yet); a wrong answer built on it still gets its own hint
     reference = exercise.reference
@@ -368,9 +335,10 @@ def run(exercise: Exercise, fn, *, reference_ok: bool = False) -> Verdict:
         mine = _copy_args(case.args)
         mine_kw = dict(zip(case.kwargs, _copy_args(case.kwargs.values()), strict=True))
         earlier = () if trusted else exercise.forbidden_earlier
-        with _watching({} if trusted else {**forbidden, **own}, earlier) as calls:
+        watched = {} if trusted else {**forbidden, **own}
+        with watching(watched, earlier, {} if trusted else keywords) as calls:
             tried = attempt(name, fn, *mine, **mine_kw)
-        called = [c for c in calls if c in forbidden or c in earlier]
+        called = [c for c in calls if c in forbidden or c in earlier or c in keywords]
         ran = [c for c in calls if c in own]
         if called and tried.missing is None:
             return _fail(exercise, f"your function calls {called[0]}, which computes what this "

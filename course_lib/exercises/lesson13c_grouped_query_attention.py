@@ -173,10 +173,13 @@ GROUPED_MULTIHEAD = Exercise(
         (gqa, "as_multihead"),
         (gqa.GroupedQueryAttention, "forward"),
     ),
+    # torch's own sharing: scaled_dot_product_attention itself is allowed, this flag is not
+    forbidden_keywords=((F, "scaled_dot_product_attention", "enable_gqa"),),
     forbidden_hint="course_lib.gqa is the course's grouped-query attention: split_qkv cuts "
     "qkv's output into query and key/value heads, grouped_attend shares the key/value heads "
-    "out, and as_multihead copies their weights for multihead. An answer built on them checks "
-    "nothing of yours: split the heads and give each query head its key/value head yourself.",
+    "out, and as_multihead copies their weights for multihead; scaled_dot_product_attention's "
+    "enable_gqa=True shares them out inside torch. An answer built on them checks nothing of "
+    "yours: split the heads and give each query head its key/value head yourself.",
 )
 
 

@@ -107,7 +107,7 @@ ROPE_FROM = Exercise(
         "rope_from is rope_heads with the positions start, start + 1, ..., start + T - 1 "
         "down the rows of the angle table instead of 0, 1, ..., T - 1.",
         "Build a (T, d/2) table of angles (start + t) * theta_i and turn pair i of row t by "
-        "its entry with your rotate_pair, as in lesson 06.",
+        "its entry, as your rope_heads of lesson 07a does.",
     ),
     # the course's RoPE at any positions, and rope_heads (the course's or the learner's own)
     # on x with start rows put in front: both pass and teach nothing, and the second turns
