@@ -208,9 +208,8 @@ def test_a_backward_that_rebuilds_each_heads_weights_is_caught():
             p = torch.exp(s - lse_[head][:, None])
             ds = p * (do_ @ v_.T - (do_ * o_).sum(-1, keepdim=True))
             grads.append((ds @ k_ / math.sqrt(d), ds.T @ q_ / math.sqrt(d), p.T @ do_))
-        return tuple(
-            torch.stack(g).reshape(t.shape) for g, t in zip(zip(*grads), (q, k, v), strict=True)
-        )
+        dq, dk, dv = (torch.stack(g) for g in zip(*grads, strict=True))  # (heads, T, width)
+        return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
 
     found = run_backward(per_head)
     assert not found.passed and found.bug == "whole matrix", found.message

@@ -8,16 +8,16 @@ import numpy as np
 from course_lib.viz.lesson16a_interpolation_and_ntk import _array, draw_excess
 from course_lib.viz.style import BLUE, PALETTE, new_figure
 
-
 # each pair's marker, so that the colour key reads without colour too (lesson 16b)
 PAIR_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
 
 
 def draw_angles(ax, angles, trained, trained_len: int) -> list:
     """Each pair's angle (radians, log axis) against position 1 .. T - 1, one line a pair, the
-    fastest on top, with a key (a colour and a marker for each pair); the largest angle each pair reached in training (`trained`, the unscaled
-    table, at position trained_len - 2) as a thin line of its colour, capped at one full
-    turn, beyond which every angle has been met. Returns the angle lines (lesson 16b)."""
+    fastest on top, with a key (a colour and a marker for each pair); the largest angle each
+    pair reached in training (`trained`, the unscaled table, at position trained_len - 2) as a
+    thin line of its colour, capped at one full turn, beyond which every angle has been met.
+    Returns the angle lines (lesson 16b)."""
     angles, trained = _array("angles", angles, 2), _array("trained", trained, 2)
     T, half = angles.shape
     positions = np.arange(1, T)

@@ -343,8 +343,9 @@ GRADIENTS = Exercise(
 WHOLE_MATRIX_CAUSE = (
     "Your function computes the scores of every query against every key at once (q @ k "
     "transposed over all of k, then the softmax), for all heads or for one head at a time, "
-    "which is the lesson 02b attention the exercise replaces. Take the keys tile by tile: each tile's scores are (..., T_q, "
-    "tile_size), and the running maximum, sum and output carry what the earlier tiles gave."
+    "which is the lesson 02b attention the exercise replaces. Take the keys tile by tile: "
+    "each tile's scores are (..., T_q, tile_size), and the running maximum, sum and output "
+    "carry what the earlier tiles gave."
 )
 
 
