@@ -381,7 +381,29 @@ def test_the_whole_matrix_is_caught_even_with_right_numbers():
     for fn in (whole, chunked):
         found = run_online(fn)
         assert not found.passed and found.bug == "whole matrix", found.message
-        assert "(1, 2, 64, 64)" in found.message and "tile by tile" in found.steps[0]
+        assert "(1, 2, 128, 128)" in found.message and "tile by tile" in found.steps[0]
+
+
+def per_head(q, k, v, mask=None, tile_size=64):
+    """Lesson 02b's whole softmax, one head at a time: tile_size is never used."""
+    *lead, T_q, d = q.shape
+    T_k = k.shape[-2]
+    q_, k_, v_ = (t.reshape(-1, *t.shape[-2:]) for t in (q, k, v))  # (heads, T, width)
+    if mask is not None:
+        mask = torch.broadcast_to(mask, (*lead, T_q, T_k)).reshape(-1, T_q, T_k)
+    rows = []
+    for head in range(q_.shape[0]):
+        s = q_[head] @ k_[head].T / math.sqrt(d)  # (T_q, T_k): one head's every score
+        if mask is not None:
+            s = s.masked_fill(~mask[head], -INF)
+        rows.append(torch.softmax(s, dim=-1) @ v_[head])
+    return torch.stack(rows).reshape(*lead, T_q, v.shape[-1])
+
+
+def test_the_whole_matrix_one_head_at_a_time_is_caught():
+    found = run_online(per_head)
+    assert not found.passed and found.bug == "whole matrix", found.message
+    assert "(128, 128)" in found.message and "tile by tile" in found.steps[0]
 
 
 def test_calling_torchs_kernel_is_named():
@@ -525,3 +547,11 @@ def test_the_stand_in_for_an_unwritten_online_attention_is_the_courses_tile_loop
     from course_lib.tiled_attention import tiled_attention
 
     assert ONLINE_ATTENTION.stand_in is tiled_attention
+
+
+def test_the_probe_limit_lies_between_every_tile_and_one_heads_matrix():
+    from course_lib.exercises.lesson17a_online_softmax.inputs import PROBE, WHOLE
+
+    B, H, T, d, tile = (PROBE[key] for key in ("B", "H", "T", "d", "tile_size"))
+    largest_tile = B * H * T * max(tile, d, T // tile)  # scores of a tile; q, k, v; tile maxima
+    assert WHOLE == T * T and WHOLE >= 4 * largest_tile

@@ -188,7 +188,32 @@ def test_a_backward_that_rebuilds_the_whole_weight_matrix_is_caught():
 
     found = run_backward(whole)
     assert not found.passed and found.bug == "whole matrix", found.message
-    assert "(1, 2, 64, 64)" in found.message
+    assert "(1, 2, 128, 128)" in found.message
+
+
+def test_a_backward_that_rebuilds_each_heads_weights_is_caught():
+    def per_head(q, k, v, out, lse, grad_out, mask=None, tile_size=64):
+        *lead, T_q, d = q.shape
+        T_k = k.shape[-2]
+        flat = [t.reshape(-1, *t.shape[-2:]) for t in (q, k, v, out, grad_out)]
+        lse_ = lse.reshape(-1, T_q)
+        if mask is not None:
+            mask = torch.broadcast_to(mask, (*lead, T_q, T_k)).reshape(-1, T_q, T_k)
+        grads = []
+        for head in range(flat[0].shape[0]):
+            q_, k_, v_, o_, do_ = (t[head] for t in flat)
+            s = q_ @ k_.T / math.sqrt(d)  # (T_q, T_k): one head's every score
+            if mask is not None:
+                s = s.masked_fill(~mask[head], -INF)
+            p = torch.exp(s - lse_[head][:, None])
+            ds = p * (do_ @ v_.T - (do_ * o_).sum(-1, keepdim=True))
+            grads.append((ds @ k_ / math.sqrt(d), ds.T @ q_ / math.sqrt(d), p.T @ do_))
+        dq, dk, dv = (torch.stack(g) for g in zip(*grads, strict=True))  # (heads, T, width)
+        return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
+
+    found = run_backward(per_head)
+    assert not found.passed and found.bug == "whole matrix", found.message
+    assert "(128, 128)" in found.message and "one tile of weights" in found.steps[0]
 
 
 def test_a_backward_through_the_courses_flash_attention_is_named():

@@ -169,3 +169,13 @@ def test_the_stored_tables_say_what_the_text_says():
     for quoted in ("43.08", "17.50"):
         assert quoted in " ".join(saved)
     assert "Lesson 17a" in text and "(the last column)" in text
+
+
+def test_the_lesson_ends_by_saying_it_is_the_last_and_the_mask_is_not_counted():
+    text = _lesson_text()
+    assert "This is the course's last lesson." in text
+    assert "[lesson list](../README.md#the-lessons)" in text
+    assert "## The lessons" in (NOTEBOOKS.parent / "README.md").read_text(encoding="utf-8")
+    assert "1.00 MiB at $T = 1024$" in text and "the table does not count it" in text
+    assert 1024 * 1024 == 2**20  # the bool mask: one byte an entry, 1.00 MiB
+    assert "make bench" not in text

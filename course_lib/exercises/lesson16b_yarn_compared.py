@@ -75,7 +75,7 @@ YARN_FREQUENCIES = Exercise(
     lesson="16b_yarn_compared",
     reference=yarn_frequencies_reference,
     cases=_yarn_cases,
-    idea="the section 'YaRN: by wavelength': exercise 3's text",
+    idea="the section 'YaRN: by wavelength': exercise 1's text",
     bugs=(
         Bug(
             "ramp_reversed",

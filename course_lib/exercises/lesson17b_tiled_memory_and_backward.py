@@ -274,10 +274,11 @@ def run_backward(fn) -> Verdict:
         return Verdict(
             False,
             f"tiled_backward: your gradients are right, but your function made a tensor of "
-            f"shape {seen.whole}, as large as all the weights at once ({PROBE['T']} queries, "
-            f"{PROBE['T']} keys, tile_size {PROBE['tile_size']})",
+            f"shape {seen.whole}, as large as all of one head's weights at once "
+            f"({PROBE['T']} queries, {PROBE['T']} keys, tile_size {PROBE['tile_size']})",
             (
-                "Your backward rebuilds the whole weight matrix, which is what autograd "
+                "Your backward rebuilds the whole weight matrix (of all heads, or of one "
+                "head at a time), which is what autograd "
                 "through lesson 02b's attention keeps. Rebuild one tile of weights at a time "
                 "from lse, and use it at once for that tile's share of dq, dk and dv.",
                 f"See {IDEA}.",

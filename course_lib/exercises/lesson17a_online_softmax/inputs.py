@@ -1,6 +1,6 @@
 """The tensors the checks of lessons 17a and 17b try: q, k, v with masks that empty whole
-tiles, and the probe that tells whether a function ever holds a (T_q, T_k) matrix, calls
-torch's kernel or the course's own tiled code, or lets autograd take its gradients."""
+tiles, and the probe that tells whether a function ever holds one head's (T_q, T_k) matrix,
+calls torch's kernel or the course's own tiled code, or lets autograd take its gradients."""
 
 import math
 import sys
@@ -71,14 +71,19 @@ def sdpa_gradients(q, k, v, grad_out, mask=None):
     return torch.autograd.grad(out, (q, k, v), grad_out)
 
 
-# the probe's problem: tiles of 8 keys over 64, so one tile's scores are 1/8 of the matrix
-PROBE = {"B": 1, "H": 2, "T": 64, "d": 8, "tile_size": 8}
+# the probe's problem: tiles of 8 keys over 128. A tensor of one head's whole (T, T) scores
+# holds T * T = 16384 numbers, which is the limit; the largest a tile loop needs holds
+# B * H * T * 16 = 4096 (the per-tile maxima of all 16 tiles, if kept; one tile's scores of
+# every head, and q, k, v and the output, hold 2048), 4 to 8 times fewer. So a function that
+# takes the whole softmax one head at a time is caught, and every tile passes.
+PROBE = {"B": 1, "H": 2, "T": 128, "d": 8, "tile_size": 8}
+WHOLE = PROBE["T"] * PROBE["T"]
 
 
 @dataclass(frozen=True)
 class Watched:
-    """What the probe saw a function make: the first tensor as large as the whole score
-    matrix (its shape, or None), whether it called torch's fused kernel, the first of the
+    """What the probe saw a function make: the first tensor as large as one head's whole
+    score matrix (its shape, or None), whether it called torch's fused kernel, the first of the
     course's own tiled functions it called (its name and module, or None), and whether it switched
     autograd back on inside the probe's torch.no_grad() (lesson 17a)."""
 
@@ -141,7 +146,7 @@ def watch(call, prepare=None) -> Watched:
     g = torch.Generator().manual_seed(64)
     q, k, v = qkv(g, (p["B"], p["H"], p["T"], p["d"]))
     prepared = () if prepare is None else prepare(q, k, v)
-    seen = _Watch(p["B"] * p["H"] * p["T"] * p["T"], call.__code__)
+    seen = _Watch(WHOLE, call.__code__)
     with torch.no_grad(), seen:
         try:
             call(q, k, v, *prepared, p["tile_size"])

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from course_lib.attention import causal_mask
 from course_lib.exercises.core import FAILED, PASSED, Bug, Case, Exercise, Verdict, run
 from course_lib.exercises.lesson17a_online_softmax.inputs import (
+    PROBE,
     left_padding,
     qkv,
     randn,
@@ -341,9 +342,10 @@ GRADIENTS = Exercise(
 
 WHOLE_MATRIX_CAUSE = (
     "Your function computes the scores of every query against every key at once (q @ k "
-    "transposed over all of k, then the softmax), which is the lesson 02b attention the "
-    "exercise replaces. Take the keys tile by tile: each tile's scores are (..., T_q, "
-    "tile_size), and the running maximum, sum and output carry what the earlier tiles gave."
+    "transposed over all of k, then the softmax), for all heads or for one head at a time, "
+    "which is the lesson 02b attention the exercise replaces. Take the keys tile by tile: "
+    "each tile's scores are (..., T_q, tile_size), and the running maximum, sum and output "
+    "carry what the earlier tiles gave."
 )
 
 
@@ -394,8 +396,8 @@ def run_online(fn) -> Verdict:
         return Verdict(
             False,
             f"online_attention: your numbers are right, but your function made a tensor of "
-            f"shape {seen.whole}, as large as all the scores at once (64 queries, 64 keys, "
-            "tile_size 8)",
+            f"shape {seen.whole}, as large as all of one head's scores at once "
+            f"({PROBE['T']} queries, {PROBE['T']} keys, tile_size {PROBE['tile_size']})",
             (WHOLE_MATRIX_CAUSE, f"See {IDEA}."),
             FAILED,
             "whole matrix",
