@@ -143,7 +143,7 @@ def test_the_setting_names_each_control_as_the_learner_reads_it(built_explorer):
     explorer = built_explorer(TrainedHeadsExplorer)
     assert "your line" not in explorer.setting()  # nothing typed yet
     assert explorer.setting().startswith(
-        "line = the copy; after training step = 600; layer = 1; head = 3"
+        "line = the copy; after training step = 250; layer = 1; head = 3"
     )
     explorer.controls["sentence"].value = "the cat"
     assert 'your line = "the cat"' in explorer.setting()
