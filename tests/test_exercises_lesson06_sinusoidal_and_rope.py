@@ -651,3 +651,21 @@ def test_rope_scores_through_the_private_angles_or_rotation_are_told_so():
         assert torch.allclose(fn(q, k, 5, 2), COURSE_SCORES(q, k, 5, 2)[0], atol=1e-5)
     _forbidden(ROPE_SCORE, score_by_private_angles, "course_lib.positional._angle_table")
     _forbidden(ROPE_SCORE, score_by_private_rotation, "course_lib.positional._rotate_interleaved")
+
+
+def score_by_course_table(q, k, m, n):  # the fresh read's route: RoPE's angles from the table
+    table = positional.sinusoidal_encoding(max(m, n) + 1, q.shape[0])  # row p: sin, cos of p*theta
+    turned = []
+    for v, p in ((q, m), (k, n)):
+        sin, cos = table[p, 0::2].to(v.dtype), table[p, 1::2].to(v.dtype)  # (d/2,) each
+        a, b = v[0::2], v[1::2]
+        turned.append(torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten())
+    return (turned[0] * turned[1]).sum()
+
+
+def test_rope_score_through_the_courses_sinusoidal_table_is_told_so():
+    q, k = torch.randn(8), torch.randn(8)
+    assert torch.allclose(
+        score_by_course_table(q, k, 5, 2), COURSE_SCORES(q, k, 5, 2)[0], atol=1e-5
+    )
+    _forbidden(ROPE_SCORE, score_by_course_table, "course_lib.positional.sinusoidal_encoding")

@@ -132,14 +132,14 @@ def test_the_two_rows_hold_and_fall_short_as_the_lesson_says():
     assert "(a gap of 0.26 against a bar of 0.52)" in text and "(2.00 against 9.62)" in text
     assert table["parameters"]["1-layer-width-128"] == 225_152
     assert table["parameters"]["heads-1"] == 113_408
-    assert "(225,152 parameters)" in text and "(113,408 parameters: lesson 01b's untied" in text
+    assert "(225,152 parameters)" in text and "(113,408 parameters, as many as the untied" in text
     # the same size as lesson 01b's untied model ("base"), which has four heads per layer
     configs = table["configs"]
     assert table["parameters"]["base"] == 113_408 and not configs["base"]["tied"]
     assert (configs["base"]["num_heads"], configs["heads-1"]["num_heads"]) == (4, 1)
     assert configs["base"]["num_layers"] == configs["heads-1"]["num_layers"] == 2
     assert configs["1-layer-width-128"]["num_layers"] == 1
-    assert "with one head per layer where it has four" in text
+    assert "which has four heads per layer" in text
     assert "(0.57 nats at head width 128" in _concept_check() and "ends 0.57 nats further" in text
 
 

@@ -251,12 +251,15 @@ def test_the_learners_rope_score_keeps_the_offset_property_in_float64(measure):
     # the lesson prints 0.000000: float64 keeps it below 1e-12 on every path
     assert measure("float64 spread over 20 places", (same - same[0]).abs().max()) < 5e-7
     assert f"{same[0]:.3f}" == "-7.165"
-    # "At offset 4 the score is the shift table's, -7.165, to two decimals"
+    # "At offset 4 the score is the shift table's -7.165, printed to two decimals as -7.16"
     for offset, printed in ((-4, "6.96"), (0, "-2.09"), (4, "-7.16"), (9, "-3.35")):
         line = f"offset {offset:2d}: score {printed:>6s}   (yours)"
         assert line in _outputs(), line
         assert f"{rope_score(q, k, 20 + offset, 20):.2f}" == printed
-    assert "At offset 4 the score is the shift table's, −7.165, to two decimals" in _markdown()
+    assert (
+        "At offset 4 the score is the shift table's −7.165, printed to two decimals as −7.16"
+        in (_markdown())
+    )
     # "Offsets +4 and -4 differ": the turn goes one way for a key behind, the other ahead
     ahead, behind = rope_score(q, k, 24, 20), rope_score(q, k, 16, 20)
     assert (f"{ahead:.2f}", f"{behind:.2f}") == ("-7.16", "6.96") and abs(ahead - behind) > 1.0

@@ -136,10 +136,18 @@ ROPE_SCORE = Exercise(
         "turn q's pairs by m times their speed and k's by n times theirs, then take the dot "
         "product of the two turned vectors.",
     ),
-    # the course's RoPE, whichever way it is reached, and its scores
-    forbidden=((position_demos, "rope_scores"), *COURSE_ROPE),
+    # the course's RoPE, whichever way it is reached, and its scores; and the course's
+    # sinusoidal tables, whose columns 2i and 2i+1 at row p are the sine and cosine of RoPE's
+    # own angle p * theta_i (the fresh read's route past writing theta_i)
+    forbidden=(
+        (position_demos, "rope_scores"),
+        *COURSE_ROPE,
+        (positional, "sinusoidal_encoding"),
+        (position_demos, "sinusoidal_at"),
+    ),
     forbidden_hint="The check compares yours with the course's RoPE, so running it "
     "(position_demos.rope_scores, positional.apply_rope or apply_rope_half, or a "
-    "RotaryEmbedding) checks nothing. Turn the pairs yourself: your rotate_pair takes pairs "
-    "and one angle for each.",
+    "RotaryEmbedding) checks nothing, and the course's sinusoidal table holds the sines and "
+    "cosines of the same angles. Turn the pairs yourself: your rotate_pair takes pairs and one "
+    "angle for each.",
 )
