@@ -250,7 +250,7 @@ def main(argv=None) -> int:
             ]
 
     print("training ...", flush=True)
-    out += ["", "## Training the capstone's model (lesson 11's run), one thread", ""]
+    out += ["", "## Training the capstone's model (lesson 11b's run), one thread", ""]
     out += training.report()
 
     print("attention against torch ...", flush=True)
