@@ -88,9 +88,10 @@ def test_the_installed_workspace_command_writes_every_lesson_stubbed(installed, 
     lessons = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert f"{len(lessons)} new lesson(s) copied" in said
     assert sorted(p.name for p in (tmp_path / "mine").glob("*.ipynb")) == lessons
-    for name in lessons:  # every lesson has an exercise, each a stub in the learner's copy
+    for name in lessons:  # each exercise a stub in the learner's copy; parts without none
         cells = nbformat.read(tmp_path / "mine" / name, as_version=4).cells
-        assert any("raise NotImplementedError" in cell.source for cell in cells), name
+        stubbed = any("raise NotImplementedError" in cell.source for cell in cells)
+        assert stubbed == _has_exercises(name), name
 
 
 def test_every_installed_lesson_passes_strict_nbval_outside_the_repository(installed, tmp_path):
@@ -105,3 +106,15 @@ def test_every_installed_lesson_passes_strict_nbval_outside_the_repository(insta
     xdist = ["-n", "2", "--dist", "loadfile"]  # one lesson's cells stay in one kernel
     run([python, "-m", "pytest", "-rs", "-p", "no:cacheprovider", *xdist, *nbval, "."],
         cwd=tmp_path, timeout=1800)  # fmt: skip
+
+
+def _has_exercises(name: str) -> bool:
+    """Whether lesson `name` has exercises of its own (04b, 07b and 15b have none)."""
+    import importlib
+
+    from course_lib.exercises import LESSONS, lesson_key
+
+    stem = name.removesuffix(".ipynb")
+    return bool(
+        importlib.import_module(f"course_lib.exercises.{LESSONS[lesson_key(stem)]}").EXERCISES
+    )
