@@ -381,7 +381,7 @@ def test_the_whole_matrix_is_caught_even_with_right_numbers():
     for fn in (whole, chunked):
         found = run_online(fn)
         assert not found.passed and found.bug == "whole matrix", found.message
-        assert "(1, 2, 128, 128)" in found.message and "tile by tile" in found.steps[0]
+        assert "(1, 2, 64, 128)" in found.message and "tile by tile" in found.steps[0]
 
 
 def per_head(q, k, v, mask=None, tile_size=64):
@@ -403,7 +403,7 @@ def per_head(q, k, v, mask=None, tile_size=64):
 def test_the_whole_matrix_one_head_at_a_time_is_caught():
     found = run_online(per_head)
     assert not found.passed and found.bug == "whole matrix", found.message
-    assert "(128, 128)" in found.message and "tile by tile" in found.steps[0]
+    assert "(64, 128)" in found.message and "tile by tile" in found.steps[0]
 
 
 def test_calling_torchs_kernel_is_named():
@@ -552,6 +552,9 @@ def test_the_stand_in_for_an_unwritten_online_attention_is_the_courses_tile_loop
 def test_the_probe_limit_lies_between_every_tile_and_one_heads_matrix():
     from course_lib.exercises.lesson17a_online_softmax.inputs import PROBE, WHOLE
 
-    B, H, T, d, tile = (PROBE[key] for key in ("B", "H", "T", "d", "tile_size"))
-    largest_tile = B * H * T * max(tile, d, T // tile)  # scores of a tile; q, k, v; tile maxima
-    assert WHOLE == T * T and WHOLE >= 4 * largest_tile
+    B, H, T_q, T_k, d, tile = (PROBE[key] for key in ("B", "H", "T_q", "T_k", "d", "tile_size"))
+    # scores of a tile; k and v; the maxima of every tile, if kept
+    largest_tile = max(B * H * T_q * tile, B * H * T_k * d, B * H * T_q * (T_k // tile))
+    assert WHOLE == T_q * T_k and WHOLE >= 4 * largest_tile
+    # a query axis the size of the key axis would look like every key
+    assert T_q != T_k and T_k not in (d, tile)

@@ -275,7 +275,7 @@ def run_backward(fn) -> Verdict:
             False,
             f"tiled_backward: your gradients are right, but your function made a tensor of "
             f"shape {seen.whole}, as large as all of one head's weights at once "
-            f"({PROBE['T']} queries, {PROBE['T']} keys, tile_size {PROBE['tile_size']})",
+            f"({PROBE['T_q']} queries, {PROBE['T_k']} keys, tile_size {PROBE['tile_size']})",
             (
                 "Your backward rebuilds the whole weight matrix (of all heads, or of one "
                 "head at a time), which is what autograd "
@@ -285,6 +285,22 @@ def run_backward(fn) -> Verdict:
             ),
             FAILED,
             "whole matrix",
+        )
+    if seen.all_keys is not None:
+        return Verdict(
+            False,
+            f"tiled_backward: your gradients are right, but your function rebuilds weights "
+            f"over all {PROBE['T_k']} keys at once ({seen.all_keys}, tile_size "
+            f"{PROBE['tile_size']})",
+            (
+                "Your backward takes exp(scores - lse) of every key at once, one query row "
+                "(or a few) at a time: little memory, but not the tile loop the exercise asks "
+                "for. Rebuild one tile of weights, for all the queries together, and use it at "
+                "once for that tile's share of dq, dk and dv.",
+                f"See {IDEA}.",
+            ),
+            FAILED,
+            "all keys at once",
         )
     return Verdict(
         True,

@@ -1,6 +1,7 @@
 """The tensors the checks of lessons 17a and 17b try: q, k, v with masks that empty whole
 tiles, and the probe that tells whether a function ever holds one head's (T_q, T_k) matrix,
-calls torch's kernel or the course's own tiled code, or lets autograd take its gradients."""
+exponentiates a row's scores over every key at once, calls torch's kernel or the course's own
+tiled code, or lets autograd take its gradients."""
 
 import math
 import sys
@@ -71,42 +72,56 @@ def sdpa_gradients(q, k, v, grad_out, mask=None):
     return torch.autograd.grad(out, (q, k, v), grad_out)
 
 
-# the probe's problem: tiles of 8 keys over 128. A tensor of one head's whole (T, T) scores
-# holds T * T = 16384 numbers, which is the limit; the largest a tile loop needs holds
-# B * H * T * 16 = 4096 (the per-tile maxima of all 16 tiles, if kept; one tile's scores of
-# every head, and q, k, v and the output, hold 2048), 4 to 8 times fewer. So a function that
-# takes the whole softmax one head at a time is caught, and every tile passes.
-PROBE = {"B": 1, "H": 2, "T": 128, "d": 8, "tile_size": 8}
-WHOLE = PROBE["T"] * PROBE["T"]
+# the probe's problem: 64 queries, tiles of 8 keys over 128. A tensor of one head's whole
+# (T_q, T_k) scores holds 64 * 128 = 8192 numbers, which is the limit; the largest a tile loop
+# needs holds B * H * T_q * 16 = 2048 (the per-tile maxima of all 16 tiles, if kept; one
+# tile's scores of every head holds 1024, k and v 2048), 4 times fewer. So a function that
+# takes the whole softmax one head at a time is caught, and every tile passes. A function that
+# takes it one query row at a time holds less than a tile, so the probe also watches the
+# exponentials: in a tile loop none has 128 keys along any axis, and T_q differs from T_k so
+# that a query axis is never taken for a key axis.
+PROBE = {"B": 1, "H": 2, "T_q": 64, "T_k": 128, "d": 8, "tile_size": 8}
+WHOLE = PROBE["T_q"] * PROBE["T_k"]
+# the torch functions that exponentiate: a softmax of any kind is built on one of them
+EXPONENTIALS = frozenset(
+    {"exp", "exp_", "exp2", "exp2_", "expm1", "expm1_", "softmax", "_softmax", "log_softmax",
+     "logsumexp", "softmin"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Watched:
     """What the probe saw a function make: the first tensor as large as one head's whole
     score matrix (its shape, or None), whether it called torch's fused kernel, the first of the
-    course's own tiled functions it called (its name and module, or None), and whether it switched
-    autograd back on inside the probe's torch.no_grad() (lesson 17a)."""
+    course's own tiled functions it called (its name and module, or None), whether it switched
+    autograd back on inside the probe's torch.no_grad(), and the first exponential it took over
+    all T_k keys at once (lesson 17a)."""
 
     whole: tuple | None = None
     fused: bool = False
     course: str | None = None
     autograd: bool = False
+    all_keys: str | None = None  # the first exponential over every key: "exp of (1, 2, 1, 128)"
 
 
 class _Watch(TorchFunctionMode):
     """Notes the first floating-point tensor any torch function returns with at least `limit`
     elements, any call of F.scaled_dot_product_attention, any torch call made from inside the
-    course's tiled code, and any made with gradients on. `outer` is the code of the frame the
-    learner's function is called from: the stack is read from the torch call out to it."""
+    course's tiled code, any made with gradients on, and the first exponential (EXPONENTIALS)
+    of a tensor with `keys` along one of its axes after the batch and head axes. `outer` is the
+    code of the frame the learner's function is called from: the stack is read from the torch
+    call out to it."""
 
-    def __init__(self, limit: int, outer):
+    def __init__(self, limit: int, keys: int, outer):
         super().__init__()
         self.limit = limit
+        self.keys = keys
         self.outer = outer
         self.whole = None
         self.fused = False
         self.course = None
         self.autograd = False
+        self.all_keys = None
 
     def _course_caller(self):
         """The outermost function of the course's tiled code between this torch call and the
@@ -119,11 +134,21 @@ class _Watch(TorchFunctionMode):
             frame = frame.f_back
         return found
 
+    def _over_all_keys(self, name: str, args) -> str | None:
+        """'exp of (1, 2, 1, 128)' if the tensor exponentiated has every key along an axis
+        after the batch and head axes, else None."""
+        t = args[0] if args else None
+        if isinstance(t, torch.Tensor) and self.keys in tuple(t.shape)[2:]:
+            return f"{name} of {tuple(t.shape)}"
+        return None
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.fused |= func is F.scaled_dot_product_attention
         self.autograd |= torch.is_grad_enabled()
         if self.course is None:
             self.course = self._course_caller()
+        if self.all_keys is None and getattr(func, "__name__", "") in EXPONENTIALS:
+            self.all_keys = self._over_all_keys(func.__name__, args)
         out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, tuple | list) else (out,):
             if (
@@ -144,12 +169,12 @@ def watch(call, prepare=None) -> Watched:
     (lesson 17a)."""
     p = PROBE
     g = torch.Generator().manual_seed(64)
-    q, k, v = qkv(g, (p["B"], p["H"], p["T"], p["d"]))
+    q, k, v = qkv(g, (p["B"], p["H"], p["T_q"], p["d"]), T_k=p["T_k"])
     prepared = () if prepare is None else prepare(q, k, v)
-    seen = _Watch(WHOLE, call.__code__)
+    seen = _Watch(WHOLE, p["T_k"], call.__code__)
     with torch.no_grad(), seen:
         try:
             call(q, k, v, *prepared, p["tile_size"])
         except Exception:  # the learner's code, on a problem of its own: reported as far as it got
             pass
-    return Watched(seen.whole, seen.fused, seen.course, seen.autograd)
+    return Watched(seen.whole, seen.fused, seen.course, seen.autograd, seen.all_keys)

@@ -348,6 +348,14 @@ WHOLE_MATRIX_CAUSE = (
     "carry what the earlier tiles gave."
 )
 
+ALL_KEYS_CAUSE = (
+    "Your function exponentiates scores of every key at once: one query row (or a few) at a "
+    "time, its softmax over all the keys. That holds little memory, but it is not the online "
+    "softmax: a row's scores are still all computed before its maximum is known. Take the keys "
+    "tile by tile, for all the queries together: exp(scores - m) of one tile, with the "
+    "running maximum, sum and output correcting what the earlier tiles gave."
+)
+
 
 FUSED_CAUSE = (
     "Calling torch's kernel passes every number and teaches nothing: the exercise is the "
@@ -397,10 +405,20 @@ def run_online(fn) -> Verdict:
             False,
             f"online_attention: your numbers are right, but your function made a tensor of "
             f"shape {seen.whole}, as large as all of one head's scores at once "
-            f"({PROBE['T']} queries, {PROBE['T']} keys, tile_size {PROBE['tile_size']})",
+            f"({PROBE['T_q']} queries, {PROBE['T_k']} keys, tile_size {PROBE['tile_size']})",
             (WHOLE_MATRIX_CAUSE, f"See {IDEA}."),
             FAILED,
             "whole matrix",
+        )
+    if seen.all_keys is not None:
+        return Verdict(
+            False,
+            f"online_attention: your numbers are right, but your function takes the softmax "
+            f"over all {PROBE['T_k']} keys at once ({seen.all_keys}, tile_size "
+            f"{PROBE['tile_size']})",
+            (ALL_KEYS_CAUSE, f"See {IDEA}."),
+            FAILED,
+            "all keys at once",
         )
     cases, grads = len(ONLINE_ATTENTION.case_list()), len(GRADIENTS.case_list())
     return Verdict(
