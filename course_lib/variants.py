@@ -4,6 +4,9 @@
     python -m course_lib.variants --jobs 2   # two at a time, one torch thread each
     python -m course_lib.variants --missing  # train only variants not yet in the file
     python -m course_lib.variants --save     # train and ship the models of CHECKPOINTS
+    python -m course_lib.variants --screen 4000 --only base,no-positions --out screen.json
+                                             # a screen: those variants at 4,000 steps, the
+                                             # rows they complete beside the stored table's
     python -m course_lib.train               # the same models, then lesson 11b's stand-in
 
 Each variant is one model with one thing changed (D = 64, 4 heads, d_ff = 256, two layers,
@@ -172,14 +175,17 @@ def split_floor(split: str) -> dict[str, float]:
     return corpus.split_floor(split)
 
 
-def train_run(variant: str, seed: int, *, curve: bool = False) -> dict:
-    """Train one variant from `seed` with the capstone's recipe; return its measurements
-    (lesson 01b)."""
-    return _trained(variant, seed, curve=curve)[1]
+def train_run(variant: str, seed: int, *, curve: bool = False, steps: int | None = None) -> dict:
+    """Train one variant from `seed` with the capstone's recipe (for `steps` steps instead of
+    its 2,000, where given: a screen); return its measurements (lesson 01b)."""
+    return _trained(variant, seed, curve=curve, steps=steps)[1]
 
 
-def _trained(variant: str, seed: int, *, curve: bool) -> tuple[TinyTransformer, dict]:
+def _trained(
+    variant: str, seed: int, *, curve: bool, steps: int | None = None
+) -> tuple[TinyTransformer, dict]:
     torch.set_num_threads(1)
+    recipe = replace(RECIPE, seed=seed, **({} if steps is None else {"steps": steps}))
     config = VARIANTS[variant]
     train_ids = load_split("train")
     valid_ids, valid_floor, valid_skills = floored_split("valid")
@@ -203,7 +209,7 @@ def _trained(variant: str, seed: int, *, curve: bool) -> tuple[TinyTransformer, 
         measuring[0] += time.process_time() - began
 
     start = time.process_time()
-    train(model, train_ids, valid_ids, replace(RECIPE, seed=seed), progress=False,
+    train(model, train_ids, valid_ids, recipe, progress=False,
           callback=record if curve else None)  # fmt: skip
     cpu_s = round(time.process_time() - start - measuring[0], 1)
     result = {"variant": variant, "seed": seed, "cpu_s": cpu_s}
@@ -286,14 +292,14 @@ def _gap(runs_by_variant, better, worse, split, skill) -> dict:
             "bar": round(bar, 5), "holds": gap >= bar}  # fmt: skip
 
 
-def verdicts(runs: list[dict]) -> list[dict]:
-    """Each row's claims checked against the runs: gap of means against 3x the seed range
+def verdicts(runs: list[dict], rows=ROWS) -> list[dict]:
+    """Each of `rows`' claims checked against the runs: gap of means against 3x the seed range
     (lesson 01b)."""
     by_variant: dict[str, list[dict]] = {}
     for run in runs:
         by_variant.setdefault(run["variant"], []).append(run)
     table = []
-    for row in ROWS:
+    for row in rows:
         claims = [
             _gap(by_variant, better, worse, row.split, skill)
             for better, worse in row.pairs
@@ -312,8 +318,76 @@ def jump_step(curve: list[list[float]]) -> int:
 
 
 def _job(args):
-    variant, seed = args
-    return train_run(variant, seed, curve=variant == "base")
+    variant, seed, steps = args
+    return train_run(variant, seed, curve=variant == "base" and steps is None, steps=steps)
+
+
+def _first_names() -> dict[ModelConfig, str]:
+    """Each config's first name in VARIANTS: the name its runs are trained under."""
+    first = {}
+    for name, config in VARIANTS.items():
+        first.setdefault(config, name)
+    return first
+
+
+def _with_aliases(runs: list[dict]) -> list[dict]:
+    """runs, plus a copy of each under every other name of its config ("layers-2" is "base")."""
+    first = _first_names()
+    trained = {run["variant"] for run in runs}
+    return runs + [
+        {**run, "variant": name}
+        for name, config in VARIANTS.items() if first[config] != name and first[config] in trained
+        for run in runs if run["variant"] == first[config]
+    ]  # fmt: skip
+
+
+def screen(names: list[str], steps: int, jobs: int = 1) -> dict:
+    """Train `names` over SEEDS for `steps` steps each (every other setting the table's) and
+    return the rows whose every variant was trained, checked as the table's are. A screen of
+    a direction before the whole table is retrained; data/variants.json is left alone."""
+    for name in names:
+        if name not in VARIANTS:
+            raise ValueError(f"names: expected variants of VARIANTS, got {name!r}")
+    positive_steps = isinstance(steps, int) and not isinstance(steps, bool) and steps > 0
+    if not positive_steps:
+        raise ValueError(f"steps: expected a positive int, got {steps!r}")
+    first = _first_names()
+    trained = list(dict.fromkeys(first[VARIANTS[name]] for name in names))
+    args = [(name, seed, steps) for name in trained for seed in SEEDS]
+    if jobs == 1:
+        runs = [_job(a) for a in args]
+    else:
+        with get_context("spawn").Pool(jobs) as pool:
+            runs = pool.map(_job, args)
+    runs = _with_aliases(runs)
+    have = {run["variant"] for run in runs}
+    rows = verdicts(runs, [row for row in ROWS if {v for pair in row.pairs for v in pair} <= have])
+    return {"recipe": asdict(replace(RECIPE, steps=steps)), "seeds": list(SEEDS), "runs": runs,
+            "rows": rows, "torch": torch.__version__}  # fmt: skip
+
+
+def compared(screened: dict, table: dict) -> str:
+    """Each claim of a screen beside the same claim in `table` (data/variants.json) as
+    markdown: gap, bar and verdict at each number of steps."""
+    steps, before = screened["recipe"]["steps"], table["recipe"]["steps"]
+    stored = {(row["name"], c["better"], c["worse"], c["skill"]): c
+              for row in table["rows"] for c in row["claims"]}  # fmt: skip
+    lines = [
+        f"| row | better | worse | skill | gap, {steps} steps | bar | holds | "
+        f"gap, {before} steps | bar | holds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in screened["rows"]:
+        split = "" if row["split"] == "valid" else " (long)"
+        for c in row["claims"]:
+            old = stored.get((row["name"], c["better"], c["worse"], c["skill"]))
+            was = (f"{old['gap']:.4f} | {old['bar']:.4f} | {'yes' if old['holds'] else 'no'}"
+                   if old else "- | - | -")  # fmt: skip
+            lines.append(
+                f"| {row['name']} | {c['better']} | {c['worse']} | {c['skill']}{split} | "
+                f"{c['gap']:.4f} | {c['bar']:.4f} | {'yes' if c['holds'] else 'no'} | {was} |"
+            )
+    return "\n".join(lines)
 
 
 def main(argv=None) -> None:
@@ -330,6 +404,16 @@ def main(argv=None) -> None:
         "and train only the rest (a run is the same on one thread wherever it is repeated)",
     )
     parser.add_argument(
+        "--screen",
+        type=int,
+        metavar="STEPS",
+        help="train only the variants of --only, each for STEPS steps, write the rows they "
+        "complete to --out and print them beside the stored table's; data/variants.json is "
+        "left alone",
+    )
+    parser.add_argument("--only", default="", help="with --screen: variants, comma-separated")
+    parser.add_argument("--out", type=Path, help="with --screen: the JSON file to write")
+    parser.add_argument(
         "--save",
         action="store_true",
         help="train the variants of CHECKPOINTS and write their weights and cards; nothing else",
@@ -344,13 +428,17 @@ def main(argv=None) -> None:
     if args.markdown:
         print(markdown(json.loads(RESULTS.read_text(encoding="utf-8"))))
         return
-    first = {}  # config -> the first name it has
-    for name, config in VARIANTS.items():
-        first.setdefault(config, name)
-    names = list(first.values())
+    if args.screen is not None:
+        if not args.only or args.out is None:
+            parser.error("--screen needs --only (the variants) and --out (the file to write)")
+        screened = screen(args.only.split(","), args.screen, args.jobs)
+        args.out.write_text(json.dumps(screened, indent=1) + "\n", encoding="utf-8")
+        print(compared(screened, stored_table()))
+        return
+    names = list(_first_names().values())
     kept = stored_runs(names) if args.missing else []
     done = {(run["variant"], run["seed"]) for run in kept}
-    jobs = [(name, seed) for name in names for seed in SEEDS if (name, seed) not in done]
+    jobs = [(name, seed, None) for name in names for seed in SEEDS if (name, seed) not in done]
     with get_context("spawn").Pool(args.jobs) as pool:
         runs = list(kept)
         for run in pool.imap_unordered(_job, jobs):
@@ -358,11 +446,7 @@ def main(argv=None) -> None:
             print(f"{run['variant']} seed {run['seed']}: {run['cpu_s']} s, "
                   f"excess {run['valid']['all']:.4f}", flush=True)  # fmt: skip
     runs.sort(key=lambda r: (names.index(r["variant"]), r["seed"]))
-    runs += [
-        {**run, "variant": name}
-        for name, config in VARIANTS.items() if first[config] != name
-        for run in runs if run["variant"] == first[config]
-    ]  # fmt: skip
+    runs = _with_aliases(runs)
     table = {
         "recipe": asdict(RECIPE),
         "seeds": list(SEEDS),

@@ -131,3 +131,39 @@ def test_a_trained_variant_that_is_not_shipped_is_named():
         variants.load_trained("1-layer-heads-4", 1)  # lesson 04b ships seed 0 only
     with pytest.raises(ValueError, match="seed: expected one of 0, 1, 2 .* got 7"):
         variants.trained_card("base", 7)
+
+
+@pytest.mark.slow
+def test_a_screen_trains_only_its_variants_and_checks_the_rows_they_complete():
+    before = variants.RESULTS.read_bytes()
+    # "layers-2" is another name of "base": it is trained once, under "base"
+    screened = variants.screen(["1-layer-heads-1", "1-layer-heads-2"], steps=3)
+    assert variants.RESULTS.read_bytes() == before  # the shipped table is left alone
+    assert screened["recipe"]["steps"] == 3 and screened["seeds"] == list(variants.SEEDS)
+    assert sorted((r["variant"], r["seed"]) for r in screened["runs"]) == [
+        (name, seed) for name in ("1-layer-heads-1", "1-layer-heads-2") for seed in variants.SEEDS
+    ]
+    # the one row both complete, checked as the table checks its rows
+    assert [row["name"] for row in screened["rows"]] == ["two heads against one, at one layer"]
+    assert screened["rows"] == variants.verdicts(screened["runs"], [variants.ROWS[1]])
+    # a run of the screen is the run train_run makes with those steps, on one thread
+    again = variants.train_run("1-layer-heads-2", 1, steps=3)
+    assert again["valid"] == next(
+        r["valid"] for r in screened["runs"] if (r["variant"], r["seed"]) == ("1-layer-heads-2", 1)
+    )
+    text = variants.compared(screened, variants.stored_table())
+    assert "| gap, 3 steps |" in text and "gap, 2000 steps" in text
+
+
+def test_a_screen_names_a_bad_variant_or_step_count():
+    with pytest.raises(ValueError, match="names: expected variants of VARIANTS, got 'bass'"):
+        variants.screen(["bass"], steps=10)
+    with pytest.raises(ValueError, match="steps: expected a positive int, got 0"):
+        variants.screen(["base"], steps=0)
+
+
+def test_a_screen_aliases_a_config_trained_under_its_first_name():
+    runs = [{"variant": "base", "seed": s, "valid": {}, "long": {}} for s in variants.SEEDS]
+    named = {(r["variant"], r["seed"]) for r in variants._with_aliases(runs)}
+    assert ("layers-2", 0) in named and ("base", 2) in named
+    assert not any(r["variant"] == "heads-1" for r in variants._with_aliases(runs))
