@@ -5,6 +5,7 @@ import importlib.util
 import subprocess
 from pathlib import Path
 
+import nbformat
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,12 +22,48 @@ def verdict(check, fn, capsys) -> str:
     return capsys.readouterr().out.strip()
 
 
+def lesson_cells(notebook) -> list:
+    """The cells of lesson `notebook` (a path), read afresh each time: a test may change them."""
+    return nbformat.read(notebook, as_version=4).cells
+
+
+def lesson_markdown(notebook) -> str:
+    """The prose of lesson `notebook`: its markdown cells, each run of white space folded to one
+    space, so that a test finds a sentence wherever the cell breaks its lines."""
+    text = "\n".join(c.source for c in lesson_cells(notebook) if c.cell_type == "markdown")
+    return " ".join(text.split())
+
+
+def lesson_code(notebook) -> str:
+    """The sources of lesson `notebook`'s code cells, one after another."""
+    return "\n".join(c.source for c in lesson_cells(notebook) if c.cell_type == "code")
+
+
+def lesson_outputs(notebook) -> str:
+    """The text that lesson `notebook`'s code cells printed, as stored with them, one output
+    after another."""
+    cells = lesson_cells(notebook)
+    return "\n".join(o.get("text", "") for c in cells if c.cell_type == "code" for o in c.outputs)
+
+
+def printed_by_cell(notebook) -> list[str]:
+    """What each code cell of lesson `notebook` printed, as stored: one string per cell, for a
+    test that reads one cell's table."""
+    cells = lesson_cells(notebook)
+    return ["".join(o.get("text", "") for o in c.outputs) for c in cells if c.cell_type == "code"]
+
+
+def stored_stdout(cells, marker: str) -> str:
+    """What the first code cell among `cells` whose source holds `marker` printed to stdout, as
+    stored with it."""
+    cell = next(c for c in cells if c.cell_type == "code" and marker in c.source)
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
 def solution_cells(notebook, namespace: dict, source=lambda s: s) -> dict:
     """`namespace` after running each exercise cell of lesson `notebook` (a path), through
     `source` (course_lib.workspace.stub_solutions: the learner's stubs)."""
-    import nbformat
-
-    for cell in nbformat.read(notebook, as_version=4).cells:
+    for cell in lesson_cells(notebook):
         if cell.metadata.get("nbgrader", {}).get("solution"):
             exec(source(cell.source), namespace)
     return namespace

@@ -29,7 +29,7 @@ from course_lib.position_demos import rotate_pair as COURSE_ROTATE
 from course_lib.position_demos import sinusoidal_at as COURSE_AT
 from course_lib.positional import sinusoidal_encoding as COURSE_TABLE
 from course_lib.workspace import BEGIN, stub_solutions
-from helpers import notebook_functions, stub, verdict
+from helpers import lesson_cells, lesson_code, notebook_functions, stub, verdict
 
 # the course's functions as a learner who imported them by name before the check would hold
 # them: out of reach of the check's watch on the modules' attributes, not of its profile hook
@@ -37,12 +37,8 @@ from helpers import notebook_functions, stub, verdict
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_sinusoidal_and_rope.ipynb"
 
 
-def _lesson():
-    return nbformat.read(NOTEBOOK, as_version=4)
-
-
 def _markdown() -> str:
-    return "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown")
+    return "\n".join(c.source for c in lesson_cells(NOTEBOOK) if c.cell_type == "markdown")
 
 
 def _check(exercise, fn, bug=None, words=()):
@@ -74,7 +70,7 @@ def test_a_stub_is_not_implemented_yet(check, capsys):
 
 def test_the_workspace_stubs_say_not_implemented_yet(capsys):
     namespace = {"torch": torch, "math": math}
-    cells = [c for c in _lesson().cells if BEGIN in c.source]
+    cells = [c for c in lesson_cells(NOTEBOOK) if BEGIN in c.source]
     assert len(cells) == len(EXERCISES) == 3
     for cell in cells:
         exec(stub_solutions(cell.source), namespace)
@@ -112,7 +108,7 @@ def test_each_exercise_says_what_its_check_compares_with():
     """The lesson imports `positional` and `position_demos`, whose functions meet every
     contract: each exercise's text says the check compares with the course's, and that
     calling the course's fails it."""
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     for name in ("sinusoidal_encoding", "rotate_pair", "rope_score"):
         at = next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
         text = " ".join(next(c.source for c in reversed(cells[:at]) if c.cell_type == "markdown")
@@ -135,7 +131,7 @@ def test_no_exercise_text_above_it_holds_its_solution():
     """The rotation's formula appears only after exercise 2 (the picture above it writes no
     coordinates), and the course's RoPE (a few lines from rope_score) first runs in a cell the
     learner can see only as rope_scores, which the check refuses."""
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     where = next(i for i, c in enumerate(cells) if "def rotate_pair(" in c.source)
     above = "\n".join(c.source for c in cells[:where])
     for formula in ("-\\sin a", "-sin a", "(-sin", "pmatrix"):  # the second column of R(a)
@@ -149,7 +145,7 @@ def test_every_course_function_the_lesson_shows_is_forbidden_where_it_is_an_answ
     """Each course function a lesson cell calls that computes an exercise's answer is in that
     exercise's `forbidden`: a learner who wraps it is told so."""
     names = {(m.__name__, a) for e in EXERCISES for m, a in e.forbidden if hasattr(m, "__name__")}
-    code = "\n".join(c.source for c in _lesson().cells if c.cell_type == "code")
+    code = lesson_code(NOTEBOOK)
     for module, attr in (("course_lib.positional", "sinusoidal_encoding"),
                          ("course_lib.position_demos", "rope_scores")):  # fmt: skip
         assert f"{module.rsplit('.', 1)[1]}.{attr}(" in code

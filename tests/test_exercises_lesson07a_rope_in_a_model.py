@@ -9,7 +9,6 @@ import math
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
@@ -26,7 +25,7 @@ from course_lib.positional import apply_rope as COURSE_APPLY_ROPE
 from course_lib.positional import half_layout_order as COURSE_ORDER
 from course_lib.positional import to_rotate_half as COURSE_TO_ROTATE_HALF
 from course_lib.workspace import BEGIN, stub_solutions
-from helpers import notebook_functions, stub, verdict
+from helpers import lesson_cells, notebook_functions, stub, verdict
 
 # course functions as a learner who imported them by name would hold them (see _forbidden);
 # lesson 06's rotate_pair (COURSE_ROTATE) stays allowed: rope_heads builds on it
@@ -62,10 +61,6 @@ def _forbidden(exercise, fn, called):
     return result
 
 
-def _lesson():
-    return nbformat.read(NOTEBOOK, as_version=4)
-
-
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_the_lessons_solution_passes(exercise):
     mine = notebook_functions(*(e.name for e in EXERCISES))
@@ -80,7 +75,7 @@ def test_a_stub_is_not_implemented_yet(check, capsys):
 
 def test_the_workspace_stubs_say_not_implemented_yet(capsys):
     namespace = {"torch": torch}
-    cells = [c for c in _lesson().cells if BEGIN in c.source]
+    cells = [c for c in lesson_cells(NOTEBOOK) if BEGIN in c.source]
     assert len(cells) == len(EXERCISES) == 2
     for cell in cells:
         exec(stub_solutions(cell.source), namespace)
@@ -89,7 +84,7 @@ def test_the_workspace_stubs_say_not_implemented_yet(capsys):
 
 
 def test_each_last_hint_points_to_sections_and_worked_examples_the_lesson_has():
-    text = "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown")
+    text = "\n".join(c.source for c in lesson_cells(NOTEBOOK) if c.cell_type == "markdown")
     for exercise in EXERCISES:
         headings = re.findall(r"'([^']+)'", exercise.idea)
         assert headings, exercise.idea
@@ -102,7 +97,7 @@ def test_each_last_hint_points_to_sections_and_worked_examples_the_lesson_has():
 
 
 def test_each_exercise_says_what_its_check_compares_with_and_refuses():
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     for name in ("rope_heads", "to_rotate_half"):
         at = next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
         text = " ".join(next(c.source for c in reversed(cells[:at]) if c.cell_type == "markdown")
@@ -114,7 +109,7 @@ def test_each_exercise_says_what_its_check_compares_with_and_refuses():
 def test_no_cell_above_to_rotate_half_names_or_prints_its_order():
     """The order inside one head is the exercise's answer: nothing above its check prints it,
     calls half_layout_order or shows Hugging Face's permute."""
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     at = next(i for i, c in enumerate(cells) if "def to_rotate_half(" in c.source)
     above = "\n".join(c.source for c in cells[:at])
     outputs = "\n".join(o.get("text", "") for c in cells[:at] if c.cell_type == "code"
@@ -142,7 +137,7 @@ def test_no_cell_but_the_solutions_spells_out_the_reordering():
     """Exercise 2's answer is in no cell a learner's copy keeps whole: Hugging Face's permute
     is printed by a course function once the check passes, and the check-yourself answer
     names the reordering without its order."""
-    for cell in _lesson().cells:
+    for cell in lesson_cells(NOTEBOOK):
         if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
             continue
         for leak in ("0, 2, ..", "evens", "even rows", "transpose(1, 2)", "d // 2, 2, "):
@@ -261,7 +256,7 @@ def test_the_worked_example_says_width_4_cannot_tell_the_order_from_its_reverse(
         right = to_rotate_half_reference(rows, 1)
         assert torch.equal(the_other_way(rows, 1), right) is same
         assert torch.equal(the_other_way_row_by_row(rows, 1), right) is same
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     at = next(i for i, c in enumerate(cells) if "def to_rotate_half(" in c.source)
     text = " ".join(cells[at - 1].source.split())
     assert "$(a, c, b, e)$" in text and "its own reverse" in text
@@ -273,7 +268,7 @@ def test_the_worked_example_says_width_4_cannot_tell_the_order_from_its_reverse(
 
 
 def _markdown_text():
-    return "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown")
+    return "\n".join(c.source for c in lesson_cells(NOTEBOOK) if c.cell_type == "markdown")
 
 
 def odds_first(weight, num_heads):

@@ -8,7 +8,6 @@ course_lib/exercises/lesson14/.
 import math
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -23,15 +22,11 @@ from course_lib.exercises.lesson14 import (
     rms_norm_reference,
     swiglu_reference,
 )
-from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
+from helpers import assert_stubs_not_implemented, lesson_cells, notebook_functions, stub, verdict
 from helpers import failed_with_hint as _check
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_todays_block.ipynb"
 NAMES = ("rms_norm", "swiglu")
-
-
-def _lesson():
-    return nbformat.read(NOTEBOOK, as_version=4)
 
 
 # ---------------------------------------------------------------- right answers, as written
@@ -107,7 +102,7 @@ def test_every_bug_runs_on_every_case(exercise):
 def test_no_cell_above_an_exercise_shows_its_solution():
     """No worked RMSNorm or SwiGLU before the learner writes one: no code cell above an
     exercise calls torch's rms_norm / RMSNorm or silu, or the course's reference."""
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     for name, ready_made in (
         ("rms_norm", ("F.rms_norm", "torch.rms_norm", "RMSNorm(", "rms_norm_reference(")),
         ("swiglu", ("silu(", "SiLU(", "swiglu_reference(", 'ff="swiglu"')),

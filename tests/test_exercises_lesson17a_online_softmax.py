@@ -8,7 +8,6 @@ course_lib/exercises/lesson17a_online_softmax/.
 import math
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -23,14 +22,10 @@ from course_lib.exercises.lesson17a_online_softmax import (
     run_online,
 )
 from course_lib.workspace import stub_solutions
-from helpers import notebook_functions, solution_cells, stub, verdict
+from helpers import lesson_cells, notebook_functions, solution_cells, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "17a_online_softmax.ipynb"
 INF = float("inf")
-
-
-def _lesson():
-    return nbformat.read(NOTEBOOK, as_version=4)
 
 
 def _solutions(source=lambda s: s) -> dict:
@@ -533,7 +528,7 @@ def test_gradients_of_compares_with_torchs_autograd():
 
 
 def test_the_exercise_text_warns_off_torchs_kernel_and_names_the_courses_tiled_code():
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     text = " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
     assert "would pass the check and teach nothing" in text
     # every function of course_lib.tiled_attention the check refuses is named (a fresh reader

@@ -8,7 +8,6 @@ course_lib/exercises/lesson17b_tiled_memory_and_backward.py.
 import math
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -21,16 +20,12 @@ from course_lib.exercises.lesson17b_tiled_memory_and_backward import (
     run_backward,
 )
 from course_lib.workspace import stub_solutions
-from helpers import notebook_functions, solution_cells, stub, verdict
+from helpers import lesson_cells, notebook_functions, solution_cells, stub, verdict
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "17b_tiled_memory_and_backward.ipynb"
 )
 INF = float("inf")
-
-
-def _lesson():
-    return nbformat.read(NOTEBOOK, as_version=4)
 
 
 def _solutions(source=lambda s: s) -> dict:
@@ -248,6 +243,6 @@ def test_a_backward_that_autograd_takes_through_the_forward_is_named():
 
 
 def test_the_exercise_text_warns_off_autograd():
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     text = " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
     assert "would pass and teach nothing" in text
