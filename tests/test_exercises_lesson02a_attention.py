@@ -17,18 +17,11 @@ from course_lib.attention import causal_mask
 from course_lib.checks import check_causal_mask, check_qkv_projection
 from course_lib.exercises import lesson02a_attention as lesson
 from course_lib.exercises.core import NO_GRADIENT, dead_bugs, run
-from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
+from helpers import assert_stubs_not_implemented, stub, verdict
 
 LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "02a_attention.ipynb"
 MASK, PROJECTION = lesson.CAUSAL_MASK, lesson.QKV_PROJECTION
 CHECKS = {"make_causal_mask": check_causal_mask, "qkv_projection": check_qkv_projection}
-
-
-def test_the_notebooks_solutions_pass(capsys):
-    solved = notebook_functions(*CHECKS)
-    for name, check in CHECKS.items():
-        assert run(check.exercise, solved[name]).passed, name
-        assert verdict(check, solved[name], capsys).startswith("PASS"), name
 
 
 @pytest.mark.parametrize("exercise", lesson.EXERCISES, ids=lambda e: e.name)

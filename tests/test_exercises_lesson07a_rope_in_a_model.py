@@ -25,7 +25,7 @@ from course_lib.positional import apply_rope as COURSE_APPLY_ROPE
 from course_lib.positional import half_layout_order as COURSE_ORDER
 from course_lib.positional import to_rotate_half as COURSE_TO_ROTATE_HALF
 from course_lib.workspace import BEGIN, stub_solutions
-from helpers import lesson_cells, notebook_functions, stub, verdict
+from helpers import lesson_cells, stub, verdict
 
 # course functions as a learner who imported them by name would hold them (see _forbidden);
 # lesson 06's rotate_pair (COURSE_ROTATE) stays allowed: rope_heads builds on it
@@ -59,12 +59,6 @@ def _forbidden(exercise, fn, called):
     result = _check_against(exercise, fn, words=[f"your function calls {called}"])
     assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
     return result
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_the_lessons_solution_passes(exercise):
-    mine = notebook_functions(*(e.name for e in EXERCISES))
-    assert run(exercise, mine[exercise.name]).passed
 
 
 @pytest.mark.parametrize("check", [check_rope_heads, check_to_rotate_half])

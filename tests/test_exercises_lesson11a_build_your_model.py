@@ -109,7 +109,9 @@ def _markdown() -> str:
 # ---------------------------------------------------------------- the solution, the stubs
 
 
-def test_the_lessons_solution_passes(capsys):
+def test_the_lessons_solution_on_the_courses_earlier_functions_passes(capsys):
+    # on the lessons' own earlier functions, as a learner's copy gets them, it is
+    # tests/test_every_exercise.py's
     assert verdict(check_my_transformer, SOLVED.MyTransformer, capsys).startswith("PASS")
 
 

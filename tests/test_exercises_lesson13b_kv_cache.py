@@ -32,11 +32,9 @@ from course_lib.exercises.lesson13b_kv_cache import (
 )
 from course_lib.model import generate
 from course_lib.variants import load_trained
-from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
+from helpers import assert_stubs_not_implemented, stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "13b_kv_cache.ipynb"
-NAMES = ("forward_with_cache", "generate_cached")
-VERDICT_OF = {"forward_with_cache": run_forward}
 
 # ---------------------------------------------------------------- right answers, as written
 
@@ -95,13 +93,6 @@ def generate_cached(model, prompt, num_tokens, *, temperature=1.0, seed=0):
 
 
 # ---------------------------------------------------------------- every exercise
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_the_lessons_solution_passes(name):
-    mine = notebook_functions(*NAMES)
-    exercise = next(e for e in EXERCISES if e.name == name)
-    assert VERDICT_OF.get(name, lambda f: run(exercise, f))(mine[name]).passed
 
 
 CHECKS = [check_forward_with_cache, check_generate_cached]

@@ -22,11 +22,10 @@ from course_lib.exercises.lesson14 import (
     rms_norm_reference,
     swiglu_reference,
 )
-from helpers import assert_stubs_not_implemented, lesson_cells, notebook_functions, stub, verdict
+from helpers import assert_stubs_not_implemented, lesson_cells, stub, verdict
 from helpers import failed_with_hint as _check
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_todays_block.ipynb"
-NAMES = ("rms_norm", "swiglu")
 
 
 # ---------------------------------------------------------------- right answers, as written
@@ -48,13 +47,6 @@ def swiglu(x, gate, up, down):
 def swiglu_by_hand(x, gate, up, down):
     g = gate(x)
     return down(g * torch.sigmoid(g) * up(x))
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_the_lessons_solution_passes(name):
-    mine = notebook_functions(*NAMES)
-    exercise = next(e for e in EXERCISES if e.name == name)
-    assert run(exercise, mine[name]).passed
 
 
 def test_the_right_answers_written_here_pass():

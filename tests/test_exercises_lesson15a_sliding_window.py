@@ -32,10 +32,9 @@ from course_lib.exercises.lesson15a_sliding_window.attend_rolling import _layer
 from course_lib.sliding_window import window_mask
 from course_lib.workspace import stub_solutions
 from helpers import failed_with_hint as _check
-from helpers import notebook_functions, stub, verdict
+from helpers import stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "15a_sliding_window.ipynb"
-NAMES = ("sliding_window_mask", "attend_rolling")
 
 
 # ---------------------------------------------------------------- right answers, as written
@@ -72,13 +71,6 @@ def rolling_by_hand(x, qkv, out, num_heads, past_k, past_v, position, window, si
     weights = torch.softmax(q @ keys.transpose(-1, -2) / math.sqrt(d), dim=-1)  # (B, H, 1, S)
     y = (weights @ values).permute(0, 2, 1, 3).reshape(B, 1, D)
     return out(y), keys, values
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_the_lessons_solution_passes(name):
-    mine = notebook_functions(*NAMES)
-    exercise = next(e for e in EXERCISES if e.name == name)
-    assert run(exercise, mine[name]).passed
 
 
 def test_the_right_answers_written_here_pass():
