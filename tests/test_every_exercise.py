@@ -7,16 +7,26 @@ difference is a row in a table here, keyed by lesson or exercise; what only one 
 stays in its own file (tests/test_exercises_lesson*.py).
 """
 
+import math
 import warnings
+from functools import partial
+from types import SimpleNamespace
 
 import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
 
 from course_lib import checks
-from course_lib.exercises import all_exercises, by_name
-from course_lib.exercises.core import run
-from helpers import notebook_functions
+from course_lib.attention import causal_mask
+from course_lib.exercises import LESSONS, all_exercises, by_name, lesson_file
+from course_lib.exercises.core import NOT_IMPLEMENTED, run
+from course_lib.workspace import BEGIN
+from helpers import ROOT, assert_stubs_not_implemented, lesson_cells, notebook_functions, stub
 
 EXERCISES = all_exercises()
+# the lessons that have exercises (04b, 07b and 15b have none)
+LESSONS_WITH_EXERCISES = [key for key in LESSONS if any(e.lesson == key for e in EXERCISES)]
 
 
 def _each(exercises, slow=()):
@@ -97,3 +107,85 @@ def test_the_lessons_solution_passes(exercise, capsys):
     result = _check_of(exercise)(solution)
     assert result.passed, result.message
     assert capsys.readouterr().out.startswith(f"PASS  {exercise.name}: passed all")
+
+
+# ---------------------------------------------------------------- not written yet
+
+
+class _StubModel(nn.Module):
+    """Lesson 11a's exercise as the learner's copy holds it: a class whose methods are stubs."""
+
+    def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers):
+        super().__init__()
+        raise NotImplementedError("Exercise __init__: write your code here")
+
+    def forward(self, idx):
+        raise NotImplementedError("Exercise forward: write your code here")
+
+
+# what a learner's copy holds where the exercise is a class, not a function
+STUBS = {"MyTransformer": _StubModel}
+
+
+@pytest.mark.parametrize("exercise", _each(EXERCISES))
+def test_a_stub_is_not_implemented_yet(exercise, capsys):
+    result = _check_of(exercise)(STUBS.get(exercise.name, stub))
+    assert result.status == NOT_IMPLEMENTED and "not implemented yet" in result.message
+    out = capsys.readouterr().out
+    assert out.startswith("TRY AGAIN") and "not implemented yet" in out
+
+
+def _references(*names) -> dict:
+    """The course's own versions of the exercises `names`, by name."""
+    return {name: by_name(name).reference for name in names}
+
+
+# The names each lesson's exercise cells find defined above them (its imports): the learner's
+# copy of those cells must run in them (lesson 11a's class needs nn.Module). Lesson 05's cells
+# also see the earlier lessons' functions, and 13b's `mine` holds lesson 13a's.
+CELL_GLOBALS = {
+    "00_start_here": {"torch": torch},
+    "01a_language_and_tokens": {"torch": torch, "F": F, "math": math},
+    "01b_loss_and_floor": {"torch": torch, "F": F, "math": math},
+    "02a_attention": {"torch": torch, "math": math},
+    "02b_attention_in_batches": {"torch": torch, "math": math},
+    "03a_why_scale": {"torch": torch, "math": math},
+    "03b_scale_in_models": {"torch": torch, "math": math},
+    "04a_multihead_layer": {"torch": torch, "nn": nn},
+    "05_encoder_decoder": {"torch": torch, "math": math, "causal_mask": causal_mask,
+                           **_references("attention", "split_heads", "merge_heads")},
+    "06_sinusoidal_and_rope": {"torch": torch, "math": math},
+    "07a_rope_in_a_model": {"torch": torch},
+    "08_transformer_block": {"torch": torch, "F": F, "nn": nn},
+    "09_feed_forward": {"torch": torch, "F": F, "nn": nn},
+    "10_sampling_and_cost": {"torch": torch},
+    "11a_build_your_model": {"torch": torch, "nn": nn, "F": F, "math": math, "partial": partial},
+    "11b_train_your_model": {"torch": torch, "F": F, "nn": nn},
+    "12_read_your_model": {"torch": torch},
+    "13a_what_generation_recomputes": {"torch": torch, "F": F, "math": math},
+    "13b_kv_cache": {"torch": torch, "F": F, "math": math,
+                     "mine": SimpleNamespace(**_references("rope_from", "attend_cached"))},
+    "13c_grouped_query_attention": {"torch": torch, "F": F, "math": math},
+    "14_todays_block": {"torch": torch, "F": F, "math": math, "nn": nn},
+    "15a_sliding_window": {"torch": torch, "F": F, "math": math, "nn": nn},
+    "16a_interpolation_and_ntk": {"torch": torch, "math": math},
+    "16b_yarn_compared": {"torch": torch, "math": math},
+    "17a_online_softmax": {"torch": torch, "F": F, "math": math},
+    "17b_tiled_memory_and_backward": {"torch": torch, "F": F, "math": math},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("lesson", LESSONS_WITH_EXERCISES)
+def test_the_workspace_stubs_are_not_implemented_yet(lesson, capsys):
+    """The learner's copy of the lesson holds a stub of each exercise, in the cells that hold the
+    solutions and that nbgrader grades (one per exercise, or per pair written together), and
+    each check says "not implemented yet" of it."""
+    notebook = lesson_file(ROOT / "notebooks", lesson)
+    cells = lesson_cells(notebook)
+    graded = [c for c in cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert graded == [c for c in cells if BEGIN in c.source]
+    exercises = [e for e in EXERCISES if e.lesson == lesson]
+    names = [name for c in graded for name in c.metadata["nbgrader"]["grade_id"].split("-")]
+    assert names == [e.name for e in exercises]
+    checks_run = [_check_of(e) for e in exercises]
+    assert_stubs_not_implemented(notebook, checks_run, dict(CELL_GLOBALS[lesson]), capsys)

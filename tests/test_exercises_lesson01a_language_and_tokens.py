@@ -22,11 +22,9 @@ from course_lib.exercises.lesson01a_language_and_tokens import (
     OUTPUT_LAYER,
     TOKEN_EMBEDDING,
 )
-from helpers import assert_stubs_not_implemented, stub, verdict
 from helpers import failed_with_hint as _check
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01a_language_and_tokens.ipynb"
-CHECKS = (check_token_embedding, check_output_layer)
 
 
 def _no_gradient(exercise, fn):
@@ -58,16 +56,6 @@ def test_the_checks_raise_no_warning(exercise):
         warnings.simplefilter("error")
         for bug in exercise.bugs:
             assert not run(exercise, bug.wrong).passed
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "F": F, "math": math}
-    assert_stubs_not_implemented(NOTEBOOK, CHECKS, namespace, capsys)
 
 
 def test_the_names_are_the_courses_own_and_collide_with_no_other_lesson():

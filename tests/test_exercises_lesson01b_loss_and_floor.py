@@ -18,11 +18,9 @@ from course_lib.checks import check_next_token_cross_entropy
 from course_lib.exercises import by_name
 from course_lib.exercises.core import DTYPE_HINT, NO_GRADIENT, run
 from course_lib.exercises.lesson01b_loss_and_floor import EXERCISES, NEXT_TOKEN_CROSS_ENTROPY
-from helpers import assert_stubs_not_implemented, stub, verdict
 from helpers import failed_with_hint as _check
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01b_loss_and_floor.ipynb"
-CHECKS = (check_next_token_cross_entropy,)
 
 
 def _no_gradient(exercise, fn):
@@ -54,16 +52,6 @@ def test_the_checks_raise_no_warning(exercise):
         warnings.simplefilter("error")
         for bug in exercise.bugs:
             assert not run(exercise, bug.wrong).passed
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "F": F, "math": math}
-    assert_stubs_not_implemented(NOTEBOOK, CHECKS, namespace, capsys)
 
 
 def test_the_name_is_the_courses_own_and_collides_with_no_other_lesson():

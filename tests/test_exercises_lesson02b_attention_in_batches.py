@@ -18,12 +18,10 @@ from course_lib.attention import attend, scaled_dot_product_attention
 from course_lib.checks import check_attention, check_padding_mask
 from course_lib.exercises import lesson02b_attention_in_batches as lesson
 from course_lib.exercises.core import DTYPE_HINT, dead_bugs, run
-from helpers import assert_stubs_not_implemented, stub, verdict
 
 LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "02b_attention_in_batches.ipynb"
 ATTENTION, PADDING = lesson.ATTENTION, lesson.PADDING_MASK
 d_k = 2  # as in lesson 02a: a learner's function may read it by mistake
-CHECKS = {"attention": check_attention, "padding_mask": check_padding_mask}
 
 
 @pytest.mark.parametrize("exercise", lesson.EXERCISES, ids=lambda e: e.name)
@@ -376,17 +374,6 @@ def test_a_mask_without_a_default_fails_on_the_unmasked_case():
 def test_returning_only_the_output_is_told_the_form():
     result = run(ATTENTION, lambda q, k, v, mask=None: learner()(q, k, v, mask)[0])
     assert "expected a tuple of 2 results" in result.message
-
-
-def test_stubs_are_not_implemented_yet(capsys):
-    for check in CHECKS.values():
-        out = verdict(check, stub, capsys)
-        assert out.startswith("TRY AGAIN") and "not implemented yet" in out
-
-
-def test_the_learners_copy_holds_stubs_the_checks_call_not_implemented(capsys):
-    namespace = {"torch": torch, "math": math}
-    assert_stubs_not_implemented(LESSON, CHECKS.values(), namespace, capsys)
 
 
 # ---------------------------------------------------------------- padding_mask

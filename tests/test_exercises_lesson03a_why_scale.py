@@ -16,15 +16,8 @@ import torch
 from course_lib.checks import check_softmax_jacobian
 from course_lib.exercises.core import dead_bugs, run
 from course_lib.exercises.lesson03a_why_scale import SOFTMAX_JACOBIAN, softmax_jacobian_reference
-from helpers import (
-    assert_stubs_not_implemented,
-    lesson_cells,
-    lesson_code,
-    lesson_markdown,
-    stub,
-    verdict,
-)
 from helpers import failed_with_hint as _check
+from helpers import lesson_cells, lesson_code, lesson_markdown, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03a_why_scale.ipynb"
 EXERCISE, CHECK = SOFTMAX_JACOBIAN, check_softmax_jacobian
@@ -36,15 +29,6 @@ def softmax_jacobian(scores):  # the derivation, written here independently of t
 
 
 # ---------------------------------------------------------------- the exercise
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    out = verdict(CHECK, stub, capsys)
-    assert out.startswith("TRY AGAIN") and "not implemented yet" in out
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(NOTEBOOK, [CHECK], {"torch": torch, "math": math}, capsys)
 
 
 def test_every_bug_can_be_named():

@@ -17,15 +17,8 @@ from course_lib.checks import check_score_variance
 from course_lib.exercises.core import dead_bugs, run
 from course_lib.exercises.lesson03b_scale_in_models import SCORE_VARIANCE, score_variance_reference
 from course_lib.saturation import linear_scores
-from helpers import (
-    assert_stubs_not_implemented,
-    lesson_cells,
-    lesson_code,
-    lesson_markdown,
-    stub,
-    verdict,
-)
 from helpers import failed_with_hint as _check
+from helpers import lesson_cells, lesson_code, lesson_markdown, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03b_scale_in_models.ipynb"
 EARLIER = NOTEBOOK.with_name("03a_why_scale.ipynb")  # where the hint's derivation is
@@ -33,15 +26,6 @@ EXERCISE, CHECK = SCORE_VARIANCE, check_score_variance
 
 
 # ---------------------------------------------------------------- the exercise
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    out = verdict(CHECK, stub, capsys)
-    assert out.startswith("TRY AGAIN") and "not implemented yet" in out
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(NOTEBOOK, [CHECK], {"torch": torch, "math": math}, capsys)
 
 
 def test_every_bug_can_be_named():

@@ -10,7 +10,6 @@ import dataclasses
 import math
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -35,9 +34,7 @@ from course_lib.seq2seq import (
     cross_attention_reference,
     decoder_layer_reference,
 )
-from course_lib.workspace import stub_solutions
 from helpers import failed_with_hint as _check
-from helpers import stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_encoder_decoder.ipynb"
 
@@ -56,28 +53,6 @@ def test_every_bug_runs_on_every_case(exercise):
                 bug.wrong(*case.args, **case.kwargs)
             except (RuntimeError, ValueError) as err:
                 assert "shape" in str(err) or "size" in str(err), (bug.name, err)
-
-
-@pytest.mark.parametrize("check", [check_cross_attention, check_decoder_layer])
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    namespace = {
-        "torch": torch,
-        "math": math,
-        "causal_mask": causal_mask,
-        "attention": attention,
-        "split_heads": split_heads,
-        "merge_heads": merge_heads,
-    }
-    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(stub_solutions(cell.source), namespace)
-    for check in (check_cross_attention, check_decoder_layer):
-        name = check.__name__.removeprefix("check_")
-        assert "not implemented yet" in verdict(check, namespace[name], capsys)
 
 
 def test_the_references_are_torchs_and_agree_with_the_courses_modules():

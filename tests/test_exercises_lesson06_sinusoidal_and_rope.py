@@ -28,8 +28,7 @@ from course_lib.position_demos import rope_scores as COURSE_SCORES
 from course_lib.position_demos import rotate_pair as COURSE_ROTATE
 from course_lib.position_demos import sinusoidal_at as COURSE_AT
 from course_lib.positional import sinusoidal_encoding as COURSE_TABLE
-from course_lib.workspace import BEGIN, stub_solutions
-from helpers import lesson_cells, lesson_code, notebook_functions, stub, verdict
+from helpers import lesson_cells, lesson_code, notebook_functions
 
 # the course's functions as a learner who imported them by name before the check would hold
 # them: out of reach of the check's watch on the modules' attributes, not of its profile hook
@@ -55,26 +54,6 @@ def _check(exercise, fn, bug=None, words=()):
 
 
 # ---------------------------------------------------------------- every exercise
-
-
-@pytest.mark.parametrize("check", [check_sinusoidal_encoding, check_rotate_pair, check_rope_score])
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    out = verdict(check, stub, capsys)
-    assert out.startswith("TRY AGAIN") and "not implemented yet" in out
-
-
-def test_the_workspace_stubs_say_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "math": math}
-    cells = [c for c in lesson_cells(NOTEBOOK) if BEGIN in c.source]
-    assert len(cells) == len(EXERCISES) == 3
-    for cell in cells:
-        exec(stub_solutions(cell.source), namespace)
-    for check, name in (
-        (check_sinusoidal_encoding, "sinusoidal_encoding"),
-        (check_rotate_pair, "rotate_pair"),
-        (check_rope_score, "rope_score"),
-    ):
-        assert "not implemented yet" in verdict(check, namespace[name], capsys)
 
 
 def test_each_last_hint_points_to_a_section_the_lesson_has():

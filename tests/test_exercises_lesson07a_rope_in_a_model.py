@@ -24,8 +24,7 @@ from course_lib.position_demos import rotate_pair as COURSE_ROTATE
 from course_lib.positional import apply_rope as COURSE_APPLY_ROPE
 from course_lib.positional import half_layout_order as COURSE_ORDER
 from course_lib.positional import to_rotate_half as COURSE_TO_ROTATE_HALF
-from course_lib.workspace import BEGIN, stub_solutions
-from helpers import lesson_cells, stub, verdict
+from helpers import lesson_cells
 
 # course functions as a learner who imported them by name would hold them (see _forbidden);
 # lesson 06's rotate_pair (COURSE_ROTATE) stays allowed: rope_heads builds on it
@@ -59,22 +58,6 @@ def _forbidden(exercise, fn, called):
     result = _check_against(exercise, fn, words=[f"your function calls {called}"])
     assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
     return result
-
-
-@pytest.mark.parametrize("check", [check_rope_heads, check_to_rotate_half])
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    out = verdict(check, stub, capsys)
-    assert out.startswith("TRY AGAIN") and "not implemented yet" in out
-
-
-def test_the_workspace_stubs_say_not_implemented_yet(capsys):
-    namespace = {"torch": torch}
-    cells = [c for c in lesson_cells(NOTEBOOK) if BEGIN in c.source]
-    assert len(cells) == len(EXERCISES) == 2
-    for cell in cells:
-        exec(stub_solutions(cell.source), namespace)
-    for check, name in ((check_rope_heads, "rope_heads"), (check_to_rotate_half, "to_rotate_half")):
-        assert "not implemented yet" in verdict(check, namespace[name], capsys)
 
 
 def test_each_last_hint_points_to_sections_and_worked_examples_the_lesson_has():

@@ -22,37 +22,12 @@ from course_lib.exercises.lesson08_transformer_block import (
     PRENORM_BLOCK,
     layer_norm_reference,
 )
-from course_lib.workspace import stub_solutions
-from helpers import (
-    failed_with_hint,
-    lesson_cells,
-    solution_cells,
-    stub,
-    verdict,
-)
+from helpers import failed_with_hint, lesson_cells
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "08_transformer_block.ipynb"
 
 
-def _solutions(source=lambda s: s) -> dict:
-    """The lesson's three exercise functions as its cells define them (through `source`)."""
-    return solution_cells(NOTEBOOK, {"torch": torch, "F": F, "nn": nn}, source)
-
-
 # ---------------------------------------------------------------- every exercise
-
-
-@pytest.mark.parametrize("check", [check_prenorm_block, check_layer_norm])
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    stubs = _solutions(stub_solutions)
-    assert {"prenorm_block", "layer_norm"} <= set(stubs)
-    for check in (check_prenorm_block, check_layer_norm):
-        name = check.__name__.removeprefix("check_")
-        assert "not implemented yet" in verdict(check, stubs[name], capsys)
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)

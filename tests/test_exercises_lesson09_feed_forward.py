@@ -18,15 +18,7 @@ from torch import nn
 from course_lib.checks import check_feed_forward
 from course_lib.exercises.core import DTYPE_HINT, run
 from course_lib.exercises.lesson09_feed_forward import FEED_FORWARD
-from course_lib.workspace import stub_solutions
-from helpers import (
-    failed_with_hint,
-    lesson_cells,
-    lesson_markdown,
-    solution_cells,
-    stub,
-    verdict,
-)
+from helpers import failed_with_hint, lesson_cells, lesson_markdown
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "09_feed_forward.ipynb"
 
@@ -37,12 +29,6 @@ def gelu(h):
 
 
 # ---------------------------------------------------------------- the lesson's own
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    assert "not implemented yet" in verdict(check_feed_forward, stub, capsys)
-    stubs = solution_cells(NOTEBOOK, {"torch": torch, "F": F, "nn": nn}, stub_solutions)
-    assert "not implemented yet" in verdict(check_feed_forward, stubs["feed_forward"], capsys)
 
 
 def test_every_bug_runs_on_every_case():

@@ -18,7 +18,7 @@ from course_lib.checks import check_train_loop
 from course_lib.exercises import by_name
 from course_lib.exercises.core import dead_bugs, run
 from course_lib.exercises.lesson11b_train_your_model import TRAIN_LOOP, loop_reference, loop_run
-from helpers import assert_stubs_not_implemented, solution_cells, stub, verdict
+from helpers import solution_cells, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11b_train_your_model.ipynb"
 
@@ -150,15 +150,6 @@ def test_the_reference_is_the_courses_train():
 def test_no_bug_is_dead():
     """Every wrong loop gets its own hint; none calls the pieces a learner's loop may not."""
     assert dead_bugs(TRAIN_LOOP) == []
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    assert "not implemented yet" in verdict(check_train_loop, stub, capsys)
-
-
-def test_the_workspace_stub_is_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "F": F, "nn": torch.nn}  # MyTransformer's cell comes first
-    assert_stubs_not_implemented(NOTEBOOK, [check_train_loop], namespace, capsys)
 
 
 # ---------------------------------------------------------------- learner-style mistakes

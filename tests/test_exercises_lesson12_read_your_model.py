@@ -16,8 +16,8 @@ from course_lib import corpus, heads, variants
 from course_lib.checks import check_head_detector
 from course_lib.exercises.core import dead_bugs, run
 from course_lib.exercises.lesson12_read_your_model import HEAD_DETECTOR, head_detector_reference
-from helpers import assert_stubs_not_implemented, stub, verdict
 from helpers import failed_with_hint as _check
+from helpers import verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "12_read_your_model.ipynb"
 
@@ -62,14 +62,6 @@ def test_the_reference_is_the_courses_detector_on_a_trained_model():
         want = heads.detector_score(weights, ids, job, corpus.DETECTORS)
         got = head_detector_reference(weights, [find(line) for line in ids])
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    assert "not implemented yet" in verdict(check_head_detector, stub, capsys)
-
-
-def test_the_workspace_stub_is_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(NOTEBOOK, [check_head_detector], {"torch": torch}, capsys)
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ from course_lib.exercises.lesson13a_what_generation_recomputes import (
     EXERCISES,
     ROPE_FROM,
 )
-from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
+from helpers import notebook_functions
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "13a_what_generation_recomputes.ipynb"
@@ -80,18 +80,6 @@ attend_cached = _attend_with()
 
 
 # ---------------------------------------------------------------- every exercise
-
-
-CHECKS = [check_rope_from, check_attend_cached]
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(NOTEBOOK, CHECKS, {"torch": torch, "F": F, "math": math}, capsys)
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)

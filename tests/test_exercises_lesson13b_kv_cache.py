@@ -6,12 +6,10 @@ course_lib/exercises/lesson13b_kv_cache.py. The right rope_from and attend_cache
 are lesson 13a's tests' own.
 """
 
-import math
 from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 from test_exercises_lesson13a_what_generation_recomputes import (
     _attend_with,
     _check,
@@ -32,7 +30,7 @@ from course_lib.exercises.lesson13b_kv_cache import (
 )
 from course_lib.model import generate
 from course_lib.variants import load_trained
-from helpers import assert_stubs_not_implemented, stub, verdict
+from helpers import verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "13b_kv_cache.ipynb"
 
@@ -95,32 +93,11 @@ def generate_cached(model, prompt, num_tokens, *, temperature=1.0, seed=0):
 # ---------------------------------------------------------------- every exercise
 
 
-CHECKS = [check_forward_with_cache, check_generate_cached]
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(
-        NOTEBOOK, CHECKS, {"torch": torch, "F": F, "math": math, "mine": _Mine()}, capsys
-    )
-
-
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_every_bug_runs_on_every_case(exercise):
     for case in exercise.case_list():
         for bug in exercise.bugs:
             bug.wrong(*case.args, **case.kwargs)
-
-
-class _Mine:
-    """What earlier_work hands lesson 13b: lesson 13a's functions (here the right ones)."""
-
-    rope_from = staticmethod(rope_from)
-    attend_cached = staticmethod(attend_cached)
 
 
 def test_the_right_answers_written_here_pass():

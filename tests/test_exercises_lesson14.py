@@ -5,7 +5,6 @@ and rsqrt, the layers called in turn), not taken from the bug list in
 course_lib/exercises/lesson14/.
 """
 
-import math
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,8 @@ from course_lib.exercises.lesson14 import (
     rms_norm_reference,
     swiglu_reference,
 )
-from helpers import assert_stubs_not_implemented, lesson_cells, stub, verdict
 from helpers import failed_with_hint as _check
+from helpers import lesson_cells
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_todays_block.ipynb"
 
@@ -68,20 +67,6 @@ def test_the_references_are_torchs_rmsnorm_and_an_independent_swiglu():
         assert torch.allclose(rms_norm(*case.args, **case.kwargs), expected, atol=1e-6)
     for case in SWIGLU.case_list():
         assert torch.allclose(swiglu(*case.args), swiglu_reference(*case.args), atol=1e-6)
-
-
-CHECKS = [check_rms_norm, check_swiglu]
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(
-        NOTEBOOK, CHECKS, {"torch": torch, "F": F, "math": math, "nn": nn}, capsys
-    )
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)

@@ -10,7 +10,6 @@ import dataclasses
 import math
 from pathlib import Path
 
-import nbformat
 import torch
 
 from course_lib import positional
@@ -18,9 +17,7 @@ from course_lib import rope_scaling as rs
 from course_lib.checks import check_yarn_frequencies
 from course_lib.exercises.core import run
 from course_lib.exercises.lesson16b_yarn_compared import EXERCISES, YARN_FREQUENCIES
-from course_lib.workspace import stub_solutions
 from helpers import failed_with_hint as _check
-from helpers import stub, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "16b_yarn_compared.ipynb"
 
@@ -34,19 +31,6 @@ def yarn_frequencies(d, factor, trained_len, alpha=1.0, beta=32.0, base=10000.0)
 
 def test_the_right_answer_written_here_passes():
     assert run(YARN_FREQUENCIES, yarn_frequencies).passed
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    assert "not implemented yet" in verdict(check_yarn_frequencies, stub, capsys)
-
-
-def test_the_workspace_stub_is_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "math": math}
-    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(stub_solutions(cell.source), namespace)
-    assert "not implemented yet" in verdict(check_yarn_frequencies, namespace["yarn_frequencies"],
-                                            capsys)  # fmt: skip
 
 
 def test_every_bug_runs_on_every_case_and_differs_from_the_reference():

@@ -21,15 +21,10 @@ from course_lib.exercises.lesson17a_online_softmax import (
     gradients_of,
     run_online,
 )
-from course_lib.workspace import stub_solutions
-from helpers import lesson_cells, solution_cells, stub, verdict
+from helpers import lesson_cells
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "17a_online_softmax.ipynb"
 INF = float("inf")
-
-
-def _solutions(source=lambda s: s) -> dict:
-    return solution_cells(NOTEBOOK, {"torch": torch, "F": F, "math": math}, source)
 
 
 def _expect(verdict_, exercise, bug):
@@ -48,17 +43,6 @@ def _expect(verdict_, exercise, bug):
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_the_reference_passes_its_own_cases(exercise):
     assert run(exercise, exercise.reference, reference_ok=True).passed
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    assert "not implemented yet" in verdict(check_online_attention, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    stubs = _solutions(stub_solutions)
-    assert "not implemented yet" in verdict(
-        check_online_attention, stubs["online_attention"], capsys
-    )
 
 
 @pytest.mark.parametrize("exercise", [*EXERCISES, GRADIENTS], ids=["forward", "grad"])

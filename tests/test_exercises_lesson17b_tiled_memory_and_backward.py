@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from course_lib.checks import check_tiled_backward
 from course_lib.exercises.core import run
@@ -19,17 +18,12 @@ from course_lib.exercises.lesson17b_tiled_memory_and_backward import (
     TILED_BACKWARD,
     run_backward,
 )
-from course_lib.workspace import stub_solutions
-from helpers import lesson_cells, solution_cells, stub, verdict
+from helpers import lesson_cells
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "17b_tiled_memory_and_backward.ipynb"
 )
 INF = float("inf")
-
-
-def _solutions(source=lambda s: s) -> dict:
-    return solution_cells(NOTEBOOK, {"torch": torch, "F": F, "math": math}, source)
 
 
 def _expect(verdict_, exercise, bug):
@@ -48,15 +42,6 @@ def _expect(verdict_, exercise, bug):
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_the_reference_passes_its_own_cases(exercise):
     assert run(exercise, exercise.reference, reference_ok=True).passed
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    assert "not implemented yet" in verdict(check_tiled_backward, stub, capsys)
-
-
-def test_the_workspace_stub_is_not_implemented_yet(capsys):
-    stubs = _solutions(stub_solutions)
-    assert "not implemented yet" in verdict(check_tiled_backward, stubs["tiled_backward"], capsys)
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
