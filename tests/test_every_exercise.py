@@ -19,8 +19,8 @@ from torch import nn
 
 from course_lib import checks
 from course_lib.attention import causal_mask
-from course_lib.exercises import LESSONS, all_exercises, by_name, lesson_file
-from course_lib.exercises.core import NOT_IMPLEMENTED, run
+from course_lib.exercises import LESSONS, all_exercises, by_name, core, lesson_file
+from course_lib.exercises.core import NOT_IMPLEMENTED, run, values_close
 from course_lib.workspace import BEGIN
 from helpers import ROOT, assert_stubs_not_implemented, lesson_cells, notebook_functions, stub
 
@@ -189,3 +189,50 @@ def test_the_workspace_stubs_are_not_implemented_yet(lesson, capsys):
     assert names == [e.name for e in exercises]
     checks_run = [_check_of(e) for e in exercises]
     assert_stubs_not_implemented(notebook, checks_run, dict(CELL_GLOBALS[lesson]), capsys)
+
+
+# ---------------------------------------------------------------- the bugs, run on every case
+
+# The errors a lesson's bugs may raise on a case, each known by words of its message: the
+# error a learner's own version of that mistake raises there, which core.run then names as
+# that bug. The bugs of a lesson not listed raise nothing.
+BUG_ERRORS = {
+    "01a_language_and_tokens": ((RuntimeError, IndexError), ("shape", "size", "dtype", "vector")),
+    "01b_loss_and_floor": ((RuntimeError, IndexError), ("shape", "size", "dtype", "vector")),
+    "02a_attention": ((RuntimeError,), ("shape", "size")),
+    "02b_attention_in_batches": ((RuntimeError,), ("size",)),
+    "03a_why_scale": ((RuntimeError,), ("size", "Supports 1D or 2D")),
+    "04a_multihead_layer": ((TypeError,), ("failed to unpack",)),
+    "05_encoder_decoder": ((RuntimeError, ValueError), ("shape", "size")),
+    "06_sinusoidal_and_rope": ((RuntimeError, AttributeError, ValueError),
+                               ("size", "has no attribute 'cos'", "only one element tensors")),
+    "07a_rope_in_a_model": ((ValueError, IndexError),
+                            ("values to unpack", "out of bounds", "too many indices")),
+    "10_sampling_and_cost": ((RuntimeError, ValueError), ("probability tensor", "size", "max_len")),
+    "11b_train_your_model": ((TypeError,), ("expected a list of Python floats", "NoneType")),
+}  # fmt: skip
+
+# each runs a model or a training loop per bug and case: in `make test`, not `make quick`
+SLOW_BUG_RUNS = {"generate", "train_loop"}
+
+
+@pytest.mark.parametrize("exercise", _each(EXERCISES, SLOW_BUG_RUNS))
+def test_every_bug_runs_on_every_case_and_differs_from_the_reference(exercise):
+    """The checker runs the bugs on whichever case a learner's function fails, to name the
+    mistake: there each bug runs, or raises only an error its lesson allows (BUG_ERRORS); and
+    on some case it raises or gives other numbers than the reference, or its hint could never
+    be given."""
+    errors, words = BUG_ERRORS.get(exercise.lesson, ((), ()))
+    cases = exercise.case_list()
+    expected = [exercise.reference(*case.args, **case.kwargs) for case in cases]
+    for bug in exercise.bugs:
+        differs = False
+        for case, want in zip(cases, expected, strict=True):
+            try:  # on copies of the arguments, as the checker hands them to a bug
+                got = bug.wrong(*core._copy_args(case.args), **case.kwargs)
+            except errors as err:
+                assert any(word in str(err) for word in words), (bug.name, err)
+                differs = True
+                continue
+            differs |= not values_close(got, want, exercise.atol, exercise.rtol)
+        assert differs, f"{exercise.name}: {bug.name} gives the reference's result on every case"

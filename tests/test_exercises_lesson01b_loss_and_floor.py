@@ -32,19 +32,6 @@ def _no_gradient(exercise, fn):
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_every_bug_runs_or_raises_a_shape_or_dtype_error(exercise):
-    # the checker calls the bugs on whichever case a learner's function fails; a bug may
-    # raise only the error a learner's own version of it raises (matched by its message)
-    for case in exercise.case_list():
-        for bug in exercise.bugs:
-            try:
-                bug.wrong(*case.args, **case.kwargs)
-            except (RuntimeError, IndexError) as err:
-                said = str(err)
-                assert any(w in said for w in ("shape", "size", "dtype", "vector")), (bug, err)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_the_checks_raise_no_warning(exercise):
     # a failed check of a loss that carries a gradient once printed a UserWarning (float()
     # of such a tensor): every bug's check runs here with warnings as errors

@@ -31,12 +31,6 @@ def gelu(h):
 # ---------------------------------------------------------------- the lesson's own
 
 
-def test_every_bug_runs_on_every_case():
-    for case in FEED_FORWARD.case_list():
-        for bug in FEED_FORWARD.bugs:
-            bug.wrong(*case.args, **case.kwargs)
-
-
 def test_no_cell_above_the_exercise_spells_out_the_layer():
     """Issue 25: lesson 05's feed_forward came right after a cell that printed "Linear, GELU,
     Linear" of a block's layer; no code cell above the exercise shows its parts or calls it."""
