@@ -236,3 +236,26 @@ def test_every_bug_runs_on_every_case_and_differs_from_the_reference(exercise):
                 continue
             differs |= not values_close(got, want, exercise.atol, exercise.rtol)
         assert differs, f"{exercise.name}: {bug.name} gives the reference's result on every case"
+
+
+# ---------------------------------------------------------------- what every check does
+
+
+@pytest.mark.parametrize("exercise", _each(EXERCISES, SLOW_HINT_CHECKS))
+def test_the_checks_raise_no_warning(exercise):
+    """A failed check of a loss that carries a gradient once printed a UserWarning (float() of
+    such a tensor): the reference's check and every bug's run here with every warning an error,
+    the bugs' own code's included."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run(exercise, exercise.reference, reference_ok=True).passed
+        for bug in exercise.bugs:
+            assert not run(exercise, bug.wrong).passed, bug.name
+
+
+@pytest.mark.parametrize("exercise", _each(EXERCISES))
+def test_the_courses_own_function_handed_to_the_check_is_refused(exercise, capsys):
+    result = _check_of(exercise)(exercise.reference)
+    assert not result.passed, result.message
+    out = capsys.readouterr().out
+    assert out.startswith("TRY AGAIN") and "the course's own function" in out

@@ -3,7 +3,6 @@ pass, other right versions pass, and wrong code written the way learners write i
 intended hint."""
 
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,24 +14,10 @@ import course_lib.attention
 from course_lib.attention import causal_mask
 from course_lib.checks import check_causal_mask, check_qkv_projection
 from course_lib.exercises import lesson02a_attention as lesson
-from course_lib.exercises.core import NO_GRADIENT, dead_bugs, run
+from course_lib.exercises.core import NO_GRADIENT, run
 
 LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "02a_attention.ipynb"
 MASK, PROJECTION = lesson.CAUSAL_MASK, lesson.QKV_PROJECTION
-
-
-@pytest.mark.parametrize("exercise", lesson.EXERCISES, ids=lambda e: e.name)
-def test_every_bug_is_reachable_and_gets_its_own_hint(exercise):
-    assert dead_bugs(exercise) == []
-
-
-@pytest.mark.parametrize("exercise", lesson.EXERCISES, ids=lambda e: e.name)
-def test_the_checks_raise_no_warning(exercise):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert run(exercise, exercise.reference, reference_ok=True).passed
-        for bug in exercise.bugs:
-            assert not run(exercise, bug.wrong).passed
 
 
 def test_the_mask_cases_cover_the_contract():
