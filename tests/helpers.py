@@ -137,21 +137,53 @@ def build_script():
     return module
 
 
-def failed_with_hint(exercise, fn, bug=None, words=()):
-    """run(exercise, fn) fails; with `bug`, it is that bug, whose cause is the first hint (an
-    in-place change and a result without its gradient have their own messages); each of
-    `words` is in the message; the last hint points at the lesson. Returns the Verdict.
-    (Lessons 04 and 05 keep a copy of this as their `_check`.)"""
+def failed_with_hint(exercise, fn, bug=None, words=(), judge=None):
+    """`judge(fn)` fails, `judge` being the lesson's own check of `exercise` where it has one
+    (lesson 13b's run_forward, say), else run(exercise, fn): see verdict_failed_with_hint.
+    Returns the Verdict."""
     from course_lib.exercises.core import run
 
-    result = run(exercise, fn)
+    result = run(exercise, fn) if judge is None else judge(fn)
+    return verdict_failed_with_hint(result, exercise, bug, words)
+
+
+def verdict_failed_with_hint(result, exercise, bug=None, words=()):
+    """`result`, a Verdict on `exercise`, is a failure; with `bug`, it is that bug, whose cause
+    is the first hint (an in-place change and a result without its gradient have their own
+    messages); each of `words` is in the message; the last hint points at the lesson."""
     assert not result.passed, result.message
     if bug is not None:
         assert result.bug == bug, result.message
         causes = [b.cause for b in exercise.bugs if b.name == bug]
-        core_level = ("in place", "no gradient")  # the core's own failures, no Bug entry
-        assert causes == [] if bug in core_level else result.steps[0] == causes[0]
+        if bug in ("in place", "no gradient"):  # the core's own failures, no Bug entry
+            assert causes == [], causes
+        else:
+            assert causes and result.steps[0] == causes[0], result.steps
     for word in words:
         assert word in result.message, result.message
     assert result.steps[-1] == f"See {exercise.idea}."
+    return result
+
+
+def failed_without_gradient(exercise, fn):
+    """run(exercise, fn) fails because its result carries no gradient, and says so."""
+    from course_lib.exercises.core import NO_GRADIENT
+
+    result = failed_with_hint(exercise, fn, "no gradient")
+    assert result.steps[0] == NO_GRADIENT[1] and "no gradient flows" in result.message
+    return result
+
+
+def refused_as_forbidden(exercise, fn, called, right=False):
+    """A learner's function that calls `called`, a course function the exercise forbids: told
+    so, with the exercise's forbidden hint, whatever its numbers. With `right`, fn is a right
+    answer: it passes every case once nothing is forbidden, so the list is all that stops it."""
+    from dataclasses import replace
+
+    from course_lib.exercises.core import run
+
+    if right:
+        assert run(replace(exercise, forbidden=()), fn).passed
+    result = failed_with_hint(exercise, fn, words=[f"your function calls {called}"])
+    assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
     return result

@@ -15,20 +15,16 @@ import torch.nn.functional as F
 
 from course_lib.checks import check_output_layer, check_token_embedding
 from course_lib.exercises import by_name
-from course_lib.exercises.core import DTYPE_HINT, NO_GRADIENT, run
+from course_lib.exercises.core import DTYPE_HINT, run
 from course_lib.exercises.lesson01a_language_and_tokens import (
     EXERCISES,
     OUTPUT_LAYER,
     TOKEN_EMBEDDING,
 )
 from helpers import failed_with_hint as _check
+from helpers import failed_without_gradient
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01a_language_and_tokens.ipynb"
-
-
-def _no_gradient(exercise, fn):
-    result = _check(exercise, fn, "no gradient")
-    assert result.steps[0] == NO_GRADIENT[1] and "no gradient flows" in result.message
 
 
 # ---------------------------------------------------------------- every exercise
@@ -149,7 +145,7 @@ def test_embedding_built_as_a_new_tensor_has_no_gradient_and_says_so():
     def token_embedding(ids, weight):
         return torch.tensor(weight[ids].tolist())
 
-    _no_gradient(TOKEN_EMBEDDING, token_embedding)
+    failed_without_gradient(TOKEN_EMBEDDING, token_embedding)
 
 
 def test_embedding_under_no_grad_says_so():
@@ -157,7 +153,7 @@ def test_embedding_under_no_grad_says_so():
         with torch.no_grad():
             return weight[ids]
 
-    _no_gradient(TOKEN_EMBEDDING, token_embedding)
+    failed_without_gradient(TOKEN_EMBEDDING, token_embedding)
 
 
 def test_embedding_in_float32_only_is_told_about_the_dtype():
@@ -230,4 +226,4 @@ def test_output_layer_under_no_grad_says_so():
     def output_layer(h, weight):
         return h @ weight.T
 
-    _no_gradient(OUTPUT_LAYER, output_layer)
+    failed_without_gradient(OUTPUT_LAYER, output_layer)

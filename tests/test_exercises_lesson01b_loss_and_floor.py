@@ -15,16 +15,12 @@ import torch.nn.functional as F
 
 from course_lib.checks import check_next_token_cross_entropy
 from course_lib.exercises import by_name
-from course_lib.exercises.core import DTYPE_HINT, NO_GRADIENT, run
+from course_lib.exercises.core import DTYPE_HINT, run
 from course_lib.exercises.lesson01b_loss_and_floor import EXERCISES, NEXT_TOKEN_CROSS_ENTROPY
 from helpers import failed_with_hint as _check
+from helpers import failed_without_gradient
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01b_loss_and_floor.ipynb"
-
-
-def _no_gradient(exercise, fn):
-    result = _check(exercise, fn, "no gradient")
-    assert result.steps[0] == NO_GRADIENT[1] and "no gradient flows" in result.message
 
 
 # ---------------------------------------------------------------- every exercise
@@ -215,7 +211,7 @@ def test_loss_under_no_grad_says_so_before_training_does():
             logp = torch.log_softmax(logits[:, :-1], dim=-1)
             return -logp.gather(-1, ids[:, 1:, None]).mean()
 
-    _no_gradient(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy)
+    failed_without_gradient(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy)
 
 
 def test_loss_in_float32_only_is_told_about_the_dtype():

@@ -28,7 +28,9 @@ from course_lib.position_demos import rope_scores as COURSE_SCORES
 from course_lib.position_demos import rotate_pair as COURSE_ROTATE
 from course_lib.position_demos import sinusoidal_at as COURSE_AT
 from course_lib.positional import sinusoidal_encoding as COURSE_TABLE
+from helpers import failed_with_hint as _check
 from helpers import lesson_cells, lesson_code, notebook_functions
+from helpers import refused_as_forbidden as _forbidden
 
 # the course's functions as a learner who imported them by name before the check would hold
 # them: out of reach of the check's watch on the modules' attributes, not of its profile hook
@@ -38,19 +40,6 @@ NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_sinusoidal
 
 def _markdown() -> str:
     return "\n".join(c.source for c in lesson_cells(NOTEBOOK) if c.cell_type == "markdown")
-
-
-def _check(exercise, fn, bug=None, words=()):
-    result = run(exercise, fn)
-    assert not result.passed, result.message
-    if bug is not None:
-        assert result.bug == bug, result.message
-        cause = next(b.cause for b in exercise.bugs if b.name == bug)
-        assert result.steps[0] == cause
-    for word in words:
-        assert word in result.message, result.message
-    assert result.steps[-1] == f"See {exercise.idea}."
-    return result
 
 
 # ---------------------------------------------------------------- every exercise
@@ -177,14 +166,6 @@ def sinusoidal_numpy(seq_len, d_model):  # right numbers, numpy's float64
 
 def test_right_sinusoidal_encodings_written_other_ways_pass():
     assert run(SINUSOIDAL_ENCODING, sinusoidal_loops).passed
-
-
-def _forbidden(exercise, fn, called):
-    """A learner's function that calls a course function named in `forbidden`: told so, with
-    the exercise's forbidden hint, whatever its numbers."""
-    result = _check(exercise, fn, words=[f"your function calls {called}"])
-    assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
-    return result
 
 
 def sinusoidal_from_course_angles(seq_len, d_model):  # the angles from the course, the rest own

@@ -24,7 +24,8 @@ from course_lib.position_demos import rotate_pair as COURSE_ROTATE
 from course_lib.positional import apply_rope as COURSE_APPLY_ROPE
 from course_lib.positional import half_layout_order as COURSE_ORDER
 from course_lib.positional import to_rotate_half as COURSE_TO_ROTATE_HALF
-from helpers import lesson_cells
+from helpers import failed_with_hint, lesson_cells
+from helpers import refused_as_forbidden as _forbidden
 
 # course functions as a learner who imported them by name would hold them (see _forbidden);
 # lesson 06's rotate_pair (COURSE_ROTATE) stays allowed: rope_heads builds on it
@@ -32,32 +33,11 @@ from helpers import lesson_cells
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07a_rope_in_a_model.ipynb"
 
 
-def _check_against(exercise, fn, bug=None, words=()):
-    result = run(exercise, fn)
-    assert not result.passed, result.message
-    if bug is not None:
-        assert result.bug == bug, result.message
-        cause = next(b.cause for b in exercise.bugs if b.name == bug)
-        assert result.steps[0] == cause
-    for word in words:
-        assert word in result.message, result.message
-    assert result.steps[-1] == f"See {exercise.idea}."
-    return result
-
-
 def _check(*args, **kwargs):
     """_check(fn, ...) for to_rotate_half, _check(ROPE_HEADS, fn, ...) for rope_heads."""
     if args and args[0] is ROPE_HEADS:
-        return _check_against(*args, **kwargs)
-    return _check_against(TO_ROTATE_HALF, *args, **kwargs)
-
-
-def _forbidden(exercise, fn, called):
-    """A learner's function that calls a course function named in `forbidden`: told so, with
-    the exercise's forbidden hint, whatever its numbers."""
-    result = _check_against(exercise, fn, words=[f"your function calls {called}"])
-    assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
-    return result
+        return failed_with_hint(*args, **kwargs)
+    return failed_with_hint(TO_ROTATE_HALF, *args, **kwargs)
 
 
 def test_each_last_hint_points_to_sections_and_worked_examples_the_lesson_has():

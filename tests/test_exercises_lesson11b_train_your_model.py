@@ -6,6 +6,7 @@ course_lib/exercises/lesson11b_train_your_model/; each names the bug its hint mu
 """
 
 import math
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,18 +17,16 @@ from course_lib import train
 from course_lib.checks import check_train_loop
 from course_lib.exercises import by_name
 from course_lib.exercises.core import run
-from course_lib.exercises.lesson11b_train_your_model import TRAIN_LOOP, loop_reference, loop_run
-from helpers import solution_cells, verdict
+from course_lib.exercises.lesson11b_train_your_model import (
+    TRAIN_LOOP,
+    loop_reference,
+    loop_run,
+    run_loop,
+)
+from helpers import failed_with_hint, solution_cells, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11b_train_your_model.ipynb"
-
-
-def _check(fn, bug):
-    result = run(TRAIN_LOOP, loop_run(fn))
-    assert not result.passed, result.message
-    assert result.bug == bug, result.message
-    cause = next(b.cause for b in TRAIN_LOOP.bugs if b.name == bug)
-    assert result.steps[0] == cause and result.steps[-1] == f"See {TRAIN_LOOP.idea}."
+_check = partial(failed_with_hint, TRAIN_LOOP, judge=run_loop)  # _check(loop, bug)
 
 
 def _lr(step, config):

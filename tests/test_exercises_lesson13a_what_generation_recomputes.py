@@ -19,21 +19,12 @@ from course_lib.exercises.lesson13a_what_generation_recomputes import (
     ATTEND_CACHED,
     ROPE_FROM,
 )
+from helpers import failed_with_hint as _check
 from helpers import notebook_functions
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "13a_what_generation_recomputes.ipynb"
 )
-
-
-def _check(exercise, fn, bug, verdict_of=None):
-    """fn fails, matched to `bug`, whose cause is the first hint; the last names the lesson."""
-    result = (verdict_of or (lambda f: run(exercise, f)))(fn)
-    assert not result.passed, result.message
-    assert result.bug == bug, result.message
-    cause = next(b.cause for b in exercise.bugs if b.name == bug)
-    assert result.steps[0] == cause and result.steps[-1] == f"See {exercise.idea}."
-    return result
 
 
 # ---------------------------------------------------------------- right answers, as written

@@ -12,7 +12,6 @@ import pytest
 import torch
 from test_exercises_lesson13a_what_generation_recomputes import (
     _attend_with,
-    _check,
     attend_cached,
     rope_from,
 )
@@ -29,6 +28,7 @@ from course_lib.exercises.lesson13b_kv_cache import (
 )
 from course_lib.model import generate
 from course_lib.variants import load_trained
+from helpers import failed_with_hint as _check
 from helpers import verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "13b_kv_cache.ipynb"
@@ -113,24 +113,25 @@ def test_forward_with_one_cache_for_every_layer_is_named():
         FORWARD_WITH_CACHE,
         _forward_with(slot=lambda i: 0),
         "one_cache_for_every_layer",
-        run_forward,
+        judge=run_forward,
     )
 
 
 def test_forward_that_returns_the_old_cache_is_named():
-    _check(FORWARD_WITH_CACHE, _forward_with(keep_old=True), "old_cache_returned", run_forward)
+    wrong = _forward_with(keep_old=True)
+    _check(FORWARD_WITH_CACHE, wrong, "old_cache_returned", judge=run_forward)
 
 
 def test_forward_that_adds_to_the_normalised_stream_is_named():
-    _check(FORWARD_WITH_CACHE, _forward_with(stream="h"), "added_to_the_norm", run_forward)
+    _check(FORWARD_WITH_CACHE, _forward_with(stream="h"), "added_to_the_norm", judge=run_forward)
 
 
 def test_forward_that_returns_the_last_logits_only_is_named():
-    _check(FORWARD_WITH_CACHE, _forward_with(last_only=True), "last_logits_only", run_forward)
+    _check(FORWARD_WITH_CACHE, _forward_with(last_only=True), "last_logits_only", judge=run_forward)
 
 
 def test_forward_without_the_final_norm_is_named():
-    _check(FORWARD_WITH_CACHE, _forward_with(final_norm=False), "no_final_norm", run_forward)
+    _check(FORWARD_WITH_CACHE, _forward_with(final_norm=False), "no_final_norm", judge=run_forward)
 
 
 def test_forward_that_returns_logits_alone_says_what_it_expected():

@@ -16,21 +16,12 @@ import torch.nn.functional as F
 from course_lib.checks import check_grouped_multihead
 from course_lib.exercises.core import run
 from course_lib.exercises.lesson13c_grouped_query_attention import GROUPED_MULTIHEAD
+from helpers import failed_with_hint as _check
 from helpers import notebook_functions
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "13c_grouped_query_attention.ipynb"
 )
-
-
-def _check(exercise, fn, bug, verdict_of=None):
-    """fn fails, matched to `bug`, whose cause is the first hint; the last names the lesson."""
-    result = (verdict_of or (lambda f: run(exercise, f)))(fn)
-    assert not result.passed, result.message
-    assert result.bug == bug, result.message
-    cause = next(b.cause for b in exercise.bugs if b.name == bug)
-    assert result.steps[0] == cause and result.steps[-1] == f"See {exercise.idea}."
-    return result
 
 
 # ---------------------------------------------------------------- right answers, as written

@@ -6,7 +6,7 @@ integer positions, the base scaled by the factor alone), not taken from the bug 
 course_lib/exercises/lesson16a_interpolation_and_ntk.py. They were written before that list.
 """
 
-import dataclasses
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -21,6 +21,7 @@ from course_lib.exercises.lesson16a_interpolation_and_ntk import (
     PI_ANGLES,
 )
 from helpers import failed_with_hint as _check
+from helpers import refused_as_forbidden
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "16a_interpolation_and_ntk.ipynb"
 
@@ -149,15 +150,10 @@ def test_ntk_with_d_minus_2_in_the_angle_is_named():
 
 # ---------------------------------------------------------------- the course's own, handed over
 
-
-def _forbidden(exercise, fn, called, right=True):
-    """An answer that runs a course function that computes it: told so, with the forbidden hint,
-    whatever its numbers; a `right` one passes every case once nothing is forbidden, so the list
-    is all that stops it."""
-    if right:
-        assert run(dataclasses.replace(exercise, forbidden=()), fn).passed
-    result = _check(exercise, fn, words=[f"your function calls {called}"])
-    assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
+# an answer built on a course function that computes it: refused with the forbidden hint; a
+# right one (the default) passes every case once nothing is forbidden, so the list is all that
+# stops it
+_forbidden = partial(refused_as_forbidden, right=True)
 
 
 def pi_on_scaled(p, d, s, base=10000.0):  # the route lesson 16a's own measuring cell shows

@@ -6,8 +6,8 @@ way, the turns without 2 pi), not taken from the bug list in
 course_lib/exercises/lesson16b_yarn_compared.py. They were written before that list.
 """
 
-import dataclasses
 import math
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -18,6 +18,7 @@ from course_lib.checks import check_yarn_frequencies
 from course_lib.exercises.core import run
 from course_lib.exercises.lesson16b_yarn_compared import EXERCISES, YARN_FREQUENCIES
 from helpers import failed_with_hint as _check
+from helpers import refused_as_forbidden
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "16b_yarn_compared.ipynb"
 
@@ -74,13 +75,9 @@ def test_yarn_with_a_step_instead_of_a_ramp_is_named():
 
 # ---------------------------------------------------------------- the course's own, handed over
 
-
-def _forbidden(fn, called):
-    """A right answer built on a course function: it passes once nothing is forbidden, and the
-    list names the call, with the forbidden hint."""
-    assert run(dataclasses.replace(YARN_FREQUENCIES, forbidden=()), fn).passed
-    result = _check(YARN_FREQUENCIES, fn, words=[f"your function calls {called}"])
-    assert result.bug == "forbidden" and result.steps[0] == YARN_FREQUENCIES.forbidden_hint
+# a right answer built on a course function: it passes once nothing is forbidden, and the
+# list names the call, with the forbidden hint
+_forbidden = partial(refused_as_forbidden, YARN_FREQUENCIES, right=True)
 
 
 def test_yarn_frequencies_that_wrap_the_courses_are_told_so():

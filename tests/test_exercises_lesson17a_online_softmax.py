@@ -21,19 +21,10 @@ from course_lib.exercises.lesson17a_online_softmax import (
     run_online,
 )
 from helpers import lesson_cells
+from helpers import verdict_failed_with_hint as _expect
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "17a_online_softmax.ipynb"
 INF = float("inf")
-
-
-def _expect(verdict_, exercise, bug):
-    """The verdict failed with the named bug's own hint, and ends by pointing at the lesson."""
-    assert not verdict_.passed, verdict_.message
-    assert verdict_.bug == bug, verdict_.message
-    causes = [b.cause for b in exercise.bugs if b.name == bug]
-    assert causes and verdict_.steps[0] == causes[0], verdict_.steps
-    assert verdict_.steps[-1] == f"See {exercise.idea}."
-    return verdict_
 
 
 # ---------------------------------------------------------------- every exercise

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_exercises_lesson17a_online_softmax import _tiles, good  # a learner's online_attention
 
 from course_lib.checks import check_tiled_backward
 from course_lib.exercises.lesson17b_tiled_memory_and_backward import (
@@ -17,6 +18,7 @@ from course_lib.exercises.lesson17b_tiled_memory_and_backward import (
     run_backward,
 )
 from helpers import lesson_cells
+from helpers import verdict_failed_with_hint as _expect
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "17b_tiled_memory_and_backward.ipynb"
@@ -24,44 +26,7 @@ NOTEBOOK = (
 INF = float("inf")
 
 
-def _expect(verdict_, exercise, bug):
-    """The verdict failed with the named bug's own hint, and ends by pointing at the lesson."""
-    assert not verdict_.passed, verdict_.message
-    assert verdict_.bug == bug, verdict_.message
-    causes = [b.cause for b in exercise.bugs if b.name == bug]
-    assert causes and verdict_.steps[0] == causes[0], verdict_.steps
-    assert verdict_.steps[-1] == f"See {exercise.idea}."
-    return verdict_
-
-
 # ---------------------------------------------------------------- the exercise
-
-
-# ------------------------------------- lesson 17a's online_attention, as a learner writes it
-
-
-def _tiles(T_k, tile_size):
-    return [(s, min(s + tile_size, T_k)) for s in range(0, T_k, tile_size)]
-
-
-def good(q, k, v, mask=None, tile_size=64):
-    """A right one, as a learner writes it, for the wrong versions below to change."""
-    T_k, d = k.shape[-2], q.shape[-1]
-    m = torch.full(q.shape[:-1], -INF, dtype=q.dtype)
-    total = torch.zeros(q.shape[:-1], dtype=q.dtype)
-    acc = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
-    for start, stop in _tiles(T_k, tile_size):
-        s = q @ k[..., start:stop, :].transpose(-2, -1) / math.sqrt(d)
-        if mask is not None:
-            s = s.masked_fill(~mask[..., start:stop], -INF)
-        m_new = torch.maximum(m, s.max(dim=-1).values)
-        shift = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
-        p = torch.exp(s - shift.unsqueeze(-1))
-        fix = torch.exp(m - shift)
-        total = total * fix + p.sum(-1)
-        acc = acc * fix.unsqueeze(-1) + p @ v[..., start:stop, :]
-        m = m_new
-    return acc / total.unsqueeze(-1)
 
 
 # ---------------------------------------------------------------- tiled_backward
