@@ -15,6 +15,7 @@ from course_lib.attention import causal_mask
 from course_lib.checks import check_causal_mask, check_qkv_projection
 from course_lib.exercises import lesson02a_attention as lesson
 from course_lib.exercises.core import NO_GRADIENT, run
+from helpers import failed_with_hint
 
 LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "02a_attention.ipynb"
 MASK, PROJECTION = lesson.CAUSAL_MASK, lesson.QKV_PROJECTION
@@ -66,8 +67,7 @@ lessons_mask = torch.ones(12, 12, dtype=torch.bool).tril()  # the lesson's `mask
     ],
 )
 def test_mask_mistakes_get_their_own_hint(fn, bug):
-    result = run(MASK, fn)
-    assert not result.passed and result.bug == bug, result.message
+    failed_with_hint(MASK, fn, bug)
 
 
 def returns_the_courses_mask(T):  # causal_mask, as the lesson's first cell imports it
@@ -184,9 +184,7 @@ def projection_keys_first(x, w_qkv, d_k):
     ],
 )
 def test_projection_mistakes_get_their_own_hint(fn, bug, words):
-    result = run(PROJECTION, fn)
-    assert not result.passed and result.bug == bug, result.message
-    assert words in result.message
+    failed_with_hint(PROJECTION, fn, bug, [words])
 
 
 def test_a_projection_cut_off_from_autograd_is_told_so():

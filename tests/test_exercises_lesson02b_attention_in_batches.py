@@ -18,6 +18,7 @@ from course_lib.attention import attend, scaled_dot_product_attention
 from course_lib.checks import check_attention, check_padding_mask
 from course_lib.exercises import lesson02b_attention_in_batches as lesson
 from course_lib.exercises.core import DTYPE_HINT, run
+from helpers import failed_with_hint
 
 LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "02b_attention_in_batches.ipynb"
 ATTENTION, PADDING = lesson.ATTENTION, lesson.PADDING_MASK
@@ -181,9 +182,7 @@ def weights_first(q, k, v, mask=None):
     ],
 )
 def test_learner_mistakes_get_their_own_hint(fn, bug, words):
-    result = run(ATTENTION, fn)
-    assert not result.passed and result.bug == bug, result.message
-    assert words in result.message
+    result = failed_with_hint(ATTENTION, fn, bug, [words])
     cause = next(b.cause for b in ATTENTION.bugs if b.name == bug)
     assert result.steps == (cause, f"See {ATTENTION.idea}.")
 
@@ -445,9 +444,7 @@ def mask_of_ones_and_zeros(lengths, T):
     ],
 )
 def test_padding_mask_mistakes_get_their_own_hint(fn, bug, words):
-    result = run(PADDING, fn)
-    assert not result.passed and result.bug == bug, result.message
-    assert words in result.message
+    failed_with_hint(PADDING, fn, bug, [words])
 
 
 def test_the_padding_hint_names_torchs_opposite_convention():

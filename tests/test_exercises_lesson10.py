@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from course_lib.checks import check_generate
 from course_lib.exercises.lesson10 import BAD_ARGUMENTS, GENERATE, promises, run_generate
 from course_lib.model import generate as course_generate
-from helpers import verdict
+from helpers import failed_with_hint, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "10_sampling_and_cost.ipynb"
 
@@ -221,10 +221,7 @@ WRONG = {
 
 @pytest.mark.parametrize("bug", WRONG)
 def test_a_learner_style_mistake_gets_its_hint(bug):
-    result = run_generate(WRONG[bug])
-    assert not result.passed and result.bug == bug, result.message
-    cause = next(b.cause for b in GENERATE.bugs if b.name == bug)
-    assert result.steps[0] == cause and result.steps[-1] == f"See {GENERATE.idea}."
+    failed_with_hint(GENERATE, WRONG[bug], bug, judge=run_generate)
 
 
 def test_the_checker_prints_the_symptom_then_hint_gives_the_cause(capsys):
