@@ -8,6 +8,7 @@ stays in its own file (tests/test_exercises_lesson*.py).
 """
 
 import math
+import re
 import warnings
 from functools import partial
 from types import SimpleNamespace
@@ -259,3 +260,26 @@ def test_the_courses_own_function_handed_to_the_check_is_refused(exercise, capsy
     assert not result.passed, result.message
     out = capsys.readouterr().out
     assert out.startswith("TRY AGAIN") and "the course's own function" in out
+
+
+# ---------------------------------------------------------------- where the last hint points
+
+# exercises whose last hint names a section otherwise than by its whole heading in the lesson:
+# 01a's by the heading's first words, 03b's in lesson 03a, 10's without the heading's
+# backquotes (03b's and 10's own test files check theirs)
+NAMED_OTHERWISE = {"token_embedding", "output_layer", "score_variance", "generate"}
+
+
+@pytest.mark.parametrize("exercise", _each(e for e in EXERCISES if e.name not in NAMED_OTHERWISE))
+def test_the_last_hint_names_sections_the_lesson_has(exercise):
+    """Each section the last hint ("See ...") names in quotes is a heading of the lesson."""
+    cells = lesson_cells(lesson_file(ROOT / "notebooks", exercise.lesson))
+    headings = {
+        line.lstrip("#").strip()
+        for cell in cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if line.startswith("#")
+    }
+    named = re.findall(r"(?<!\w)'([^']+)'(?!\w)", exercise.idea)  # not the 's of "lesson's"
+    assert named and all(name in headings for name in named), (named, headings)

@@ -207,21 +207,3 @@ def test_a_float32_weight_on_float64_input_is_told_its_dtype():
 
     result = run(PROJECTION, casts_to_float32)
     assert "float64 inputs" in result.message and "expected dtype torch.float64" in result.message
-
-
-@pytest.mark.parametrize("exercise", lesson.EXERCISES, ids=lambda e: e.name)
-def test_the_last_hint_names_sections_the_lesson_has(exercise):
-    import re
-
-    import nbformat
-
-    cells = nbformat.read(LESSON, as_version=4).cells
-    headings = {
-        line.lstrip("#").strip()
-        for cell in cells
-        if cell.cell_type == "markdown"
-        for line in cell.source.splitlines()
-        if line.startswith("#")
-    }
-    named = re.findall(r"'([^']+)'", exercise.idea)
-    assert named and all(name in headings for name in named), (named, headings)

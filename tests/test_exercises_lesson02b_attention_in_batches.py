@@ -451,21 +451,3 @@ def test_the_padding_hint_names_torchs_opposite_convention():
     causes = {b.name: b.cause for b in PADDING.bugs}
     assert "key_padding_mask" in causes["torch_convention"]
     assert "F.scaled_dot_product_attention" in causes["torch_convention"]
-
-
-@pytest.mark.parametrize("exercise", lesson.EXERCISES, ids=lambda e: e.name)
-def test_the_last_hint_names_sections_the_lesson_has(exercise):
-    import re
-
-    import nbformat
-
-    cells = nbformat.read(LESSON, as_version=4).cells
-    headings = {
-        line.lstrip("#").strip()
-        for cell in cells
-        if cell.cell_type == "markdown"
-        for line in cell.source.splitlines()
-        if line.startswith("#")
-    }
-    named = re.findall(r"'([^']+)'", exercise.idea)
-    assert named and all(name in headings for name in named), (named, headings)
