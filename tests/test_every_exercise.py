@@ -23,7 +23,14 @@ from course_lib.attention import causal_mask
 from course_lib.exercises import LESSONS, all_exercises, by_name, core, lesson_file
 from course_lib.exercises.core import NOT_IMPLEMENTED, run, values_close
 from course_lib.workspace import BEGIN
-from helpers import ROOT, assert_stubs_not_implemented, lesson_cells, notebook_functions, stub
+from helpers import (
+    ROOT,
+    assert_stubs_not_implemented,
+    lesson_cells,
+    lesson_code,
+    notebook_functions,
+    stub,
+)
 
 EXERCISES = all_exercises()
 # the lessons that have exercises (04b, 07b and 15b have none)
@@ -283,3 +290,36 @@ def test_the_last_hint_names_sections_the_lesson_has(exercise):
     }
     named = re.findall(r"(?<!\w)'([^']+)'(?!\w)", exercise.idea)  # not the 's of "lesson's"
     assert named and all(name in headings for name in named), (named, headings)
+
+
+# ---------------------------------------------------------------- what a lesson's copy gives away
+
+# The lessons whose cells that run "yours or the course's" get numbers back, never a function:
+# no code cell calls yours_if_it_passes (which returns the course's reference) or reaches for
+# bigram or the exercise modules
+NUMBERS_NOT_FUNCTIONS = ["03a_why_scale", "03b_scale_in_models"]
+
+
+@pytest.mark.parametrize("lesson", NUMBERS_NOT_FUNCTIONS)
+def test_no_cell_hands_the_learner_the_courses_function(lesson):
+    code = lesson_code(lesson_file(ROOT / "notebooks", lesson))
+    for word in ("yours_if_it_passes", "bigram", "course_lib.exercises", "_reference", "by_name"):
+        assert word not in code, word
+
+
+# What a lesson's markdown cells and concept checks' answers (all in the learner's copy) never
+# write, so that a learner who reads ahead does not find the solution: lesson 03's two parts,
+# the softmax Jacobian's general entry and the score variance's formula (their worked examples
+# are other cases: two keys, N(0, sigma^2) weights, a uniform number on (0, 1))
+_LESSON_03 = ("delta", "w_i (", "w_i(", "w_j)", "1/3 +", "\\frac13 +", "\\frac{1}{3 d", "1/(3 d",
+              "near 1/3", "near $1/3$", "a^2 / 3", "a^2/3")  # fmt: skip
+ANSWERS_NOT_IN_THE_TEXT = {"03a_why_scale": _LESSON_03, "03b_scale_in_models": _LESSON_03}
+
+
+@pytest.mark.parametrize("lesson", ANSWERS_NOT_IN_THE_TEXT)
+def test_no_text_after_a_check_states_the_exercises_answer(lesson):
+    cells = lesson_cells(lesson_file(ROOT / "notebooks", lesson))
+    text = " ".join(c.source for c in cells if c.cell_type == "markdown" or "ConceptCheck(" in
+                    c.source)  # fmt: skip
+    for answer in ANSWERS_NOT_IN_THE_TEXT[lesson]:
+        assert answer not in text, answer
