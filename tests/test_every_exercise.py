@@ -1,10 +1,12 @@
 """Every exercise of the course (course_lib.exercises.all_exercises), each tested the same way:
-the entry is complete and named once, its reference passes its own check, no hint is dead, a
-check_<name> runs it, and the lesson's own solution passes that check.
+the entry is complete, its reference passes and no hint is dead; the lesson's own solution
+passes the check the lesson calls; a stub, and the learner's copy of the lesson, are "not
+implemented yet"; every bug runs on every case; no check warns, and none takes the course's
+own function; the last hint names sections the lesson has.
 
-These are the tests each lesson's test file once held a copy of. Where a lesson differs, the
-difference is a row in a table here, keyed by lesson or exercise; what only one lesson has
-stays in its own file (tests/test_exercises_lesson*.py).
+These are the tests each lesson's test file once held a copy of. Where lessons differ, the
+difference is a table here, keyed by lesson or exercise; what only one lesson tests stays in
+its own file (tests/test_exercises_lesson*.py).
 """
 
 import math
@@ -69,7 +71,7 @@ def test_every_exercise_is_complete_and_named_once():
         assert len({b.name for b in exercise.bugs}) == len(exercise.bugs), exercise.name
 
 
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+@pytest.mark.parametrize("exercise", _each(EXERCISES))
 def test_the_reference_passes_its_own_check(exercise):
     assert run(exercise, exercise.reference, reference_ok=True).passed
 
@@ -294,9 +296,9 @@ def test_the_last_hint_names_sections_the_lesson_has(exercise):
 
 # ---------------------------------------------------------------- what a lesson's copy gives away
 
-# The lessons whose cells that run "yours or the course's" get numbers back, never a function:
-# no code cell calls yours_if_it_passes (which returns the course's reference) or reaches for
-# bigram or the exercise modules
+# The lessons whose "yours or the course's" cells get numbers back, never a function: no code
+# cell calls yours_if_it_passes (which returns the course's reference) or reaches for bigram
+# or the exercise modules
 NUMBERS_NOT_FUNCTIONS = ["03a_why_scale", "03b_scale_in_models"]
 
 
