@@ -1,5 +1,4 @@
-"""Lesson 01a_language_and_tokens's exercises: the notebook's solutions pass, learner-style
-mistakes get the hint that names them.
+"""Lesson 01a_language_and_tokens's exercises: learner-style mistakes get the hint that names them.
 
 Every wrong function here is written the way a learner would write it (loops, one-hot
 products, shifts by slicing), not taken from the bug lists in

@@ -1,5 +1,4 @@
-"""Lesson 01b_loss_and_floor's exercise: the notebook's solution passes, learner-style
-mistakes get the hint that names them.
+"""Lesson 01b_loss_and_floor's exercise: learner-style mistakes get the hint that names them.
 
 Every wrong function here is written the way a learner would write it (loops, hand-made
 log-softmaxes, shifts by slicing), not taken from the bug list in

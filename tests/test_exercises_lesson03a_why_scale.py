@@ -1,5 +1,5 @@
-"""Lesson 03a_why_scale's exercise: the notebook's solution passes, learner-style mistakes get
-their hint, right answers written other ways pass.
+"""Lesson 03a_why_scale's exercise: learner-style mistakes get their hint, right answers written
+other ways pass.
 
 Every wrong function here is written the way a learner would write it (the Jacobian built with
 loops, eye, outer products or a softmax by hand), not taken from the bug list in

@@ -1,5 +1,5 @@
-"""Lesson 03b_scale_in_models's exercise: the notebook's solution passes, learner-style
-mistakes get their hint, right answers written other ways pass.
+"""Lesson 03b_scale_in_models's exercise: learner-style mistakes get their hint, right answers
+written other ways pass.
 
 Every wrong function here is written the way a learner would write it (the variance derived
 step by step with a slip in one step), not taken from the bug list in

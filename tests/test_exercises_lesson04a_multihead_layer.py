@@ -1,5 +1,5 @@
-"""Lesson 04a's exercises: the references are torch's layer, the notebook's solution passes, and
-wrong code written the way a learner would write it gets the hint meant for it."""
+"""Lesson 04a's exercises: the references are torch's layer, and wrong code written the way a
+learner would write it gets the hint meant for it."""
 
 import dataclasses
 import math

@@ -1,5 +1,4 @@
-"""Lesson 05_encoder_decoder's exercises: the notebook's solutions pass, learner-style mistakes
-get the hint that names them.
+"""Lesson 05_encoder_decoder's exercises: learner-style mistakes get the hint that names them.
 
 Every wrong function here is written the way a learner would write it, on top of their
 earlier lessons' attention, split_heads and merge_heads (the course's stand in for them), not

@@ -1,4 +1,4 @@
-"""Lesson 06's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 06's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops, math.cos,
 complex numbers, hard-coded axes, a course function wrapped), not taken from the bug list in

@@ -1,4 +1,4 @@
-"""Lesson 07a's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 07a's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops over heads,
 views and transposes, index lists, complex numbers, hard-coded axes, a course function

@@ -1,4 +1,4 @@
-"""Lesson 08's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 08's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (statistics with a
 hard-coded axis, .std() with its default, a block that follows the wrong diagram), not taken

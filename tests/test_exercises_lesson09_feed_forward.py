@@ -1,4 +1,4 @@
-"""Lesson 09's exercise: the notebook's solution passes, learner-style mistakes get their hint.
+"""Lesson 09's exercise: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (GELU typed in by hand,
 reshapes that assume three axes), not taken from the bug list in

@@ -1,4 +1,4 @@
-"""Lesson 10's exercise: the notebook's solution passes, learner-style mistakes get their hint.
+"""Lesson 10's exercise: learner-style mistakes get their hint.
 
 Every wrong generate here is written the way a learner would write it (F.softmax on the
 wrong axis, topk's values drawn without its indices, the generator made in the loop, no

@@ -1,5 +1,4 @@
-"""Lesson 11a's MyTransformer: the notebook's solution passes, learner-style mistakes get their
-hint.
+"""Lesson 11a's MyTransformer: learner-style mistakes get their hint.
 
 The learner-style code below is written the way a learner would write it, not taken from the
 bug list: each test names the hint it expects.

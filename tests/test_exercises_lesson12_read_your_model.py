@@ -1,4 +1,4 @@
-"""Lesson 12's exercise: the notebook's detector passes, learner-style detectors get their hint.
+"""Lesson 12's exercise: learner-style detectors get their hint.
 
 Every wrong detector here is written out whole the way a learner would write it (loops over
 lines and pairs, a list of weights, torch.mean over a stack), not taken from the bug list in

@@ -1,4 +1,4 @@
-"""Lesson 13a's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 13a's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (angle tables with the
 wrong rows, masks from tril), not taken from the bug list in

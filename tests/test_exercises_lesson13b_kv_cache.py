@@ -1,4 +1,4 @@
-"""Lesson 13b's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 13b's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (caches kept in a list,
 one generator per step, the whole sequence fed again), not taken from the bug list in

@@ -1,5 +1,5 @@
-"""Lesson 13c's exercise: the notebook's solution passes, learner-style mistakes get their
-hint, and answers built on the course's grouped attention are refused.
+"""Lesson 13c's exercise: learner-style mistakes get their hint, and answers built on the course's
+grouped attention are refused.
 
 Every wrong function here is written the way a learner would write it (heads copied with
 repeat, keys and values swapped), not taken from the bug list in

@@ -1,4 +1,4 @@
-"""Lesson 14's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 14's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (x.pow(2).mean, norms
 and rsqrt, the layers called in turn), not taken from the bug list in

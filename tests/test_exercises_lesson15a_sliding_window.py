@@ -1,4 +1,4 @@
-"""Lesson 15a's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 15a's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops over rows,
 torch.tril and triu, deques of keys, lesson 13a's attend_cached changed a little), not taken

@@ -1,5 +1,5 @@
-"""Lesson 16a's exercises: the notebook's solutions pass, learner-style mistakes get their hint,
-and an answer that hands the check one of the course's own frequency functions is told so.
+"""Lesson 16a's exercises: learner-style mistakes get their hint, and an answer that hands the check
+one of the course's own frequency functions is told so.
 
 Every wrong function here is written the way a learner would write it (floor division of
 integer positions, the base scaled by the factor alone), not taken from the bug list in

@@ -1,5 +1,5 @@
-"""Lesson 16b's exercise: the notebook's solution passes, learner-style mistakes get their hint,
-and an answer that hands the check one of the course's own frequency functions is told so.
+"""Lesson 16b's exercise: learner-style mistakes get their hint, and an answer that hands the check
+one of the course's own frequency functions is told so.
 
 Every wrong function here is written the way a learner would write it (the ramp run the wrong
 way, the turns without 2 pi), not taken from the bug list in

@@ -1,4 +1,4 @@
-"""Lesson 17a's exercise: the notebook's solution passes, learner-style mistakes get their hint.
+"""Lesson 17a's exercise: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (a loop over tiles with
 one line changed, a guard left out, a boundary counted wrong), not taken from the bug lists in
