@@ -111,6 +111,19 @@ def _notebook_functions(names: tuple[str, ...]) -> tuple:
     return tuple(work.functions.items())
 
 
+def assert_fused_path_matches_scratch(layer, x, mask) -> None:
+    """An attention layer's fused path (its plain forward) and its from-scratch path (asked for
+    the weights) give the same output and the same gradient of `x` (x requires its gradient)."""
+    from torch.testing import assert_close
+
+    fused = layer(x, mask)
+    scratch, _ = layer(x, mask, return_weights=True)
+    assert_close(fused, scratch)
+    (g_fused,) = torch.autograd.grad(fused.square().sum(), x)
+    (g_scratch,) = torch.autograd.grad(scratch.square().sum(), x)
+    assert_close(g_fused, g_scratch)
+
+
 def stack_inputs(seed, B=2, T=8, D=16, dtype=torch.float32):
     """Input x and probe (B, T, D) for lesson 08's stacks, from seed 100 + seed."""
     g = torch.Generator().manual_seed(100 + seed)
