@@ -87,6 +87,14 @@ def assert_hints(check, wrong: dict, capsys) -> None:
         assert out.startswith("TRY AGAIN") and hint in out, (hint, out)
 
 
+def set_controls(explorer, **values) -> dict:
+    """Move the explorer's controls named in `values` to those values, as a learner would;
+    returns the explorer's state() after."""
+    for name, value in values.items():
+        explorer.controls[name].value = value
+    return explorer.state()
+
+
 def picture(explorer) -> bytes:
     """The PNG an explorer shows right now."""
     return bytes(explorer.image.value)
