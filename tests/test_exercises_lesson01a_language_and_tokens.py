@@ -1,5 +1,4 @@
-"""Lesson 01a_language_and_tokens's exercises: the notebook's solutions pass, learner-style
-mistakes get the hint that names them.
+"""Lesson 01a_language_and_tokens's exercises: learner-style mistakes get the hint that names them.
 
 Every wrong function here is written the way a learner would write it (loops, one-hot
 products, shifts by slicing), not taken from the bug lists in
@@ -10,70 +9,24 @@ import math
 import warnings
 from pathlib import Path
 
-import pytest
 import torch
 import torch.nn.functional as F
 
 from course_lib.checks import check_output_layer, check_token_embedding
 from course_lib.exercises import by_name
-from course_lib.exercises.core import DTYPE_HINT, NO_GRADIENT, run
+from course_lib.exercises.core import DTYPE_HINT, run
 from course_lib.exercises.lesson01a_language_and_tokens import (
     EXERCISES,
     OUTPUT_LAYER,
     TOKEN_EMBEDDING,
 )
-from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 from helpers import failed_with_hint as _check
+from helpers import failed_without_gradient
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01a_language_and_tokens.ipynb"
-CHECKS = (check_token_embedding, check_output_layer)
-
-
-def _no_gradient(exercise, fn):
-    result = _check(exercise, fn, "no gradient")
-    assert result.steps[0] == NO_GRADIENT[1] and "no gradient flows" in result.message
 
 
 # ---------------------------------------------------------------- every exercise
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_the_lessons_solution_passes(exercise):
-    # (that every bug gets its own hint is tests/test_exercises_core.py's, for every lesson)
-    assert run(exercise, notebook_functions(exercise.name)[exercise.name]).passed
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_every_bug_runs_or_raises_a_shape_or_dtype_error(exercise):
-    # the checker calls the bugs on whichever case a learner's function fails; a bug may
-    # raise only the error a learner's own version of it raises (matched by its message)
-    for case in exercise.case_list():
-        for bug in exercise.bugs:
-            try:
-                bug.wrong(*case.args, **case.kwargs)
-            except (RuntimeError, IndexError) as err:
-                said = str(err)
-                assert any(w in said for w in ("shape", "size", "dtype", "vector")), (bug, err)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_the_checks_raise_no_warning(exercise):
-    # a failed check of a loss that carries a gradient once printed a UserWarning (float()
-    # of such a tensor): every bug's check runs here with warnings as errors
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        for bug in exercise.bugs:
-            assert not run(exercise, bug.wrong).passed
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "F": F, "math": math}
-    assert_stubs_not_implemented(NOTEBOOK, CHECKS, namespace, capsys)
 
 
 def test_the_names_are_the_courses_own_and_collide_with_no_other_lesson():
@@ -191,7 +144,7 @@ def test_embedding_built_as_a_new_tensor_has_no_gradient_and_says_so():
     def token_embedding(ids, weight):
         return torch.tensor(weight[ids].tolist())
 
-    _no_gradient(TOKEN_EMBEDDING, token_embedding)
+    failed_without_gradient(TOKEN_EMBEDDING, token_embedding)
 
 
 def test_embedding_under_no_grad_says_so():
@@ -199,7 +152,7 @@ def test_embedding_under_no_grad_says_so():
         with torch.no_grad():
             return weight[ids]
 
-    _no_gradient(TOKEN_EMBEDDING, token_embedding)
+    failed_without_gradient(TOKEN_EMBEDDING, token_embedding)
 
 
 def test_embedding_in_float32_only_is_told_about_the_dtype():
@@ -272,4 +225,4 @@ def test_output_layer_under_no_grad_says_so():
     def output_layer(h, weight):
         return h @ weight.T
 
-    _no_gradient(OUTPUT_LAYER, output_layer)
+    failed_without_gradient(OUTPUT_LAYER, output_layer)

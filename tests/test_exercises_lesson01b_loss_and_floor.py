@@ -1,5 +1,4 @@
-"""Lesson 01b_loss_and_floor's exercise: the notebook's solution passes, learner-style
-mistakes get the hint that names them.
+"""Lesson 01b_loss_and_floor's exercise: learner-style mistakes get the hint that names them.
 
 Every wrong function here is written the way a learner would write it (loops, hand-made
 log-softmaxes, shifts by slicing), not taken from the bug list in
@@ -7,7 +6,6 @@ course_lib/exercises/lesson01b_loss_and_floor.py. Each asserts the hint of its o
 """
 
 import math
-import warnings
 from pathlib import Path
 
 import pytest
@@ -16,60 +14,15 @@ import torch.nn.functional as F
 
 from course_lib.checks import check_next_token_cross_entropy
 from course_lib.exercises import by_name
-from course_lib.exercises.core import DTYPE_HINT, NO_GRADIENT, run
+from course_lib.exercises.core import DTYPE_HINT, run
 from course_lib.exercises.lesson01b_loss_and_floor import EXERCISES, NEXT_TOKEN_CROSS_ENTROPY
-from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
 from helpers import failed_with_hint as _check
+from helpers import failed_without_gradient
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01b_loss_and_floor.ipynb"
-CHECKS = (check_next_token_cross_entropy,)
-
-
-def _no_gradient(exercise, fn):
-    result = _check(exercise, fn, "no gradient")
-    assert result.steps[0] == NO_GRADIENT[1] and "no gradient flows" in result.message
 
 
 # ---------------------------------------------------------------- every exercise
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_the_lessons_solution_passes(exercise):
-    # (that every bug gets its own hint is tests/test_exercises_core.py's, for every lesson)
-    assert run(exercise, notebook_functions(exercise.name)[exercise.name]).passed
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_every_bug_runs_or_raises_a_shape_or_dtype_error(exercise):
-    # the checker calls the bugs on whichever case a learner's function fails; a bug may
-    # raise only the error a learner's own version of it raises (matched by its message)
-    for case in exercise.case_list():
-        for bug in exercise.bugs:
-            try:
-                bug.wrong(*case.args, **case.kwargs)
-            except (RuntimeError, IndexError) as err:
-                said = str(err)
-                assert any(w in said for w in ("shape", "size", "dtype", "vector")), (bug, err)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_the_checks_raise_no_warning(exercise):
-    # a failed check of a loss that carries a gradient once printed a UserWarning (float()
-    # of such a tensor): every bug's check runs here with warnings as errors
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        for bug in exercise.bugs:
-            assert not run(exercise, bug.wrong).passed
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "F": F, "math": math}
-    assert_stubs_not_implemented(NOTEBOOK, CHECKS, namespace, capsys)
 
 
 def test_the_name_is_the_courses_own_and_collides_with_no_other_lesson():
@@ -257,7 +210,7 @@ def test_loss_under_no_grad_says_so_before_training_does():
             logp = torch.log_softmax(logits[:, :-1], dim=-1)
             return -logp.gather(-1, ids[:, 1:, None]).mean()
 
-    _no_gradient(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy)
+    failed_without_gradient(NEXT_TOKEN_CROSS_ENTROPY, next_token_cross_entropy)
 
 
 def test_loss_in_float32_only_is_told_about_the_dtype():

@@ -1,4 +1,4 @@
-"""Lesson 06's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 06's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops, math.cos,
 complex numbers, hard-coded axes, a course function wrapped), not taken from the bug list in
@@ -28,8 +28,9 @@ from course_lib.position_demos import rope_scores as COURSE_SCORES
 from course_lib.position_demos import rotate_pair as COURSE_ROTATE
 from course_lib.position_demos import sinusoidal_at as COURSE_AT
 from course_lib.positional import sinusoidal_encoding as COURSE_TABLE
-from course_lib.workspace import BEGIN, stub_solutions
-from helpers import notebook_functions, stub, verdict
+from helpers import failed_with_hint as _check
+from helpers import lesson_cells, lesson_code, notebook_functions
+from helpers import refused_as_forbidden as _forbidden
 
 # the course's functions as a learner who imported them by name before the check would hold
 # them: out of reach of the check's watch on the modules' attributes, not of its profile hook
@@ -37,53 +38,11 @@ from helpers import notebook_functions, stub, verdict
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_sinusoidal_and_rope.ipynb"
 
 
-def _lesson():
-    return nbformat.read(NOTEBOOK, as_version=4)
-
-
 def _markdown() -> str:
-    return "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown")
-
-
-def _check(exercise, fn, bug=None, words=()):
-    result = run(exercise, fn)
-    assert not result.passed, result.message
-    if bug is not None:
-        assert result.bug == bug, result.message
-        cause = next(b.cause for b in exercise.bugs if b.name == bug)
-        assert result.steps[0] == cause
-    for word in words:
-        assert word in result.message, result.message
-    assert result.steps[-1] == f"See {exercise.idea}."
-    return result
+    return "\n".join(c.source for c in lesson_cells(NOTEBOOK) if c.cell_type == "markdown")
 
 
 # ---------------------------------------------------------------- every exercise
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_the_lessons_solution_passes(exercise):
-    assert run(exercise, notebook_functions(*(e.name for e in EXERCISES))[exercise.name]).passed
-
-
-@pytest.mark.parametrize("check", [check_sinusoidal_encoding, check_rotate_pair, check_rope_score])
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    out = verdict(check, stub, capsys)
-    assert out.startswith("TRY AGAIN") and "not implemented yet" in out
-
-
-def test_the_workspace_stubs_say_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "math": math}
-    cells = [c for c in _lesson().cells if BEGIN in c.source]
-    assert len(cells) == len(EXERCISES) == 3
-    for cell in cells:
-        exec(stub_solutions(cell.source), namespace)
-    for check, name in (
-        (check_sinusoidal_encoding, "sinusoidal_encoding"),
-        (check_rotate_pair, "rotate_pair"),
-        (check_rope_score, "rope_score"),
-    ):
-        assert "not implemented yet" in verdict(check, namespace[name], capsys)
 
 
 def test_each_last_hint_points_to_a_section_the_lesson_has():
@@ -112,7 +71,7 @@ def test_each_exercise_says_what_its_check_compares_with():
     """The lesson imports `positional` and `position_demos`, whose functions meet every
     contract: each exercise's text says the check compares with the course's, and that
     calling the course's fails it."""
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     for name in ("sinusoidal_encoding", "rotate_pair", "rope_score"):
         at = next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
         text = " ".join(next(c.source for c in reversed(cells[:at]) if c.cell_type == "markdown")
@@ -135,7 +94,7 @@ def test_no_exercise_text_above_it_holds_its_solution():
     """The rotation's formula appears only after exercise 2 (the picture above it writes no
     coordinates), and the course's RoPE (a few lines from rope_score) first runs in a cell the
     learner can see only as rope_scores, which the check refuses."""
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     where = next(i for i, c in enumerate(cells) if "def rotate_pair(" in c.source)
     above = "\n".join(c.source for c in cells[:where])
     for formula in ("-\\sin a", "-sin a", "(-sin", "pmatrix"):  # the second column of R(a)
@@ -149,7 +108,7 @@ def test_every_course_function_the_lesson_shows_is_forbidden_where_it_is_an_answ
     """Each course function a lesson cell calls that computes an exercise's answer is in that
     exercise's `forbidden`: a learner who wraps it is told so."""
     names = {(m.__name__, a) for e in EXERCISES for m, a in e.forbidden if hasattr(m, "__name__")}
-    code = "\n".join(c.source for c in _lesson().cells if c.cell_type == "code")
+    code = lesson_code(NOTEBOOK)
     for module, attr in (("course_lib.positional", "sinusoidal_encoding"),
                          ("course_lib.position_demos", "rope_scores")):  # fmt: skip
         assert f"{module.rsplit('.', 1)[1]}.{attr}(" in code
@@ -207,14 +166,6 @@ def sinusoidal_numpy(seq_len, d_model):  # right numbers, numpy's float64
 
 def test_right_sinusoidal_encodings_written_other_ways_pass():
     assert run(SINUSOIDAL_ENCODING, sinusoidal_loops).passed
-
-
-def _forbidden(exercise, fn, called):
-    """A learner's function that calls a course function named in `forbidden`: told so, with
-    the exercise's forbidden hint, whatever its numbers."""
-    result = _check(exercise, fn, words=[f"your function calls {called}"])
-    assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
-    return result
 
 
 def sinusoidal_from_course_angles(seq_len, d_model):  # the angles from the course, the rest own

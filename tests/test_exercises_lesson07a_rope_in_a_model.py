@@ -1,4 +1,4 @@
-"""Lesson 07a's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 07a's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (loops over heads,
 views and transposes, index lists, complex numbers, hard-coded axes, a course function
@@ -9,7 +9,6 @@ import math
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
@@ -25,8 +24,8 @@ from course_lib.position_demos import rotate_pair as COURSE_ROTATE
 from course_lib.positional import apply_rope as COURSE_APPLY_ROPE
 from course_lib.positional import half_layout_order as COURSE_ORDER
 from course_lib.positional import to_rotate_half as COURSE_TO_ROTATE_HALF
-from course_lib.workspace import BEGIN, stub_solutions
-from helpers import notebook_functions, stub, verdict
+from helpers import failed_with_hint, lesson_cells
+from helpers import refused_as_forbidden as _forbidden
 
 # course functions as a learner who imported them by name would hold them (see _forbidden);
 # lesson 06's rotate_pair (COURSE_ROTATE) stays allowed: rope_heads builds on it
@@ -34,62 +33,15 @@ from helpers import notebook_functions, stub, verdict
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07a_rope_in_a_model.ipynb"
 
 
-def _check_against(exercise, fn, bug=None, words=()):
-    result = run(exercise, fn)
-    assert not result.passed, result.message
-    if bug is not None:
-        assert result.bug == bug, result.message
-        cause = next(b.cause for b in exercise.bugs if b.name == bug)
-        assert result.steps[0] == cause
-    for word in words:
-        assert word in result.message, result.message
-    assert result.steps[-1] == f"See {exercise.idea}."
-    return result
-
-
 def _check(*args, **kwargs):
     """_check(fn, ...) for to_rotate_half, _check(ROPE_HEADS, fn, ...) for rope_heads."""
     if args and args[0] is ROPE_HEADS:
-        return _check_against(*args, **kwargs)
-    return _check_against(TO_ROTATE_HALF, *args, **kwargs)
-
-
-def _forbidden(exercise, fn, called):
-    """A learner's function that calls a course function named in `forbidden`: told so, with
-    the exercise's forbidden hint, whatever its numbers."""
-    result = _check_against(exercise, fn, words=[f"your function calls {called}"])
-    assert result.bug == "forbidden" and result.steps[0] == exercise.forbidden_hint
-    return result
-
-
-def _lesson():
-    return nbformat.read(NOTEBOOK, as_version=4)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_the_lessons_solution_passes(exercise):
-    mine = notebook_functions(*(e.name for e in EXERCISES))
-    assert run(exercise, mine[exercise.name]).passed
-
-
-@pytest.mark.parametrize("check", [check_rope_heads, check_to_rotate_half])
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    out = verdict(check, stub, capsys)
-    assert out.startswith("TRY AGAIN") and "not implemented yet" in out
-
-
-def test_the_workspace_stubs_say_not_implemented_yet(capsys):
-    namespace = {"torch": torch}
-    cells = [c for c in _lesson().cells if BEGIN in c.source]
-    assert len(cells) == len(EXERCISES) == 2
-    for cell in cells:
-        exec(stub_solutions(cell.source), namespace)
-    for check, name in ((check_rope_heads, "rope_heads"), (check_to_rotate_half, "to_rotate_half")):
-        assert "not implemented yet" in verdict(check, namespace[name], capsys)
+        return failed_with_hint(*args, **kwargs)
+    return failed_with_hint(TO_ROTATE_HALF, *args, **kwargs)
 
 
 def test_each_last_hint_points_to_sections_and_worked_examples_the_lesson_has():
-    text = "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown")
+    text = "\n".join(c.source for c in lesson_cells(NOTEBOOK) if c.cell_type == "markdown")
     for exercise in EXERCISES:
         headings = re.findall(r"'([^']+)'", exercise.idea)
         assert headings, exercise.idea
@@ -102,7 +54,7 @@ def test_each_last_hint_points_to_sections_and_worked_examples_the_lesson_has():
 
 
 def test_each_exercise_says_what_its_check_compares_with_and_refuses():
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     for name in ("rope_heads", "to_rotate_half"):
         at = next(i for i, c in enumerate(cells) if f"def {name}(" in c.source)
         text = " ".join(next(c.source for c in reversed(cells[:at]) if c.cell_type == "markdown")
@@ -114,7 +66,7 @@ def test_each_exercise_says_what_its_check_compares_with_and_refuses():
 def test_no_cell_above_to_rotate_half_names_or_prints_its_order():
     """The order inside one head is the exercise's answer: nothing above its check prints it,
     calls half_layout_order or shows Hugging Face's permute."""
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     at = next(i for i, c in enumerate(cells) if "def to_rotate_half(" in c.source)
     above = "\n".join(c.source for c in cells[:at])
     outputs = "\n".join(o.get("text", "") for c in cells[:at] if c.cell_type == "code"
@@ -142,7 +94,7 @@ def test_no_cell_but_the_solutions_spells_out_the_reordering():
     """Exercise 2's answer is in no cell a learner's copy keeps whole: Hugging Face's permute
     is printed by a course function once the check passes, and the check-yourself answer
     names the reordering without its order."""
-    for cell in _lesson().cells:
+    for cell in lesson_cells(NOTEBOOK):
         if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
             continue
         for leak in ("0, 2, ..", "evens", "even rows", "transpose(1, 2)", "d // 2, 2, "):
@@ -261,7 +213,7 @@ def test_the_worked_example_says_width_4_cannot_tell_the_order_from_its_reverse(
         right = to_rotate_half_reference(rows, 1)
         assert torch.equal(the_other_way(rows, 1), right) is same
         assert torch.equal(the_other_way_row_by_row(rows, 1), right) is same
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     at = next(i for i, c in enumerate(cells) if "def to_rotate_half(" in c.source)
     text = " ".join(cells[at - 1].source.split())
     assert "$(a, c, b, e)$" in text and "its own reverse" in text
@@ -273,7 +225,7 @@ def test_the_worked_example_says_width_4_cannot_tell_the_order_from_its_reverse(
 
 
 def _markdown_text():
-    return "\n".join(c.source for c in _lesson().cells if c.cell_type == "markdown")
+    return "\n".join(c.source for c in lesson_cells(NOTEBOOK) if c.cell_type == "markdown")
 
 
 def odds_first(weight, num_heads):

@@ -6,29 +6,27 @@ course_lib/exercises/lesson11b_train_your_model/; each names the bug its hint mu
 """
 
 import math
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 import torch
 import torch.nn.functional as F
 
 from course_lib import train
 from course_lib.checks import check_train_loop
 from course_lib.exercises import by_name
-from course_lib.exercises.core import dead_bugs, run
-from course_lib.exercises.lesson11b_train_your_model import TRAIN_LOOP, loop_reference, loop_run
-from helpers import assert_stubs_not_implemented, solution_cells, stub, verdict
+from course_lib.exercises.core import run
+from course_lib.exercises.lesson11b_train_your_model import (
+    TRAIN_LOOP,
+    loop_reference,
+    loop_run,
+    run_loop,
+)
+from helpers import failed_with_hint, solution_cells, verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11b_train_your_model.ipynb"
-
-
-def _check(fn, bug):
-    result = run(TRAIN_LOOP, loop_run(fn))
-    assert not result.passed, result.message
-    assert result.bug == bug, result.message
-    cause = next(b.cause for b in TRAIN_LOOP.bugs if b.name == bug)
-    assert result.steps[0] == cause and result.steps[-1] == f"See {TRAIN_LOOP.idea}."
+_check = partial(failed_with_hint, TRAIN_LOOP, judge=run_loop)  # _check(loop, bug)
 
 
 def _lr(step, config):
@@ -93,7 +91,8 @@ def _notebook_loop():
     return solution_cells(NOTEBOOK, namespace)["train_loop"]
 
 
-def test_the_lessons_solution_passes():
+def test_the_lessons_solution_with_the_courses_loss_passes():
+    # with lesson 01b's own loss, as a learner's copy gets it, it is tests/test_every_exercise.py's
     assert run(TRAIN_LOOP, loop_run(_notebook_loop())).passed
 
 
@@ -143,21 +142,6 @@ def test_the_reference_is_the_courses_train():
         history = train.train(loop_reference.__globals__["watched_copy"](model), rows,
                               rows[:2], config, progress=False)  # fmt: skip
         assert losses.tolist() == history.train_loss
-
-
-@pytest.mark.slow
-def test_no_bug_is_dead():
-    """Every wrong loop gets its own hint; none calls the pieces a learner's loop may not."""
-    assert dead_bugs(TRAIN_LOOP) == []
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    assert "not implemented yet" in verdict(check_train_loop, stub, capsys)
-
-
-def test_the_workspace_stub_is_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "F": F, "nn": torch.nn}  # MyTransformer's cell comes first
-    assert_stubs_not_implemented(NOTEBOOK, [check_train_loop], namespace, capsys)
 
 
 # ---------------------------------------------------------------- learner-style mistakes

@@ -1,4 +1,4 @@
-"""Lesson 13b's exercises: the notebook's solutions pass, learner-style mistakes get their hint.
+"""Lesson 13b's exercises: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (caches kept in a list,
 one generator per step, the whole sequence fed again), not taken from the bug list in
@@ -6,15 +6,12 @@ course_lib/exercises/lesson13b_kv_cache.py. The right rope_from and attend_cache
 are lesson 13a's tests' own.
 """
 
-import math
 from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 from test_exercises_lesson13a_what_generation_recomputes import (
     _attend_with,
-    _check,
     attend_cached,
     rope_from,
 )
@@ -22,7 +19,6 @@ from test_exercises_lesson13a_what_generation_recomputes import (
 from course_lib.checks import check_forward_with_cache, check_generate_cached
 from course_lib.exercises.core import run
 from course_lib.exercises.lesson13b_kv_cache import (
-    EXERCISES,
     FORWARD_WITH_CACHE,
     GENERATE_CACHED,
     forward_with_cache_reference,
@@ -32,11 +28,10 @@ from course_lib.exercises.lesson13b_kv_cache import (
 )
 from course_lib.model import generate
 from course_lib.variants import load_trained
-from helpers import assert_stubs_not_implemented, notebook_functions, stub, verdict
+from helpers import failed_with_hint as _check
+from helpers import verdict
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "13b_kv_cache.ipynb"
-NAMES = ("forward_with_cache", "generate_cached")
-VERDICT_OF = {"forward_with_cache": run_forward}
 
 # ---------------------------------------------------------------- right answers, as written
 
@@ -97,41 +92,6 @@ def generate_cached(model, prompt, num_tokens, *, temperature=1.0, seed=0):
 # ---------------------------------------------------------------- every exercise
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_lessons_solution_passes(name):
-    mine = notebook_functions(*NAMES)
-    exercise = next(e for e in EXERCISES if e.name == name)
-    assert VERDICT_OF.get(name, lambda f: run(exercise, f))(mine[name]).passed
-
-
-CHECKS = [check_forward_with_cache, check_generate_cached]
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_a_stub_is_not_implemented_yet(check, capsys):
-    assert "not implemented yet" in verdict(check, stub, capsys)
-
-
-def test_the_workspace_stubs_are_not_implemented_yet(capsys):
-    assert_stubs_not_implemented(
-        NOTEBOOK, CHECKS, {"torch": torch, "F": F, "math": math, "mine": _Mine()}, capsys
-    )
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_every_bug_runs_on_every_case(exercise):
-    for case in exercise.case_list():
-        for bug in exercise.bugs:
-            bug.wrong(*case.args, **case.kwargs)
-
-
-class _Mine:
-    """What earlier_work hands lesson 13b: lesson 13a's functions (here the right ones)."""
-
-    rope_from = staticmethod(rope_from)
-    attend_cached = staticmethod(attend_cached)
-
-
 def test_the_right_answers_written_here_pass():
     assert run_forward(forward_with_cache).passed
     assert run(GENERATE_CACHED, generate_cached).passed
@@ -153,24 +113,25 @@ def test_forward_with_one_cache_for_every_layer_is_named():
         FORWARD_WITH_CACHE,
         _forward_with(slot=lambda i: 0),
         "one_cache_for_every_layer",
-        run_forward,
+        judge=run_forward,
     )
 
 
 def test_forward_that_returns_the_old_cache_is_named():
-    _check(FORWARD_WITH_CACHE, _forward_with(keep_old=True), "old_cache_returned", run_forward)
+    wrong = _forward_with(keep_old=True)
+    _check(FORWARD_WITH_CACHE, wrong, "old_cache_returned", judge=run_forward)
 
 
 def test_forward_that_adds_to_the_normalised_stream_is_named():
-    _check(FORWARD_WITH_CACHE, _forward_with(stream="h"), "added_to_the_norm", run_forward)
+    _check(FORWARD_WITH_CACHE, _forward_with(stream="h"), "added_to_the_norm", judge=run_forward)
 
 
 def test_forward_that_returns_the_last_logits_only_is_named():
-    _check(FORWARD_WITH_CACHE, _forward_with(last_only=True), "last_logits_only", run_forward)
+    _check(FORWARD_WITH_CACHE, _forward_with(last_only=True), "last_logits_only", judge=run_forward)
 
 
 def test_forward_without_the_final_norm_is_named():
-    _check(FORWARD_WITH_CACHE, _forward_with(final_norm=False), "no_final_norm", run_forward)
+    _check(FORWARD_WITH_CACHE, _forward_with(final_norm=False), "no_final_norm", judge=run_forward)
 
 
 def test_forward_that_returns_logits_alone_says_what_it_expected():

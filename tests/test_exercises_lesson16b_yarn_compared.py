@@ -1,16 +1,15 @@
-"""Lesson 16b's exercise: the notebook's solution passes, learner-style mistakes get their hint,
-and an answer that hands the check one of the course's own frequency functions is told so.
+"""Lesson 16b's exercise: learner-style mistakes get their hint, and an answer that hands the check
+one of the course's own frequency functions is told so.
 
 Every wrong function here is written the way a learner would write it (the ramp run the wrong
 way, the turns without 2 pi), not taken from the bug list in
 course_lib/exercises/lesson16b_yarn_compared.py. They were written before that list.
 """
 
-import dataclasses
 import math
+from functools import partial
 from pathlib import Path
 
-import nbformat
 import torch
 
 from course_lib import positional
@@ -18,9 +17,8 @@ from course_lib import rope_scaling as rs
 from course_lib.checks import check_yarn_frequencies
 from course_lib.exercises.core import run
 from course_lib.exercises.lesson16b_yarn_compared import EXERCISES, YARN_FREQUENCIES
-from course_lib.workspace import stub_solutions
 from helpers import failed_with_hint as _check
-from helpers import notebook_functions, stub, verdict
+from helpers import refused_as_forbidden
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "16b_yarn_compared.ipynb"
 
@@ -34,36 +32,6 @@ def yarn_frequencies(d, factor, trained_len, alpha=1.0, beta=32.0, base=10000.0)
 
 def test_the_right_answer_written_here_passes():
     assert run(YARN_FREQUENCIES, yarn_frequencies).passed
-
-
-def test_the_lessons_solution_passes():
-    mine = notebook_functions("yarn_frequencies")
-    assert run(YARN_FREQUENCIES, mine["yarn_frequencies"]).passed
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    assert "not implemented yet" in verdict(check_yarn_frequencies, stub, capsys)
-
-
-def test_the_workspace_stub_is_not_implemented_yet(capsys):
-    namespace = {"torch": torch, "math": math}
-    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(stub_solutions(cell.source), namespace)
-    assert "not implemented yet" in verdict(check_yarn_frequencies, namespace["yarn_frequencies"],
-                                            capsys)  # fmt: skip
-
-
-def test_every_bug_runs_on_every_case_and_differs_from_the_reference():
-    from course_lib.exercises.core import values_close
-
-    for bug in YARN_FREQUENCIES.bugs:
-        differs = False
-        for case in YARN_FREQUENCIES.case_list():
-            got = bug.wrong(*case.args, **case.kwargs)
-            expected = YARN_FREQUENCIES.reference(*case.args, **case.kwargs)
-            differs |= not values_close(got, expected, YARN_FREQUENCIES.atol, YARN_FREQUENCIES.rtol)
-        assert differs, bug.name
 
 
 # ---------------------------------------------------------------- yarn_frequencies
@@ -107,13 +75,9 @@ def test_yarn_with_a_step_instead_of_a_ramp_is_named():
 
 # ---------------------------------------------------------------- the course's own, handed over
 
-
-def _forbidden(fn, called):
-    """A right answer built on a course function: it passes once nothing is forbidden, and the
-    list names the call, with the forbidden hint."""
-    assert run(dataclasses.replace(YARN_FREQUENCIES, forbidden=()), fn).passed
-    result = _check(YARN_FREQUENCIES, fn, words=[f"your function calls {called}"])
-    assert result.bug == "forbidden" and result.steps[0] == YARN_FREQUENCIES.forbidden_hint
+# a right answer built on a course function: it passes once nothing is forbidden, and the
+# list names the call, with the forbidden hint
+_forbidden = partial(refused_as_forbidden, YARN_FREQUENCIES, right=True)
 
 
 def test_yarn_frequencies_that_wrap_the_courses_are_told_so():

@@ -1,4 +1,4 @@
-"""Lesson 17b's exercise: the notebook's solution passes, learner-style mistakes get their hint.
+"""Lesson 17b's exercise: learner-style mistakes get their hint.
 
 Every wrong function here is written the way a learner would write it (a loop over tiles with
 one line changed, a guard left out, a boundary counted wrong), not taken from the bug lists in
@@ -8,20 +8,17 @@ course_lib/exercises/lesson17b_tiled_memory_and_backward.py.
 import math
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
-import torch.nn.functional as F
+from test_exercises_lesson17a_online_softmax import _tiles, good  # a learner's online_attention
 
 from course_lib.checks import check_tiled_backward
-from course_lib.exercises.core import run
 from course_lib.exercises.lesson17b_tiled_memory_and_backward import (
-    EXERCISES,
     TILED_BACKWARD,
     run_backward,
 )
-from course_lib.workspace import stub_solutions
-from helpers import notebook_functions, solution_cells, stub, verdict
+from helpers import lesson_cells
+from helpers import verdict_failed_with_hint as _expect
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "17b_tiled_memory_and_backward.ipynb"
@@ -29,80 +26,7 @@ NOTEBOOK = (
 INF = float("inf")
 
 
-def _lesson():
-    return nbformat.read(NOTEBOOK, as_version=4)
-
-
-def _solutions(source=lambda s: s) -> dict:
-    return solution_cells(NOTEBOOK, {"torch": torch, "F": F, "math": math}, source)
-
-
-def _expect(verdict_, exercise, bug):
-    """The verdict failed with the named bug's own hint, and ends by pointing at the lesson."""
-    assert not verdict_.passed, verdict_.message
-    assert verdict_.bug == bug, verdict_.message
-    causes = [b.cause for b in exercise.bugs if b.name == bug]
-    assert causes and verdict_.steps[0] == causes[0], verdict_.steps
-    assert verdict_.steps[-1] == f"See {exercise.idea}."
-    return verdict_
-
-
 # ---------------------------------------------------------------- the exercise
-
-
-def test_the_lessons_solution_passes():
-    assert run_backward(notebook_functions("tiled_backward")["tiled_backward"]).passed
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_the_reference_passes_its_own_cases(exercise):
-    assert run(exercise, exercise.reference, reference_ok=True).passed
-
-
-def test_a_stub_is_not_implemented_yet(capsys):
-    assert "not implemented yet" in verdict(check_tiled_backward, stub, capsys)
-
-
-def test_the_workspace_stub_is_not_implemented_yet(capsys):
-    stubs = _solutions(stub_solutions)
-    assert "not implemented yet" in verdict(check_tiled_backward, stubs["tiled_backward"], capsys)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_every_bug_runs_on_every_case_and_none_is_dead(exercise):
-    for case in exercise.case_list():
-        for bug in exercise.bugs:
-            bug.wrong(*case.args, **case.kwargs)
-    for bug in exercise.bugs:
-        found = run(exercise, bug.wrong)
-        assert not found.passed and found.bug == bug.name, (bug.name, found.message)
-
-
-# ------------------------------------- lesson 17a's online_attention, as a learner writes it
-
-
-def _tiles(T_k, tile_size):
-    return [(s, min(s + tile_size, T_k)) for s in range(0, T_k, tile_size)]
-
-
-def good(q, k, v, mask=None, tile_size=64):
-    """A right one, as a learner writes it, for the wrong versions below to change."""
-    T_k, d = k.shape[-2], q.shape[-1]
-    m = torch.full(q.shape[:-1], -INF, dtype=q.dtype)
-    total = torch.zeros(q.shape[:-1], dtype=q.dtype)
-    acc = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
-    for start, stop in _tiles(T_k, tile_size):
-        s = q @ k[..., start:stop, :].transpose(-2, -1) / math.sqrt(d)
-        if mask is not None:
-            s = s.masked_fill(~mask[..., start:stop], -INF)
-        m_new = torch.maximum(m, s.max(dim=-1).values)
-        shift = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
-        p = torch.exp(s - shift.unsqueeze(-1))
-        fix = torch.exp(m - shift)
-        total = total * fix + p.sum(-1)
-        acc = acc * fix.unsqueeze(-1) + p @ v[..., start:stop, :]
-        m = m_new
-    return acc / total.unsqueeze(-1)
 
 
 # ---------------------------------------------------------------- tiled_backward
@@ -248,6 +172,6 @@ def test_a_backward_that_autograd_takes_through_the_forward_is_named():
 
 
 def test_the_exercise_text_warns_off_autograd():
-    cells = _lesson().cells
+    cells = lesson_cells(NOTEBOOK)
     text = " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
     assert "would pass and teach nothing" in text

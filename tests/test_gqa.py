@@ -7,6 +7,7 @@ from course_lib.attention import causal_mask, scaled_dot_product_attention
 from course_lib.gqa import GroupedQueryAttention, grouped_attend, kv_cache_bytes, split_qkv
 from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import RotaryEmbedding
+from helpers import assert_fused_path_matches_scratch
 
 
 def repeat_kv(t: torch.Tensor, groups: int) -> torch.Tensor:
@@ -93,13 +94,7 @@ def test_split_matches_multihead_attentions_own_split():
 def test_fused_and_from_scratch_paths_agree_in_gradients():
     module = GroupedQueryAttention(32, 8, 2, rope=RotaryEmbedding(4))
     x = torch.randn(2, 10, 32, requires_grad=True)
-    mask = causal_mask(10)
-    fused = module(x, mask)
-    scratch, _ = module(x, mask, return_weights=True)
-    assert_close(fused, scratch)
-    (g_fused,) = torch.autograd.grad(fused.square().sum(), x)
-    (g_scratch,) = torch.autograd.grad(scratch.square().sum(), x)
-    assert_close(g_fused, g_scratch)
+    assert_fused_path_matches_scratch(module, x, causal_mask(10))
 
 
 @pytest.mark.parametrize("H_kv", [1, 2, 4, 8])

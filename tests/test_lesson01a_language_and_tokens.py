@@ -5,7 +5,6 @@ and the worked examples of the embedding and the output layer.
 
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
@@ -16,6 +15,7 @@ from course_lib.exercises.lesson01a_language_and_tokens import (
 from course_lib.exercises.lesson01a_language_and_tokens import (
     token_embedding_reference as token_embedding,
 )
+from helpers import lesson_cells, lesson_markdown
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01a_language_and_tokens.ipynb"
 
@@ -25,16 +25,9 @@ def line():
     return corpus.to_tokens(corpus.load_split("valid")[2])
 
 
-def _cells():
-    return nbformat.read(NOTEBOOK, as_version=4).cells
-
-
-def _markdown() -> str:
-    return " ".join("\n".join(c.source for c in _cells() if c.cell_type == "markdown").split())
-
-
 def _stored(start: str) -> str:
-    (cell,) = [c for c in _cells() if c.cell_type == "code" and c.source.startswith(start)]
+    cells = lesson_cells(NOTEBOOK)
+    (cell,) = [c for c in cells if c.cell_type == "code" and c.source.startswith(start)]
     return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
 
 
@@ -65,7 +58,7 @@ def test_the_vocabulary_is_104_tokens_in_seven_word_classes():
 
 def test_the_song_row_says_the_tunes_syllables_are_different():
     # the generator draws each syllable of a tune from those not yet in it
-    assert "a tune of two to four different syllables" in _markdown()
+    assert "a tune of two to four different syllables" in lesson_markdown(NOTEBOOK)
     tokens = "Birds near fishes sing fa re fa".split()
     dists, _ = language.next_token_distributions(tokens)  # dists[t]: what follows tokens[t]
     assert "fa" not in dists[4] and len(dists[4]) == 7  # after fa, any syllable but fa
@@ -102,7 +95,7 @@ def test_the_prediction_measures_how_often_one_token_is_possible():
     assert "Measured share of predictions with one token possible: 0.31." in stored
     assert "Measured tokens possible on average: 3.9." in stored
     assert "the most tokens possible at one prediction: 8" in stored
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     for said in (
         "At 31% of the predictions",
         "two thirds of the song's",
@@ -124,4 +117,4 @@ def test_the_worked_examples_are_what_the_course_computes():
     logits = output_layer(torch.tensor([1.0, 1.0]), W)
     assert logits.tolist() == [0.0, 1.0, 2.0]
     assert [round(p, 3) for p in torch.softmax(logits, -1).tolist()] == [0.090, 0.245, 0.665]
-    assert "(0.090, 0.245, 0.665)" in _markdown()
+    assert "(0.090, 0.245, 0.665)" in lesson_markdown(NOTEBOOK)

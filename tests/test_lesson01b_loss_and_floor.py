@@ -11,7 +11,6 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
@@ -27,6 +26,7 @@ from course_lib.exercises.lesson01b_loss_and_floor import (
     next_token_cross_entropy_reference as loss_of,
 )
 from course_lib.train import token_losses
+from helpers import lesson_markdown
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01b_loss_and_floor.ipynb"
 SEEDS = range(5)
@@ -44,11 +44,6 @@ def runs():
     return out
 
 
-def _markdown() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
-
-
 # ---------------------------------------------------------------- the worked example
 
 
@@ -58,7 +53,7 @@ def test_the_worked_example_is_what_the_course_computes():
     each = -torch.log_softmax(scores[0, :2], -1)[[0, 1], [0, 1]]
     assert [round(x, 3) for x in each.tolist()] == [2.408, 2.240]
     assert round(loss_of(scores, ids).item(), 3) == 2.324
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     for said in ("2.408", "2.240", "$2.324$"):
         assert said in text, said
 
@@ -70,7 +65,7 @@ def test_the_log_softmax_is_said_as_s_minus_logsumexp():
     m = s.max()
     assert torch.allclose(s.logsumexp(-1), m + (s - m).exp().sum().log())
     assert torch.allclose(s - s.logsumexp(-1), torch.log_softmax(s, -1))
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "computes its last term" not in text
     assert r"$\log \operatorname{softmax}(s) = s - \operatorname{logsumexp}(s)$" in text
     assert "another preposition comes first" in text  # the subject's floor, cell by the table
@@ -160,7 +155,7 @@ def test_the_tied_rows_say_what_the_lesson_reads_from_them():
     (claim,) = row["claims"]
     assert not claim["holds"] and round(claim["gap"], 4) == -0.0102
     assert round(claim["bar"], 4) == 0.0598
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     for said in ("6,656 fewer parameters", "0.0072 to 0.0271", "0.0102", "(0.0598)"):
         assert said in text, said
 
@@ -173,7 +168,7 @@ def test_the_counted_bigram_is_within_002_of_the_first_model_on_every_row(runs):
     best = corpus.excess_loss(bigram.count_bigram_losses("valid"), "valid")
     for s in ("all", *language.SKILLS):  # as printed, to two decimals
         assert abs(round(excess[s], 2) - round(best[s], 2)) <= 0.02 + 1e-9, s
-    assert "within 0.02 nats of this model on every row" in _markdown()
+    assert "within 0.02 nats of this model on every row" in lesson_markdown(NOTEBOOK)
 
 
 @pytest.mark.slow  # a bigram trained: in `make test`, not `make quick`
@@ -189,4 +184,4 @@ def test_a_tied_bigram_pays_090_nats_more():
         with torch.no_grad():
             losses[tied] = loss_of(model(valid), valid).item()
     assert round(losses[True] - losses[False], 2) == 0.90  # native and generic paths: +0.901
-    assert "Tied, the bigram pays 0.90 nats more per prediction." in _markdown()
+    assert "Tied, the bigram pays 0.90 nats more per prediction." in lesson_markdown(NOTEBOOK)

@@ -6,7 +6,6 @@ output."""
 import math
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,22 +13,13 @@ from torch.testing import assert_close
 
 from course_lib import attention_demos, corpus, language
 from course_lib.attention import causal_mask, scaled_dot_product_attention
+from helpers import lesson_code, lesson_markdown
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "02a_attention.ipynb"
 W_Q = torch.tensor([[0.0, 0, 0, 4], [0, 0, 0, -4]])
 W_K = torch.tensor([[1.0, 1, 0, 0], [0, 0, 1, 0]])
 W_V = torch.tensor([[-1.0, 1, 0, 0]])
 VERB = 5
-
-
-def _markdown() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
-
-
-def _code() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return "\n".join(c.source for c in cells if c.cell_type == "code")
 
 
 def head(ids):
@@ -57,7 +47,7 @@ def test_the_verb_agrees_with_its_subject_five_tokens_back_past_two_plural_nouns
     # the subject and the noun before the verb is (a rule lesson 01 does not state, so 02a
     # states it as new): Cat singular, dogs plural
     assert tokens[VERB] in language.TAKES_OBJECT and tokens[VERB + 1] == "cats"
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     for said in ("five tokens back", "past two plural nouns", "`Cat` at position 0",
                  "position 5's output predicts the object, `cats`",
                  "not shown before: plural when exactly one of the two is plural",
@@ -97,7 +87,7 @@ def test_one_query_step_by_step_is_row_5_of_the_whole_map(tokens):
     assert_close(course_out, F.scaled_dot_product_attention(q, k, v))
     others = torch.cat([course_weights[:VERB], course_weights[VERB + 1 :]])  # (11, 12)
     assert_close(others, torch.full((11, 12), 1 / 12))  # a query (0, 0): every key alike
-    assert "each with weight 0.422" in _markdown()
+    assert "each with weight 0.422" in lesson_markdown(NOTEBOOK)
 
 
 def test_the_causal_mask_leaves_the_verb_its_own_subject(tokens):
@@ -109,7 +99,7 @@ def test_the_causal_mask_leaves_the_verb_its_own_subject(tokens):
     assert round(weights[VERB, 0].item(), 3) == 0.844
     assert f"{out[VERB].item():.2f}" == "-0.84"
     assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "with weight 0.844" in text and "$-0.84$, says singular" in text
 
 
@@ -127,7 +117,7 @@ def test_the_mask_finds_the_subject_only_because_the_other_subject_came_later(to
     out, weights = scaled_dot_product_attention(*head(moved), causal_mask(12))
     assert round(weights[VERB, 0].item(), 3) == round(weights[VERB, 3].item(), 3)
     assert f"{out[VERB].item():.2f}" == "0.00"  # the mask did not pick the verb's subject
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "That is the one job of the **causal mask**: query $t$ may read keys $0 \\dots t$, " \
         "never a later token" in text  # fmt: skip
     assert "On this line that is a side effect: the other subject, `Cats`, came after the " \
@@ -158,11 +148,11 @@ def test_the_mask_shares_the_blocked_weight_among_the_keys_left(tokens):
     assert_close(masked[VERB, : VERB + 1], unmasked[VERB, : VERB + 1] / kept)
     assert 0.49 < kept.item() < 0.51  # "about a half"
     assert round(unmasked[VERB, 0].item(), 3) == 0.422 and round(masked[VERB, 0].item(), 3) == 0.844
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "Without the mask the verb gave `Cat` weight 0.422" in text
     assert "`Cat`'s 0.422 is divided by the share those keys held without the mask, about a " \
         "half" in text  # fmt: skip
-    code = _code()
+    code = lesson_code(NOTEBOOK)
     assert "predicted_weight = None" in code
     assert "judge_prediction(predicted_weight, on_cat" in code
 
@@ -174,12 +164,12 @@ def test_the_masked_map_hatches_the_blocked_keys_apart_from_a_near_zero_allowed_
     _, masked = scaled_dot_product_attention(*head(corpus.encode(tokens)), causal_mask(12))
     assert tokens[2] == "dogs" and round(masked[VERB, 2].item(), 3) == 0.003
     assert f"{masked[VERB, 2].item():.2f}" == "0.00"
-    assert "as `dogs` does from the verb (0.003, printed 0.00)" in _markdown()
-    assert "annot=True, mask=mask," in _code()
+    assert "as `dogs` does from the verb (0.003, printed 0.00)" in lesson_markdown(NOTEBOOK)
+    assert "annot=True, mask=mask," in lesson_code(NOTEBOOK)
 
 
 def test_the_lesson_uses_no_term_a_later_lesson_introduces():
-    text = _markdown().lower()
+    text = lesson_markdown(NOTEBOOK).lower()
     assert "padding" not in text.split("**next:**")[0]  # lesson 02b's term
     for later in ("multi-head", "encoder", "decoder", "layer norm", "residual", "feed-forward",
                   "rope", "sinusoidal", "adamw", "checkpoint", "temperature"):  # fmt: skip

@@ -4,7 +4,6 @@ torch's mask conventions."""
 
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -17,18 +16,9 @@ from course_lib.exercises.lesson02b_attention_in_batches import (
     attention_reference,
     padding_mask_reference,
 )
+from helpers import lesson_code, lesson_markdown
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "02b_attention_in_batches.ipynb"
-
-
-def _markdown() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
-
-
-def _code() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return "\n".join(c.source for c in cells if c.cell_type == "code")
 
 
 # ---------------------------------------------------------------- the padded batch
@@ -44,7 +34,7 @@ def test_the_batch_is_the_first_sentences_of_lines_2_to_4_padded_to_18():
         assert sentence[-1] in language.MARKS and sentence == corpus.to_tokens(valid[2 + b])[:n]
         assert torch.all(ids[b, n:] == attention_demos.PAD)
     assert torch.all(attention_demos.untrained_embedding()[attention_demos.PAD] == 0)
-    assert "have 18, 9 and 15 tokens" in _markdown()
+    assert "have 18, 9 and 15 tokens" in lesson_markdown(NOTEBOOK)
 
 
 def moved_counts(seed: int) -> tuple[dict, float]:
@@ -81,10 +71,10 @@ def test_without_a_mask_every_real_token_of_a_padded_sentence_moves(seed, measur
 
 
 def test_the_lessons_counts_are_what_its_text_says():
-    code = _code()
+    code = lesson_code(NOTEBOOK)
     assert "predicted_moved = None" in code and "judge_prediction(predicted_moved," in code
     assert 'yours_if_it_passes("attention", attention)' in code  # the learner's attention runs
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     for said in ("Of the 42 real tokens", "all 24 real tokens of the two padded sentences",
                  "none of the 18 of the longest"):  # fmt: skip
         assert said in text, said
@@ -147,7 +137,7 @@ def test_multihead_attention_takes_the_padding_mask_as_b_by_t_true_at_the_pads()
                 layer(x, x, x, key_padding_mask=~pad_mask)
             with pytest.raises(RuntimeError, match="shape of the 3D attn_mask"):
                 layer(x, x, x, attn_mask=~pad_mask)
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     for said in ("takes the padding as `key_padding_mask`, of shape `(B, T)` and True at the pads",
                  "`~pad_mask[:, 0]`", "Neither of its mask arguments takes the "
                  "`(B, 1, T)` shape"):  # fmt: skip
@@ -155,7 +145,7 @@ def test_multihead_attention_takes_the_padding_mask_as_b_by_t_true_at_the_pads()
 
 
 def test_the_lesson_uses_no_term_a_later_lesson_introduces():
-    text = _markdown().lower()
+    text = lesson_markdown(NOTEBOOK).lower()
     for later in ("multi-head", "encoder", "decoder", "layer norm", "residual", "feed-forward",
                   "rope", "sinusoidal", "adamw", "checkpoint", "temperature"):  # fmt: skip
         assert later not in text, later

@@ -28,14 +28,10 @@ from course_lib.saturation import (
     train_single_head,
     typical_jacobian_norm,
 )
+from helpers import lesson_markdown
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03a_why_scale.ipynb"
 D_KS = [1, 4, 16, 64, 256, 1024]
-
-
-def _markdown() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
 
 
 def _concept_check() -> str:
@@ -70,7 +66,7 @@ def test_the_single_heads_queries_and_keys_start_with_variance_near_one(measure)
         with torch.no_grad():
             variances.append(head.w_q(x).var().item())
     assert abs(measure("Var(q_i) at the start", sum(variances) / 20) - 0.96) < 0.05
-    assert "start with entries of variance near 1" in _markdown()
+    assert "start with entries of variance near 1" in lesson_markdown(NOTEBOOK)
 
 
 # ---------------------------------------------------------------- saturation
@@ -82,7 +78,7 @@ def saturation(d_k, scale):
 
 
 def test_unscaled_rows_saturate_and_scaled_ones_stay_put():
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     top_256, _ = saturation(256, False)
     assert f"{top_256:.2f}" == "0.94" and "takes 0.94 of the weight" in text
     top_two = random_scores(256, scale=False, seed=256).topk(2, dim=-1).values
@@ -100,7 +96,7 @@ def test_unscaled_rows_saturate_and_scaled_ones_stay_put():
 
 
 def test_the_jacobian_keeps_its_size_scaled_and_vanishes_unscaled():
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     size = {
         (s, d): typical_jacobian_norm(random_scores(d, scale=s, seed=d), softmax_jacobian_reference)
         for s in (True, False) for d in D_KS
@@ -141,7 +137,7 @@ def runs():
 def test_the_lessons_run_prints_what_its_prose_says(runs):
     """Seed 0, the lesson's: every printed number is the same on the native, generic and
     one-thread paths (the unscaled wide head's later steps are not printed)."""
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     r = runs[0]
     assert f"{r[16, True]['loss'][59]:.4f}" == "0.0054"
     assert f"{r[256, True]['loss'][59]:.4f}" == "0.0049"
@@ -223,7 +219,7 @@ def test_the_variance_figure_keeps_the_d_k_line_in_sight_under_the_curve_on_it()
 
 def test_the_set_ups_the_lesson_states_are_the_codes():
     """The counts and settings the prose gives are the defaults the cells run with."""
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "the 2,048 rows of each width" in text
     assert random_scores(4, scale=False).shape == (256, 8, 8)  # 256 sets, 2,048 rows of 8
     head = inspect.signature(train_single_head).parameters

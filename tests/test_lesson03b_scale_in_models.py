@@ -10,8 +10,6 @@ import json
 import math
 from pathlib import Path
 
-import nbformat
-
 from course_lib import variants
 from course_lib.exercises.lesson03a_why_scale import softmax_jacobian_reference
 from course_lib.exercises.lesson03b_scale_in_models import score_variance_reference
@@ -21,22 +19,19 @@ from course_lib.saturation import (
     random_scores,
     typical_jacobian_norm,
 )
+from helpers import lesson_cells, lesson_markdown
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03b_scale_in_models.ipynb"
 ROW_128 = "the 1/sqrt(d) scale at head width 128, one layer"
 ROW_64 = "the 1/sqrt(d) scale at head width 64"
 
 
-def _cells():
-    return nbformat.read(NOTEBOOK, as_version=4).cells
-
-
-def _markdown() -> str:
-    return " ".join("\n".join(c.source for c in _cells() if c.cell_type == "markdown").split())
-
-
 def _concept_check() -> str:
-    return next(c.source for c in _cells() if c.cell_type == "code" and "ConceptCheck(" in c.source)
+    return next(
+        c.source
+        for c in lesson_cells(NOTEBOOK)
+        if c.cell_type == "code" and "ConceptCheck(" in c.source
+    )
 
 
 # ---------------------------------------------------------------- a fresh model's scores
@@ -46,7 +41,7 @@ def test_the_prediction_is_measured_on_the_layers_exercise_2_derives(measure):
     """The predict-then-measure cell: two fresh nn.Linear(128, 128), no scale. The measured
     standard deviation is 3.81 (the square root of the 14.52 the table below measures with the
     same layers), against 11.31 for unit-variance entries; the derivation gives 3.80."""
-    cells = _cells()
+    cells = lesson_cells(NOTEBOOK)
     at = next(i for i, c in enumerate(cells) if c.source.startswith("predicted_std = None"))
     measuring = cells[at + 1]
     assert "linear_scores(128, 128)" in measuring.source
@@ -56,7 +51,7 @@ def test_the_prediction_is_measured_on_the_layers_exercise_2_derives(measure):
     assert f"{std:.2f}" == "3.81" and "standard deviation of q . k: 3.81" in printed
     assert f"{math.sqrt(128):.2f}" == "11.31" and "sqrt(128) = 11.31" in printed
     assert abs(std / score_variance_reference(128, 128) ** 0.5 - 1) < 0.01
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "The scores are 3.81 wide, where unit-variance entries would make them 11.31" in text
     # the prediction comes before the exercise that derives it, and is the only measurement
     # of nn.Linear above it
@@ -67,7 +62,7 @@ def test_the_prediction_is_measured_on_the_layers_exercise_2_derives(measure):
 def test_default_linear_layers_give_the_derived_variance_within_one_percent(measure):
     """The lesson's cell: derived 7.34 and 14.45, measured 7.40 and 14.52 (0.8% and 0.5%);
     std 2.71 and 3.80, 0.34 after the division."""
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     for width, std in ((64, 2.71), (128, 3.80)):
         derived = score_variance_reference(width, width)
         measured = linear_scores(width, width).var().item()
@@ -82,7 +77,7 @@ def test_the_tables_untrained_models_start_with_the_derived_spread(measure):
     on 64 validation lines: the std of its raw scores q . k is within 10% of Exercise 1's
     derivation (3.58 .. 3.91 against 3.80, and 2.54 .. 2.64 against 2.71), the same on the
     native and generic paths; both lie between the Jacobian table's widths 2 and 4."""
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     said = {128: ("3.58", "3.91"), 64: ("2.54", "2.64")}
     for name, width in (("1-layer-width-128-no-scale", 128), ("heads-1-no-scale", 64)):
         derived = score_variance_reference(width, width) ** 0.5
@@ -112,7 +107,7 @@ def _runs(table, variant, skill):
 
 
 def test_the_two_rows_hold_and_fall_short_as_the_lesson_says():
-    table, text = _table(), _markdown()
+    table, text = _table(), lesson_markdown(NOTEBOOK)
     rows = {r["name"]: r for r in table["rows"]}
     wide, narrow = rows[ROW_128], rows[ROW_64]
     assert wide["holds"] and not narrow["holds"]
@@ -146,7 +141,7 @@ def test_the_two_rows_hold_and_fall_short_as_the_lesson_says():
 def test_the_negative_excesses_are_said_to_be_chance_below_an_expected_floor():
     """Some seeds' excess on a skill is below 0: the lesson says once, after the table, that
     the floor is an expectation, pointing back to lesson 01b."""
-    table, text = _table(), _markdown()
+    table, text = _table(), lesson_markdown(NOTEBOOK)
     rows = [x for x in table["rows"] if x["name"] in (ROW_128, ROW_64)]
     scale_variants = {v for row in rows for pair in row["pairs"] for v in pair}
     below = [(r["variant"], skill) for r in table["runs"] if r["variant"] in scale_variants
@@ -158,7 +153,7 @@ def test_the_negative_excesses_are_said_to_be_chance_below_an_expected_floor():
 
 
 def test_the_per_skill_numbers_the_lesson_quotes():
-    table, text = _table(), _markdown()
+    table, text = _table(), lesson_markdown(NOTEBOOK)
 
     def mean(variant, skill):
         values = _runs(table, variant, skill)
@@ -193,7 +188,7 @@ def test_the_per_skill_numbers_the_lesson_quotes():
 
 def test_the_set_ups_the_lesson_states_are_the_codes():
     """The counts and settings the prose gives are the defaults the cells run with."""
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     layers = inspect.signature(linear_scores).parameters
     assert (layers["layers"].default, layers["n"].default) == (200, 500)
     assert "(200 pairs of fresh layers, 500 pairs of token vectors through each)" in text

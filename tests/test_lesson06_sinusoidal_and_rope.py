@@ -22,23 +22,11 @@ from course_lib import position_demos, positional
 from course_lib.attention import causal_mask, scaled_dot_product_attention
 from course_lib.toy import project_qkv, toy_embeddings
 from course_lib.widgets import PositionExplorer, RopeExplorer
-from helpers import notebook_functions
+from helpers import lesson_markdown, lesson_outputs, notebook_functions
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_sinusoidal_and_rope.ipynb"
 FIRST = "the dog bit the man".split()
 ORDER = torch.tensor([0, 4, 2, 3, 1])  # "the man bit the dog"
-
-
-def _markdown() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
-
-
-def _outputs() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return "\n".join(
-        o.get("text", "") for c in cells if c.cell_type == "code" for o in c.get("outputs", [])
-    )
 
 
 def _stored_still(call: str) -> str:
@@ -92,7 +80,7 @@ def test_the_causal_mask_alone_breaks_the_reordering(measure):
     gaps = [(attend(second, mask, s) - attend(FIRST, mask, s)[ORDER]).abs().max() for s in range(5)]
     # the lesson's seed 0 prints 0.852 (every path); worst over seeds 0-4: 0.60
     assert f"{gaps[0]:.3f}" == "0.852"
-    assert "Measured largest difference: 0.852" in _outputs()
+    assert "Measured largest difference: 0.852" in lesson_outputs(NOTEBOOK)
     assert measure("causal: smallest max |reordered - out|, seeds 0-4", min(gaps)) > 0.1
     # "the first token's output is its own": position 0 is the same in both sentences
     torch.testing.assert_close(attend(second, mask)[0], attend(FIRST, mask)[0])
@@ -102,7 +90,7 @@ def test_the_causal_mask_alone_breaks_the_reordering(measure):
 def test_with_the_mask_the_last_token_cannot_tell_the_order_before_it(seed, measure):
     """The lesson says: "man", last in "the dog bit the man", averages over all five tokens,
     and would get the same output after "bit the dog the" as after "the dog bit the"."""
-    text = " ".join(_markdown().split())
+    text = lesson_markdown(NOTEBOOK)
     assert 'would get the same output after "bit the dog the" as after "the dog bit the"' in text
     shuffled = "bit the dog the man".split()
     mask = causal_mask(5)
@@ -117,7 +105,7 @@ def test_the_tables_lengths_are_the_printed_ones():
     pe = positional.sinusoidal_encoding(64, 32)
     torch.testing.assert_close(position_demos.sinusoidal_at(torch.arange(64), 32), pe)
     assert torch.allclose(pe.norm(dim=1), torch.full((64,), 4.0))  # sqrt(D / 2)
-    assert "length of every row: 4.000 to 4.000" in _outputs()
+    assert "length of every row: 4.000 to 4.000" in lesson_outputs(NOTEBOOK)
 
 
 def test_position_similarity_depends_only_on_the_distance(measure):
@@ -136,7 +124,7 @@ def test_the_explorers_stored_picture_is_the_setting_the_text_describes():
     up and down, two positions six away come out more alike than the neighbours, and some far
     ones nearly unrelated. Switch D to 128: one peak at the position itself; the similarity
     drops by about a quarter within five positions, then sinks slowly towards a half"."""
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "It starts at position 20 with $D = 8$" in text and "Switch $D$ to 128" in text
     still = _stored_still("PositionExplorer(encoding=sinusoidal_encoding)")
     assert "position p = 20; model width D = 8" in still
@@ -221,9 +209,9 @@ def test_the_shift_table_is_the_printed_one():
     added = position_demos.additive_scores(x_q, x_k, w_q, w_k, 7 + shifts, 3 + shifts)
     for s, a, b in zip(shifts.tolist(), rope.tolist(), added.tolist(), strict=True):
         line = f"shift {s:4d}:  RoPE score {a:7.3f}    sinusoidal-added score {b:6.2f}"
-        assert line in _outputs(), line
+        assert line in lesson_outputs(NOTEBOOK), line
     assert f"{rope[0]:.3f}" == "-7.165"
-    assert "RoPE: largest change over the shifts 0.000000" in _outputs()
+    assert "RoPE: largest change over the shifts 0.000000" in lesson_outputs(NOTEBOOK)
     # "the sinusoidal-added one moves": by more than a unit between neighbouring shifts
     assert (added[1:] - added[:-1]).abs().min() > 1.0
 
@@ -232,7 +220,7 @@ def test_the_shift_table_is_the_printed_one():
 def test_the_rope_explorers_stored_picture_is_the_setting_the_text_describes():
     """The lesson says: "It starts with RoPE at s = 48, and the dashed curve lies on the grey
     one ... Switch to sinusoidal added: the dashed curve leaves the grey one"."""
-    assert "It starts with RoPE at $s = 48$" in _markdown()
+    assert "It starts with RoPE at $s = 48$" in lesson_markdown(NOTEBOOK)
     still = _stored_still("RopeExplorer(shift=48)")
     assert "shift both by s = 48; position by = RoPE" in still
     explorer = RopeExplorer(shift=48)
@@ -254,11 +242,11 @@ def test_the_learners_rope_score_keeps_the_offset_property_in_float64(measure):
     # "At offset 4 the score is the shift table's -7.165, printed to two decimals as -7.16"
     for offset, printed in ((-4, "6.96"), (0, "-2.09"), (4, "-7.16"), (9, "-3.35")):
         line = f"offset {offset:2d}: score {printed:>6s}   (yours)"
-        assert line in _outputs(), line
+        assert line in lesson_outputs(NOTEBOOK), line
         assert f"{rope_score(q, k, 20 + offset, 20):.2f}" == printed
     assert (
         "At offset 4 the score is the shift table's −7.165, printed to two decimals as −7.16"
-        in (_markdown())
+        in (lesson_markdown(NOTEBOOK))
     )
     # "Offsets +4 and -4 differ": the turn goes one way for a key behind, the other ahead
     ahead, behind = rope_score(q, k, 24, 20), rope_score(q, k, 16, 20)
@@ -269,9 +257,10 @@ def test_no_number_the_prose_quotes_is_missing_from_the_outputs():
     """Every decimal number in the lesson's prose (not its formulas) is printed by a cell."""
     import re
 
-    text = re.sub(r"\$[^$]*\$", " ", _markdown())  # formulas and their constants left out
+    prose = lesson_markdown(NOTEBOOK)
+    text = re.sub(r"\$[^$]*\$", " ", prose)  # formulas and their constants left out
     numbers = set(re.findall(r"(?<![\w.])\d+\.\d+", text))
-    printed = _outputs()
+    printed = lesson_outputs(NOTEBOOK)
     # the worked examples quote what the check's cases compute (tests/test_exercises_...)
     worked = {"0.00", "1.00", "0.84", "0.54", "0.91", "0.42", "0.0", "2.0", "3.0", "0.6"}
     assert {n for n in numbers - worked if n not in printed} == set()

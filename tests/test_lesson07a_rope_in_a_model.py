@@ -23,21 +23,9 @@ from course_lib.exercises.lesson07a_rope_in_a_model import (
 )
 from course_lib.show import judge_prediction
 from course_lib.train import token_losses
-from helpers import notebook_functions
+from helpers import lesson_markdown, lesson_outputs, notebook_functions
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07a_rope_in_a_model.ipynb"
-
-
-def _markdown() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
-
-
-def _outputs() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return "\n".join(
-        o.get("text", "") for c in cells if c.cell_type == "code" for o in c.get("outputs", [])
-    )
 
 
 def test_the_regrouping_example_prints_what_it_says():
@@ -45,7 +33,7 @@ def test_the_regrouping_example_prints_what_it_says():
     groups = t.unflatten(-1, (2, 3))
     assert groups.shape == (2, 2, 2, 3) and torch.equal(groups.flatten(-2), t)
     assert torch.equal(t.reshape(*t.shape[:-1], 2, 3), groups)  # "does what unflatten does"
-    out = _outputs()
+    out = lesson_outputs(NOTEBOOK)
     assert f"groups[0, 1]:            {groups[0, 1].tolist()}" in out
     assert f"each group's sum:        {groups.sum(dim=-1)[0, 1].tolist()}" in out
     assert "flattened back equals t: True" in out
@@ -69,6 +57,7 @@ def test_the_score_table_agrees_when_reordered_and_only_at_offset_0_as_they_are(
     reorder = notebook_functions("to_rotate_half")["to_rotate_half"]
     g = torch.Generator().manual_seed(1)
     q, k = torch.randn(16, generator=g), torch.randn(16, generator=g)
+    out = lesson_outputs(NOTEBOOK)
     for offset in (0, 1, 4, 16):
         ours = position_demos.rope_scores(q, k, 20 + offset, 20)[0]
         mixed = position_demos.rope_scores(q, k, 20 + offset, 20, layout="half")[0]
@@ -76,8 +65,8 @@ def test_the_score_table_agrees_when_reordered_and_only_at_offset_0_as_they_are(
                                             layout="half")[0]  # fmt: skip
         assert f"{ours:.2f}" == f"{ported:.2f}"
         assert (f"{mixed:.2f}" == f"{ours:.2f}") == (offset == 0)
-        assert f"{offset:6d}   {ours:11.2f}   {mixed:17.2f}   {ported:15.2f}" in _outputs()
-    assert "reordering: yours" in _outputs()
+        assert f"{offset:6d}   {ours:11.2f}   {mixed:17.2f}   {ported:15.2f}" in out
+    assert "reordering: yours" in out
 
 
 def test_the_code_the_lesson_describes_says_what_it_says():
@@ -140,10 +129,10 @@ def test_the_learners_multihead_and_rope_run_the_trained_model_to_its_excess(
     assert f"{bare:.4f}" == "2.3391"
     assert course == pytest.approx(variants.trained_card("base", 0)["excess"]["valid"]["all"],
                                    abs=1e-4)  # fmt: skip
-    out = _outputs()
+    out = lesson_outputs(NOTEBOOK)
     assert "rope_heads: yours" in out and "multihead    lesson 04a: yours" in out
     assert "multihead with that rope_heads   excess 0.0083" in out
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "excess, 0.0083 nats" in text and "2.3391 nats" in text
 
 
@@ -184,8 +173,8 @@ def test_mixing_layouts_costs_the_trained_model_and_porting_gives_it_back(measur
     # native and generic paths: |ported - trained| ~1e-8; printed at four decimals
     assert measure("|ported - trained| excess", abs(ported - trained)) < 1e-5
     assert (f"{trained:.4f}", f"{mixed:.4f}", f"{ported:.4f}") == ("0.0083", "1.5807", "0.0083")
-    assert "from 0.0083 to 1.5807 nats" in _markdown()
-    out = _outputs()
+    assert "from 0.0083 to 1.5807 nats" in lesson_markdown(NOTEBOOK)
+    out = lesson_outputs(NOTEBOOK)
     assert "weights as they are:  excess 1.5807" in out
     assert "rows reordered:       excess 0.0083" in out
     # the prediction cell starts empty; the measurement says so, at the digits printed
@@ -197,7 +186,7 @@ def test_mixing_layouts_costs_the_trained_model_and_porting_gives_it_back(measur
     assert bare == mixed
     share = (mixed - trained) / (2.3391 - trained)
     assert 0.62 < share < 0.71
-    assert "about two thirds of the way" in _markdown()
+    assert "about two thirds of the way" in lesson_markdown(NOTEBOOK)
 
 
 def test_hugging_faces_permute_is_the_learners_reordering_and_shown_only_after_the_check():
@@ -215,7 +204,7 @@ def test_hugging_faces_permute_is_the_learners_reordering_and_shown_only_after_t
     other = torch.randn(3 * 8, 5, generator=g)
     torch.testing.assert_close(position_demos.hf_permute(other, 3),
                                to_rotate_half_reference(other, 3))  # fmt: skip
-    out = _outputs()
+    out = lesson_outputs(NOTEBOOK)
     assert "largest difference from your reordering: 0.0" in out
     assert "def hf_permute(" in out and ".transpose(1, 2)" in out
     cells = nbformat.read(NOTEBOOK, as_version=4).cells
@@ -237,7 +226,7 @@ def test_hugging_faces_permute_is_the_learners_reordering_and_shown_only_after_t
 def test_the_next_lesson_link_names_a_lesson_that_exists():
     import re
 
-    links = re.findall(r"\]\((\d\d[a-z]?_[a-z_]+\.ipynb)\)", _markdown())
+    links = re.findall(r"\]\((\d\d[a-z]?_[a-z_]+\.ipynb)\)", lesson_markdown(NOTEBOOK))
     assert "07b_positions_past_training.ipynb" in links
     for link in links:
         assert (NOTEBOOK.parent / link).exists(), link
@@ -247,8 +236,9 @@ def test_no_number_the_prose_quotes_is_missing_from_the_outputs():
     """Every decimal number in the lesson's prose (not its formulas) is printed by a cell."""
     import re
 
-    text = re.sub(r"\$[^$]*\$|`[^`]*`", " ", _markdown())  # formulas and code left out
+    prose = lesson_markdown(NOTEBOOK)
+    text = re.sub(r"\$[^$]*\$|`[^`]*`", " ", prose)  # formulas and code left out
     numbers = set(re.findall(r"(?<![\w.])\d+\.\d+", text))
-    printed = _outputs()
+    printed = lesson_outputs(NOTEBOOK)
     worked = {"1.00", "0.00", "0.54", "0.84", "0.42", "0.91"}  # rope_heads' worked example
     assert {n for n in numbers - worked if n not in printed} == set()

@@ -17,24 +17,13 @@ import torch
 from course_lib import corpus, position_demos, variants
 from course_lib.show import judge_choice
 from course_lib.train import learning_rate, token_losses
+from helpers import lesson_markdown, lesson_outputs
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "07b_positions_past_training.ipynb"
 )
 KINDS = {"base": "RoPE", "sinusoidal": "sinusoidal added",
          "learned-positions": "learned positions", "no-positions": "no positions"}  # fmt: skip
-
-
-def _markdown() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
-
-
-def _outputs() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return "\n".join(
-        o.get("text", "") for c in cells if c.cell_type == "code" for o in c.get("outputs", [])
-    )
 
 
 # ---------------------------------------------------------------- rounding
@@ -47,7 +36,8 @@ def test_float32_gaps_and_bfloat16_positions_are_the_printed_ones():
     assert [f"{v:.1e}" for v in gaps.values()] == ["9.5e-07", "6.1e-05", "7.8e-03"]
     held = [int(p) for p in torch.arange(250, 262).to(torch.bfloat16).tolist()]
     assert held == [250, 251, 252, 253, 254, 255, 256, 256, 258, 260, 260, 260]
-    assert "[250, 251, 252, 253, 254, 255, 256, 256, 258, 260, 260, 260]" in _outputs()
+    printed = "[250, 251, 252, 253, 254, 255, 256, 256, 258, 260, 260, 260]"
+    assert printed in lesson_outputs(NOTEBOOK)
 
 
 def test_the_drift_grows_in_float32_and_stays_tiny_in_float64(measure):
@@ -65,7 +55,7 @@ def test_the_drift_grows_in_float32_and_stays_tiny_in_float64(measure):
     assert measure("float64 drift, largest", f64.max()) < 1e-10
     # "grows overall with the shift": not step by step (it dips at s = 10, for one), but the
     # last four shifts' drifts are all above the first four's
-    assert "the change grows overall with the" in " ".join(_markdown().split())
+    assert "the change grows overall with the" in lesson_markdown(NOTEBOOK)
     assert f32[-4:].min() > f32[:4].max()
 
 
@@ -76,7 +66,7 @@ def test_the_learned_tables_untrained_rows_stayed_at_their_start():
     moved = position_demos.learned_rows_moved("learned-positions", 0)
     assert (f"{moved[:31].mean():.2f}", f"{moved[31:].mean():.2f}") == ("0.82", "0.03")
     assert moved[31:].max() < 0.05 < 0.5 < moved[:31].min()
-    out = _outputs()
+    out = lesson_outputs(NOTEBOOK)
     assert "moved 0.82 of their length" in out and "never read:      moved 0.03" in out
     # "Their 0.03 is weight decay": with no gradient AdamW only shrinks a row, by lr(step) *
     # weight_decay of itself at every step; over the variants' recipe that is 0.03 of it
@@ -84,7 +74,7 @@ def test_the_learned_tables_untrained_rows_stayed_at_their_start():
     for step in range(variants.RECIPE.steps):
         shrunk *= 1 - learning_rate(step, variants.RECIPE) * variants.RECIPE.weight_decay
     assert moved[31:] == pytest.approx(torch.full((97,), 1 - shrunk), abs=2e-3)
-    assert "Their 0.03 is weight decay" in _markdown()
+    assert "Their 0.03 is weight decay" in lesson_markdown(NOTEBOOK)
 
 
 def _code_cell(starts: str) -> str:
@@ -96,7 +86,7 @@ def _code_cell(starts: str) -> str:
 def test_the_next_lesson_link_names_a_lesson_that_exists():
     import re
 
-    links = re.findall(r"\]\((\d\d[a-z]?_[a-z_]+\.ipynb)\)", _markdown())
+    links = re.findall(r"\]\((\d\d[a-z]?_[a-z_]+\.ipynb)\)", lesson_markdown(NOTEBOOK))
     assert "08_transformer_block.ipynb" in links
     for link in links:
         assert (NOTEBOOK.parent / link).exists(), link
@@ -133,7 +123,7 @@ def test_the_lessons_reading_of_the_curves_holds(curves):
     beyond = {label: c[:, 32:].mean(1) for label, c in curves.items()}
     near = {label: m[32:39].mean().item() for label, m in means.items()}
     at_31 = {label: m[31].item() for label, m in means.items()}
-    out = _outputs()
+    out = lesson_outputs(NOTEBOOK)
     for label in KINDS.values():  # the printed table
         runs = " / ".join(f"{v:.2f}" for v in beyond[label])
         numbers = f"{inside[label]:6.3f}   {at_31[label]:6.3f}  {near[label]:6.3f}"
@@ -168,7 +158,7 @@ def test_the_lessons_reading_of_the_curves_holds(curves):
     assert min(near, key=near.get) == "RoPE"
     # "No positions rises from 0.124 at 31"
     assert f"{at_31['no positions']:.3f}" == "0.124" and means["no positions"][31:].min() > 0.1
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     for phrase in ("0.011 to 0.076 nats", "1.935 nats there and 3.360", "0.201 at 31, 2.356",
                    "0.062 over 32-38, against 0.163", "0.87 to 2.47", "0.75 to 0.83",
                    "rises from 0.124 at 31"):  # fmt: skip
@@ -177,7 +167,7 @@ def test_the_lessons_reading_of_the_curves_holds(curves):
 
 def test_the_claims_the_lesson_reads_say_what_it_says():
     lines = position_demos.position_claims("all")
-    out = _outputs()
+    out = lesson_outputs(NOTEBOOK)
     for line in lines:
         assert line in out, line
     held = [line for line in lines if line.endswith(": holds")]
@@ -189,7 +179,7 @@ def test_the_claims_the_lesson_reads_say_what_it_says():
         ["none", "ahead", "of", "sinusoidal"],
         ["none", "ahead", "of", "learned"],
     ]
-    text = _markdown()
+    text = lesson_markdown(NOTEBOOK)
     for phrase in ("by 3.077, bar 2.796", "by 2.620, bar 1.339", "a range of 1.6 nats",
                    "a gap of 4.791", "behind no positions by 0.782", "Three claims hold",
                    "0.267 against a bar of 0.026",
@@ -212,9 +202,10 @@ def test_no_number_the_prose_quotes_is_missing_from_the_outputs():
     is a gap the claims cell prints."""
     import re
 
-    text = re.sub(r"\$[^$]*\$|`[^`]*`", " ", _markdown())  # formulas and code left out
+    prose = lesson_markdown(NOTEBOOK)
+    text = re.sub(r"\$[^$]*\$|`[^`]*`", " ", prose)  # formulas and code left out
     numbers = set(re.findall(r"(?<![\w.])\d+\.\d+", text))
-    printed = _outputs()
+    printed = lesson_outputs(NOTEBOOK)
     derived = {"1.6"}  # RoPE's seed range, 2.47 - 0.87, tested above
     assert {n for n in numbers - derived if n not in printed} == set()
 
@@ -222,6 +213,6 @@ def test_no_number_the_prose_quotes_is_missing_from_the_outputs():
 def test_the_check_yourself_quotes_numbers_the_lesson_printed():
     cells = nbformat.read(NOTEBOOK, as_version=4).cells
     (check,) = [c.source for c in cells if c.cell_type == "code" and "ConceptCheck(" in c.source]
-    out = _outputs()
+    out = lesson_outputs(NOTEBOOK)
     for number in ("1.935", "0.062"):
         assert number in check and number in out, number

@@ -19,6 +19,7 @@ from course_lib import corpus, variants
 from course_lib.attention import causal_mask
 from course_lib.feedforward import gelu_slope, hidden_inputs, sublayer_changes, without_feedforward
 from course_lib.train import token_losses
+from helpers import lesson_markdown
 
 SEEDS = (0, 1, 2)
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "09_feed_forward.ipynb"
@@ -32,11 +33,6 @@ def models():
 @pytest.fixture(scope="module")
 def valid():
     return corpus.load_split("valid")
-
-
-def markdown() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
 
 
 # ---------------------------------------------------------------- one token at a time
@@ -185,7 +181,7 @@ def test_without_feedforward_leaves_the_model_as_it_was(models, valid):
 
 
 def test_the_prose_quotes_the_measured_numbers():
-    text = markdown()
+    text = lesson_markdown(NOTEBOOK)
     numbers = (
         "1.236 to 1.749", "0.005 with it", "a gap of 0.116 against a bar of 0.063",
         "1.482, is just short of its bar, 1.538", "(0.019 and 0.024 above the floor)", "(1.431)",
@@ -203,7 +199,7 @@ def test_the_subject_below_its_floor_is_as_the_prose_says(removed):
     subject = [g["subject"] for g in removed[1]]
     assert [round(s, 3) for s in subject] == [0.011, -0.061, 0.001]
     assert round(sum(subject) / 3, 3) == -0.016
-    text = markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "Seed 1's subject, and so the mean (-0.016), even ended *below* it" in text
     assert "never on average (lesson 03b met this first)" in text
 
@@ -224,7 +220,7 @@ def test_the_object_rule_is_as_the_lesson_says_and_not_linear_in_a_sum():
                     objects.add(noun)
             assert len(objects) == 8  # every object is possible whatever the subject
     assert kinds == ("dog", "cat", "bird", "fish")
-    text = markdown()
+    text = lesson_markdown(NOTEBOOK)
     assert "it is plural when exactly one of the two nouns is" in text
     assert "the object's rule is not a linear function of such a sum" in text
 

@@ -18,7 +18,7 @@ import torch
 from course_lib import corpus, sampling
 from course_lib.attention import causal_mask
 from course_lib.variants import load_trained
-from helpers import notebook_functions
+from helpers import lesson_markdown, lesson_outputs, notebook_functions
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "10_sampling_and_cost.ipynb"
 
@@ -31,16 +31,6 @@ def table():
 def _row(table, temperature, top_k=None):
     row = next(r for r in table["rows"] if r["temperature"] == temperature and r["top_k"] == top_k)
     return row["runs"]
-
-
-def _outputs() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return "\n".join(o.get("text", "") for c in cells if c.cell_type == "code" for o in c.outputs)
-
-
-def _text() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
 
 
 # ---------------------------------------------------------------- the table's claims
@@ -117,7 +107,7 @@ def test_the_lessons_attention_does_the_formulas_multiply_adds():
 
 
 def test_the_lessons_numbers_are_the_ones_its_text_quotes():
-    out, text = _outputs(), _text()
+    out, text = lesson_outputs(NOTEBOOK), lesson_markdown(NOTEBOOK)
     kept = int(re.search(r"(\d+)% of the 128 lines keep every rule", out).group(1))
     assert 75 <= kept <= 85  # "nearly a fifth" break a rule (the check-yourself question)
     sources = " ".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells)
@@ -148,7 +138,7 @@ def test_at_a_low_temperature_most_breaks_are_the_models_favourite_on_every_seed
         cold, warm = (sampling.favourite_breaks(model, t) for t in (0.2, 1.0))
         assert 2 * cold["favourite"] > cold["broken"] > 0  # "at 0.2 most are the favourite"
         assert 2 * warm["favourite"] < warm["broken"]  # "at 1 most are draws from the tail"
-    out = _outputs()
+    out = lesson_outputs(NOTEBOOK)
     assert "temperature 0.2: 9 of 128 lines break a rule; at 7 of them" in out
     assert "temperature 1: 23 of 128 lines break a rule; at 4 of them" in out
 

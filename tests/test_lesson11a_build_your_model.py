@@ -2,6 +2,7 @@
 uniform guess."""
 
 import math
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -11,6 +12,7 @@ import course_lib
 from course_lib import capstone, corpus, variants
 from course_lib.model import TinyTransformer
 from course_lib.mywork import earlier_work
+from helpers import stored_stdout
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11a_build_your_model.ipynb"
 CELLS = nbformat.read(NOTEBOOK, as_version=4).cells
@@ -31,10 +33,7 @@ def _args():
     return {name: getattr(variants.BASE, name) for name in capstone.SIZES}
 
 
-def _stored(marker):
-    """The stored stdout of the lesson's code cell whose source holds `marker`."""
-    cell = next(c for c in CELLS if c.cell_type == "code" and marker in c.source)
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+_stored = partial(stored_stdout, CELLS)  # what the cell holding a marker printed
 
 
 def test_the_lesson_names_todays_lessons():

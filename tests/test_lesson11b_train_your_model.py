@@ -4,6 +4,7 @@ lesson's stored run, and the saved file."""
 
 import re
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -12,6 +13,7 @@ import pytest
 import course_lib
 from course_lib import capstone, corpus, variants
 from course_lib.model import TinyTransformer
+from helpers import stored_stdout
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11b_train_your_model.ipynb"
 CELLS = nbformat.read(NOTEBOOK, as_version=4).cells
@@ -19,10 +21,7 @@ MARKDOWN = "\n".join(c.source for c in CELLS if c.cell_type == "markdown")
 SHIPPED = capstone.shipped_copy_curves()
 
 
-def _stored(marker):
-    """The stored stdout of the lesson's code cell whose source holds `marker`."""
-    cell = next(c for c in CELLS if c.cell_type == "code" and marker in c.source)
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+_stored = partial(stored_stdout, CELLS)  # what the cell holding a marker printed
 
 
 def _table():

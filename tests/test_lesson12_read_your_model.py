@@ -7,6 +7,7 @@ import contextlib
 import io
 import re
 import shutil
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -15,6 +16,7 @@ import torch
 
 from course_lib import ablation, capstone, corpus, heads, language, sampling, variants
 from course_lib.model import generate
+from helpers import stored_stdout
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "12_read_your_model.ipynb"
 CELLS = nbformat.read(NOTEBOOK, as_version=4).cells
@@ -22,10 +24,7 @@ MARKDOWN = "\n".join(c.source for c in CELLS if c.cell_type == "markdown")
 SKILLS = ("all", "subject", "induction", "object", "song", "bracket", "mark")
 
 
-def _stored(marker: str) -> str:
-    """The stored stdout of the lesson's code cell whose source holds `marker`."""
-    cell = next(c for c in CELLS if c.cell_type == "code" and marker in c.source)
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+_stored = partial(stored_stdout, CELLS)  # what the cell holding a marker printed
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from torch import nn
 from course_lib import corpus, viz
 from course_lib.kv_cache import token_costs
 from course_lib.variants import SEEDS, load_trained
+from helpers import lesson_markdown
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "13a_what_generation_recomputes.ipynb"
@@ -31,8 +32,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def prose() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
+    return lesson_markdown(NOTEBOOK)
 
 
 def _costs(config, T, cached):

@@ -21,7 +21,7 @@ from course_lib.gqa import kv_cache_bytes
 from course_lib.kv_cache import token_costs
 from course_lib.model import TinyTransformer, generate
 from course_lib.variants import SEEDS, load_trained
-from helpers import notebook_functions
+from helpers import lesson_markdown, notebook_functions
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "13b_kv_cache.ipynb"
 
@@ -33,8 +33,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def prose() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
+    return lesson_markdown(NOTEBOOK)
 
 
 def _costs(config, T, cached):

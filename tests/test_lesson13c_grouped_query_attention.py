@@ -16,7 +16,7 @@ from course_lib.gqa import as_multihead, kv_cache_bytes
 from course_lib.kv_cache import cached_forward, new_cache, token_costs
 from course_lib.model import TinyTransformer
 from course_lib.variants import BASE, stored_table
-from helpers import notebook_functions
+from helpers import lesson_markdown, notebook_functions
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "13c_grouped_query_attention.ipynb"
@@ -25,8 +25,7 @@ NOTEBOOK = (
 
 @pytest.fixture(scope="module")
 def prose() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
+    return lesson_markdown(NOTEBOOK)
 
 
 def test_grouped_attention_is_multi_head_attention_with_tied_heads():

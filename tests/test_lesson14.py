@@ -7,7 +7,6 @@ from dataclasses import asdict, fields
 from functools import partial
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -20,7 +19,7 @@ from course_lib.feedforward import SwiGLU, feedforward_parameters, swiglu_parame
 from course_lib.model import CHECKPOINT_DIR, ModelConfig, TinyTransformer
 from course_lib.positional import RotaryEmbedding
 from course_lib.train import TrainConfig, train
-from helpers import notebook_functions
+from helpers import lesson_markdown, notebook_functions
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_todays_block.ipynb"
 
@@ -36,8 +35,7 @@ def _fingerprint(model) -> list[float]:
 
 @pytest.fixture(scope="module")
 def prose() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
+    return lesson_markdown(NOTEBOOK)
 
 
 # ---------------------------------------------------------------- the defaults change nothing

@@ -3,7 +3,6 @@ the check's arithmetic; the prediction starts empty and is judged."""
 
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
@@ -11,13 +10,14 @@ from course_lib.exercises.lesson13a_what_generation_recomputes.rope_from import 
 from course_lib.exercises.lesson15a_sliding_window import attend_rolling_reference, rolled
 from course_lib.sliding_window import receptive_field, window_mask
 from course_lib.variants import load_trained
+from helpers import lesson_cells
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "15a_sliding_window.ipynb"
 
 
 @pytest.fixture(scope="module")
 def cells():
-    return nbformat.read(NOTEBOOK, as_version=4).cells
+    return lesson_cells(NOTEBOOK)
 
 
 def _outputs(cells) -> str:

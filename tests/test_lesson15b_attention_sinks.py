@@ -11,6 +11,7 @@ import torch
 from course_lib import corpus, sliding_window
 from course_lib.sliding_window import SETTINGS, load_results, measure
 from course_lib.variants import load_trained, trained_card
+from helpers import lesson_markdown
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "15b_attention_sinks.ipynb"
 
@@ -30,8 +31,7 @@ def _gaps(results, label, plain="window 32"):
 
 @pytest.fixture(scope="module")
 def prose() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
+    return lesson_markdown(NOTEBOOK)
 
 
 def test_the_table_holds_every_setting_tried_for_every_seed(results):

@@ -10,18 +10,9 @@ import pytest
 import torch
 
 from course_lib.tiled_attention import tile_steps
+from helpers import lesson_markdown, printed_by_cell
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "17a_online_softmax.ipynb"
-
-
-def _lesson_text() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
-
-
-def _outputs() -> list[str]:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return ["".join(o.get("text", "") for o in c.outputs) for c in cells if c.cell_type == "code"]
 
 
 # ---------------------------------------------------------------- the online softmax
@@ -39,7 +30,7 @@ def test_the_worked_example_by_hand():
     )  # fmt: skip
     weights = torch.softmax(torch.tensor(s, dtype=torch.float64), dim=0)
     assert float(weights @ torch.tensor(v, dtype=torch.float64)) == pytest.approx(acc / total)
-    text = _lesson_text()
+    text = lesson_markdown(NOTEBOOK)
     for quoted in ("1.3679", "23.679", "0.1353", "1.2034", "33.937", "28.200"):
         assert quoted in text
 
@@ -59,8 +50,8 @@ def test_the_predicted_factor_is_exp_of_the_old_max_minus_the_new():
 
 def test_one_matrix_at_a_real_models_size_is_128_GiB():
     assert 32 * 32768**2 * 4 == 128 * 2**30
-    said = next(o for o in _outputs() if "at T = 32768" in o)
-    assert said.endswith(": 128 GiB\n") and "128 GiB" in _lesson_text()
+    said = next(o for o in printed_by_cell(NOTEBOOK) if "at T = 32768" in o)
+    assert said.endswith(": 128 GiB\n") and "128 GiB" in lesson_markdown(NOTEBOOK)
 
 
 def test_the_prediction_is_judged_and_says_how_far_off():
@@ -71,7 +62,7 @@ def test_the_prediction_is_judged_and_says_how_far_off():
 
 
 def test_the_opening_refers_to_lesson_10_and_does_not_measure_again():
-    text = _lesson_text()
+    text = lesson_markdown(NOTEBOOK)
     assert "Lesson 10 measured" in text
     assert "allocations" not in "".join(
         c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells

@@ -10,7 +10,6 @@ the gradient comparison rounds, and its worst case is in its comment.
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -18,7 +17,7 @@ import torch.nn.functional as F
 from course_lib.attention import causal_mask
 from course_lib.memory import allocations, saved_for_backward
 from course_lib.tiled_attention import flash_attention, tiled_forward
-from helpers import notebook_functions
+from helpers import lesson_markdown, notebook_functions, printed_by_cell
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOK = NOTEBOOKS / "17b_tiled_memory_and_backward.ipynb"
@@ -34,16 +33,6 @@ def mine():
 def qkv(T, grad=False):
     g = torch.Generator().manual_seed(T)
     return [torch.randn(B, H, T, d, generator=g).requires_grad_(grad) for _ in range(3)]
-
-
-def _lesson_text() -> str:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return " ".join("\n".join(c.source for c in cells if c.cell_type == "markdown").split())
-
-
-def _outputs() -> list[str]:
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    return ["".join(o.get("text", "") for o in c.outputs) for c in cells if c.cell_type == "code"]
 
 
 # ---------------------------------------------------------------- what attention holds
@@ -147,7 +136,7 @@ def test_the_learners_backward_in_a_function_gives_torchs_gradients_and_saves_no
 
 
 def test_the_stored_tables_say_what_the_text_says():
-    out = _outputs()
+    out = printed_by_cell(NOTEBOOK)
     first = next(o for o in out if "one (B, H, T, 64) tile   yours: largest" in o)
     rows = {int(r.split()[0]): [float(x) for x in re.findall(r"([\d.]+) MiB", r)]
             for r in first.splitlines()[1:5]}  # fmt: skip
@@ -165,14 +154,14 @@ def test_the_stored_tables_say_what_the_text_says():
     assert all(a > b for a, b in zip(table["your online_attention"], table["lesson 02b attention"],
                                      strict=True))  # fmt: skip
     assert table["flash_attention"] == table["torch's kernel"]
-    text = _lesson_text()
+    text = lesson_markdown(NOTEBOOK)
     for quoted in ("43.08", "17.50"):
         assert quoted in " ".join(saved)
     assert "Lesson 17a" in text and "(the last column)" in text
 
 
 def test_the_lesson_ends_by_saying_it_is_the_last_and_the_mask_is_not_counted():
-    text = _lesson_text()
+    text = lesson_markdown(NOTEBOOK)
     assert "This is the course's last lesson." in text
     assert "[lesson list](../README.md#the-lessons)" in text
     assert "## The lessons" in (NOTEBOOKS.parent / "README.md").read_text(encoding="utf-8")

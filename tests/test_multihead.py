@@ -10,6 +10,7 @@ from torch.testing import assert_close
 from course_lib.attention import causal_mask
 from course_lib.multihead import MultiHeadAttention
 from course_lib.positional import RotaryEmbedding
+from helpers import assert_fused_path_matches_scratch
 
 
 @pytest.mark.parametrize("d_model,heads,T", [(16, 1, 5), (16, 4, 7), (24, 3, 4), (32, 8, 9)])
@@ -32,13 +33,7 @@ def test_matches_torch_multihead_attention(d_model, heads, T, causal):
 def test_fused_path_agrees_with_from_scratch_path(causal):
     mha = MultiHeadAttention(32, 4, rope=RotaryEmbedding(8))
     x = torch.randn(3, 10, 32, requires_grad=True)
-    mask = causal_mask(10) if causal else None
-    fused = mha(x, mask)
-    scratch, _ = mha(x, mask, return_weights=True)
-    assert_close(fused, scratch)
-    (g_fused,) = torch.autograd.grad(fused.square().sum(), x)
-    (g_scratch,) = torch.autograd.grad(scratch.square().sum(), x)
-    assert_close(g_fused, g_scratch)
+    assert_fused_path_matches_scratch(mha, x, causal_mask(10) if causal else None)
 
 
 @pytest.mark.parametrize("heads", [1, 2, 4, 8, 16])

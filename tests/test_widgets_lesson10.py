@@ -10,7 +10,7 @@ from course_lib.model import generate
 from course_lib.widgets import SamplingExplorer
 from course_lib.widgets.base import STATIC_BUDGET
 from course_lib.widgets.lesson10 import LINES, PROMPTS, SHOWN
-from helpers import picture, stub
+from helpers import picture, set_controls, stub
 
 
 @pytest.fixture(scope="module")
@@ -18,16 +18,10 @@ def explorer():
     return SamplingExplorer()
 
 
-def _set(explorer, **values):
-    for name, value in values.items():
-        explorer.controls[name].value = value
-    return explorer.state()
-
-
 @pytest.mark.parametrize("temperature", [0, 0.5, 2.0])
 @pytest.mark.parametrize("top_k", [0, 3])
 def test_the_bars_are_the_samplers_distribution(explorer, temperature, top_k):
-    state = _set(explorer, prompt="verb", temperature=temperature, top_k=top_k)
+    state = set_controls(explorer, prompt="verb", temperature=temperature, top_k=top_k)
     text = dict(PROMPTS)["verb"]
     with torch.no_grad():
         logits = explorer.model(corpus.encode(text)[None])[0, -1]
@@ -46,7 +40,7 @@ def test_the_bars_are_the_samplers_distribution(explorer, temperature, top_k):
 
 
 def test_the_readout_counts_the_lines_that_keep_every_rule(explorer):
-    state = _set(explorer, prompt="object", temperature=2.0, top_k=0)
+    state = set_controls(explorer, prompt="object", temperature=2.0, top_k=0)
     ids, whose = explorer.lines("object", 2.0, None)
     kept = sum(sampling.rule_check(corpus.to_tokens(r)).broken is None for r in ids)
     assert f"{kept} of {LINES} sampled lines keep every rule" in state["readout"]
@@ -55,14 +49,14 @@ def test_the_readout_counts_the_lines_that_keep_every_rule(explorer):
         check = sampling.rule_check(corpus.to_tokens(row))
         assert broken == ("" if check.broken is None else corpus.VOCAB[row[check.broken]])
         assert line.endswith(" ".join(corpus.to_tokens(row)[4:]))
-    greedy = _set(explorer, temperature=0)
+    greedy = set_controls(explorer, temperature=0)
     first_line = greedy["readout"].split("\n")[0]
     assert greedy["distinct"] == 1 and first_line.endswith("1 different start (first 4 new tokens)")
 
 
 def test_a_change_redraws_the_picture(explorer):
     before = picture(explorer)
-    _set(explorer, prompt="free noun", temperature=1.5, top_k=2)
+    set_controls(explorer, prompt="free noun", temperature=1.5, top_k=2)
     assert picture(explorer) != before
 
 

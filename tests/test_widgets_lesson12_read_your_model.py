@@ -9,7 +9,7 @@ from course_lib import capstone, corpus
 from course_lib.model import generate
 from course_lib.widgets import KnockoutExplorer, TrainedHeadsExplorer
 from course_lib.widgets.lesson12_read_your_model import TRAINED_EXAMPLES
-from helpers import picture, stub
+from helpers import picture, set_controls, stub
 
 pytestmark = pytest.mark.explorers
 
@@ -24,15 +24,9 @@ def heads_explorer(run):
     return TrainedHeadsExplorer(run)
 
 
-def _set(explorer, **values):
-    for name, value in values.items():
-        explorer.controls[name].value = value
-    return explorer.state()
-
-
 @pytest.mark.parametrize("step", [250, 300])
 def test_the_map_is_the_chosen_steps_attention(heads_explorer, run, step):
-    state = _set(heads_explorer, example="the copy", step=step, layer=1, head=3, query=27)
+    state = set_controls(heads_explorer, example="the copy", step=step, layer=1, head=3, query=27)
     ids = corpus.encode(TRAINED_EXAMPLES["the copy"])[None]
     with torch.no_grad():
         _, weights = run.at(step)(ids, return_weights=True)
@@ -44,14 +38,14 @@ def test_the_map_is_the_chosen_steps_attention(heads_explorer, run, step):
 
 
 def test_the_copy_head_forms_between_250_and_300_on_the_copy_line(heads_explorer):
-    before = _set(heads_explorer, example="the copy", step=250, layer=1, head=3, query=27)
-    after = _set(heads_explorer, step=300)
+    before = set_controls(heads_explorer, example="the copy", step=250, layer=1, head=3, query=27)
+    after = set_controls(heads_explorer, step=300)
     assert before["bars"][2] < 0.1 < 0.9 < after["bars"][2]  # the second `with` -> `dog`
-    _set(heads_explorer, step=600)
+    set_controls(heads_explorer, step=600)
 
 
 def test_the_marks_are_the_detectors_pairs(heads_explorer):
-    state = _set(heads_explorer, example="the copy")
+    state = set_controls(heads_explorer, example="the copy")
     tokens = TRAINED_EXAMPLES["the copy"].split()
     for job, find in corpus.DETECTORS.items():
         assert sorted(state["marks"][job]) == sorted(find(tokens)), job
@@ -59,14 +53,16 @@ def test_the_marks_are_the_detectors_pairs(heads_explorer):
 
 def test_a_typed_line_is_shown_and_a_word_outside_the_vocabulary_is_named(heads_explorer):
     before = picture(heads_explorer)
-    state = _set(heads_explorer, sentence="Dogs near cat chase cats [ birds ] .cbc Cats near cat")
+    state = set_controls(
+        heads_explorer, sentence="Dogs near cat chase cats [ birds ] .cbc Cats near cat"
+    )
     assert state["tokens"][-3:] == ["Cats", "near", "cat"] and "your line" in state["message"]
     assert picture(heads_explorer) != before
-    state = _set(heads_explorer, sentence="Dogs chase the cat .")
+    state = set_controls(heads_explorer, sentence="Dogs chase the cat .")
     assert "Not shown" in state["message"] and "'the'" in state["message"]
     assert state["tokens"][-1] == "cat"  # the previous line stays
-    _set(heads_explorer, sentence="", example="the song")
-    _set(heads_explorer, example="the copy")
+    set_controls(heads_explorer, sentence="", example="the song")
+    set_controls(heads_explorer, example="the copy")
 
 
 @pytest.fixture(scope="module")
@@ -83,26 +79,26 @@ def knockout_explorer(run):
 
 def test_the_bars_are_the_chosen_rows_of_the_table(knockout_explorer):
     explorer, (labels, table) = knockout_explorer
-    state = _set(explorer, head=(1, 3), temperature=0.0)
+    state = set_controls(explorer, head=(1, 3), temperature=0.0)
     row = table[labels.index((1, 3))]
     assert list(state["excess"].values()) == pytest.approx(row.tolist())
     assert state["rise"]["induction"] == pytest.approx(float(row[2] - table[0, 2]))
     assert "layer 1, head 3 out" in state["readout"]
-    state = _set(explorer, head="none")
+    state = set_controls(explorer, head="none")
     assert state["rise"]["induction"] == 0
 
 
 def test_the_bar_axis_follows_the_bars_shown(knockout_explorer):
     explorer, (labels, table) = knockout_explorer
     for head in ("none", (1, 3), (0, 2)):
-        state = _set(explorer, head=head)
+        state = set_controls(explorer, head=head)
         tallest = max(*state["excess"].values(), *state["baseline"].values())
         low, high = state["bar_axis"]
         assert tallest < high <= 1.2 * tallest  # the tallest bar fills most of the height
         assert low <= min(0.0, *state["excess"].values())
-    small = _set(explorer, head="none")["bar_axis"][1]
-    assert small < 0.5 * _set(explorer, head=(0, 2))["bar_axis"][1]  # not one axis for all
-    _set(explorer, head="none")
+    small = set_controls(explorer, head="none")["bar_axis"][1]
+    assert small < 0.5 * set_controls(explorer, head=(0, 2))["bar_axis"][1]  # not one axis for all
+    set_controls(explorer, head="none")
 
 
 def test_each_explorer_starts_where_the_lesson_sends_the_learner(run, knockout_explorer):
@@ -114,22 +110,22 @@ def test_each_explorer_starts_where_the_lesson_sends_the_learner(run, knockout_e
 
 
 def test_the_heads_picture_names_its_line_and_step(heads_explorer):
-    _set(heads_explorer, example="the copy", step=300, layer=1, head=3)
+    set_controls(heads_explorer, example="the copy", step=300, layer=1, head=3)
     assert heads_explorer.ax_map.get_title().startswith(
         "the copy line: layer 1, head 3, after step 300"
     )
-    _set(heads_explorer, sentence="Dogs near cat chase cats [ birds ] .cbc Cats near cat")
+    set_controls(heads_explorer, sentence="Dogs near cat chase cats [ birds ] .cbc Cats near cat")
     assert heads_explorer.ax_map.get_title().startswith("your line: ")
-    _set(heads_explorer, sentence="", example="the song")
+    set_controls(heads_explorer, sentence="", example="the song")
     assert heads_explorer.ax_map.get_title().startswith("the song line: ")
-    _set(heads_explorer, example="the copy", step=600)
+    set_controls(heads_explorer, example="the copy", step=600)
 
 
 def test_the_lines_are_generate_with_the_head_knocked_out(knockout_explorer, run):
     from course_lib import ablation
 
     explorer, _ = knockout_explorer
-    state = _set(explorer, head=(1, 3), temperature=0.0)
+    state = set_controls(explorer, head=(1, 3), temperature=0.0)
     prompts = torch.stack([corpus.encode(p) for p in KnockoutExplorer.PROMPTS])
     with ablation.knockout(run.model, [(1, 3)]):
         want = generate(run.model, prompts, KnockoutExplorer.NUM_TOKENS, temperature=0)
@@ -138,7 +134,7 @@ def test_the_lines_are_generate_with_the_head_knocked_out(knockout_explorer, run
     assert (first["prompt"] + " " + first["new"]).split() == corpus.to_tokens(want[0])
     assert first["skill"] == "induction" and first["broken"] == 6  # the copy breaks
     assert "written by your generate" in explorer.text_title.get_text()  # in the picture
-    _set(explorer, head="none")
+    set_controls(explorer, head="none")
 
 
 def test_a_stub_generate_falls_back_to_the_courses_and_says_so(run, knockout_explorer):
@@ -159,16 +155,16 @@ def test_the_courses_generate_handed_out_by_earlier_work_is_not_called_yours(
 
 def test_the_bars_title_names_the_setting_shown(knockout_explorer):
     explorer, _ = knockout_explorer
-    _set(explorer, head="none")
+    set_controls(explorer, head="none")
     assert explorer.bars_title.get_text() == "each skill's excess, nothing knocked out"
     assert [t.get_text() for t in explorer.values_shown][:1] == [f"{explorer.table[0, 0]:.2f}"]
-    _set(explorer, head=(0, 2))
+    set_controls(explorer, head=(0, 2))
     assert explorer.bars_title.get_text() == "each skill's excess, L0 H2 knocked out"
-    _set(explorer, head="none")
+    set_controls(explorer, head="none")
 
 
 def test_the_query_bars_name_the_querys_token(heads_explorer):
-    _set(heads_explorer, example="the copy", query=27)
+    set_controls(heads_explorer, example="the copy", query=27)
     assert heads_explorer.ax_bars.get_title() == "query 27 'with': its weights over the keys"
     assert heads_explorer.ax_bars.get_xlabel() == "key"
     assert (

@@ -8,7 +8,7 @@ import torch
 from course_lib.sliding_window import window_mask
 from course_lib.widgets import WindowExplorer
 from course_lib.widgets.lesson15a_sliding_window import T
-from helpers import picture, stub
+from helpers import picture, set_controls, stub
 
 
 @pytest.fixture(scope="module")
@@ -16,16 +16,10 @@ def explorer():
     return WindowExplorer()
 
 
-def _set(explorer, **values):
-    for name, value in values.items():
-        explorer.controls[name].value = value
-    return explorer.state()
-
-
 @pytest.mark.parametrize("window", [1, 3, 8, 16])
 @pytest.mark.parametrize("layers", [1, 2, 4])
 def test_the_reach_grows_by_window_minus_one_a_layer(explorer, window, layers):
-    state = _set(explorer, window=window, layers=layers, sinks=0, query=T - 1)
+    state = set_controls(explorer, window=window, layers=layers, sinks=0, query=T - 1)
     assert np.array_equal(np.asarray(state["mask"]), window_mask(T, window).float().numpy())
     reach = np.asarray(state["reach"])  # (4, T), -1 for the layers not shown
     for layer in range(layers):
@@ -36,7 +30,7 @@ def test_the_reach_grows_by_window_minus_one_a_layer(explorer, window, layers):
 
 
 def test_a_sink_reaches_every_query_directly(explorer):
-    state = _set(explorer, window=4, layers=1, sinks=1, query=30)
+    state = set_controls(explorer, window=4, layers=1, sinks=1, query=30)
     reach = np.asarray(state["reach"])
     assert reach[0, 0] == 1 and reach[0, 1:27].sum() == 0 and reach[0, 27:31].all()
     assert "the sink (position 0) reaches it directly" in state["readout"]
@@ -62,19 +56,19 @@ def test_a_bad_mask_argument_is_named():
 
 def test_each_setting_draws_a_new_picture(explorer):
     before = picture(explorer)
-    _set(explorer, window=2)
+    set_controls(explorer, window=2)
     assert picture(explorer) != before
 
 
 def test_a_query_near_the_start_says_where_its_reach_stops(explorer):
-    state = _set(explorer, window=8, layers=4, sinks=0, query=20)
+    state = set_controls(explorer, window=8, layers=4, sinks=0, query=20)
     assert "reaches back 20 positions" in state["readout"]
     assert "it stops at position 0" in state["readout"]
-    assert "stops" not in _set(explorer, query=T - 1)["readout"]
+    assert "stops" not in set_controls(explorer, query=T - 1)["readout"]
 
 
 def test_the_blank_rows_say_why_they_are_blank(explorer):
-    _set(explorer, window=8, layers=2, sinks=0, query=T - 1)
+    set_controls(explorer, window=8, layers=2, sinks=0, query=T - 1)
     assert explorer.blank_note.get_text() == "L = 2: layers 3 to 4 not drawn"
-    _set(explorer, layers=4)
+    set_controls(explorer, layers=4)
     assert explorer.blank_note.get_text() == ""

@@ -10,18 +10,12 @@ import torch.nn.functional as F
 
 from course_lib.widgets import TileExplorer
 from course_lib.widgets.lesson17a_online_softmax import HATCH, SCORES
-from helpers import picture, stub
+from helpers import picture, set_controls, stub
 
 
 @pytest.fixture(scope="module")
 def explorer():
     return TileExplorer()
-
-
-def _set(explorer, **values):
-    for name, value in values.items():
-        explorer.controls[name].value = value
-    return explorer.state()
 
 
 @pytest.mark.parametrize("which", ["none", "front"])
@@ -31,7 +25,7 @@ def test_every_step_is_the_softmax_of_the_keys_read_so_far(explorer, tile, which
     v = explorer.v.double()
     tiles = math.ceil(len(SCORES) / tile)
     for step in range(1, explorer.controls["step"].max + 1):
-        state = _set(explorer, tile=tile, mask=which, step=step)
+        state = set_controls(explorer, tile=tile, mask=which, step=step)
         stop = min(min(step, tiles) * tile, len(SCORES))
         seen = [s for j, s in enumerate(SCORES[:stop]) if allowed[j]]
         if not seen:  # nothing the query may see: m = -inf, no terms, no output
@@ -56,14 +50,14 @@ def test_the_final_output_is_torchs_attention(explorer):
     for which in ("none", "front"):
         mask = explorer._mask(which)
         expected = F.scaled_dot_product_attention(explorer.q, explorer.k, explorer.v, mask)[0]
-        state = _set(explorer, tile=5, mask=which, step=1)
+        state = set_controls(explorer, tile=5, mask=which, step=1)
         assert state["final"] == pytest.approx(expected.tolist(), abs=1e-5)
-    _set(explorer, tile=4, mask="none", step=2)
+    set_controls(explorer, tile=4, mask="none", step=2)
 
 
 def test_what_the_lesson_says_to_try(explorer):
-    before = _set(explorer, tile=4, mask="none", step=1)
-    after = _set(explorer, tile=4, mask="none", step=2)
+    before = set_controls(explorer, tile=4, mask="none", step=1)
+    after = set_controls(explorer, tile=4, mask="none", step=2)
     # m rises; every earlier term shrinks by one factor; the output moves (here away from the
     # final one: tile 2's keys pull it elsewhere, and tile 3 brings it back)
     assert after["running_max"] > before["running_max"]
@@ -71,31 +65,31 @@ def test_what_the_lesson_says_to_try(explorer):
     assert np.allclose(ratios, math.exp(before["running_max"] - after["running_max"]))
     assert np.allclose(after["before"], before["terms"][:4])  # the black lines: the old terms
     assert not np.allclose(after["output"], before["output"], atol=0.05)
-    state = _set(explorer, tile=3, step=4)  # the last tile's largest score is below m
+    state = set_controls(explorer, tile=3, step=4)  # the last tile's largest score is below m
     assert "earlier terms x 1.000" in state["readout"] and max(SCORES[9:]) < state["running_max"]
-    state = _set(explorer, tile=4, mask="front", step=1)
+    state = set_controls(explorer, tile=4, mask="front", step=1)
     assert "m = -inf" in state["readout"]
-    state = _set(explorer, tile=12, mask="none", step=1)  # one tile: the plain softmax
+    state = set_controls(explorer, tile=12, mask="none", step=1)  # one tile: the plain softmax
     weights = torch.softmax(torch.tensor(SCORES, dtype=torch.float64), dim=0)
     assert state["terms"] == pytest.approx((weights / weights.max()).tolist(), abs=1e-6)
-    _set(explorer, tile=4, mask="none", step=2)
+    set_controls(explorer, tile=4, mask="none", step=2)
 
 
 def test_the_parts_of_the_tiles_are_told_apart_by_more_than_colour(explorer):
-    state = _set(explorer, tile=4, mask="none", step=2)
+    state = set_controls(explorer, tile=4, mask="none", step=2)
     assert state["hatches"] == [HATCH["earlier"]] * 4 + [HATCH["this"]] * 4 + [HATCH["unread"]] * 4
     assert len(set(HATCH.values())) == 3
 
 
 def test_steps_past_the_last_tile_show_the_last_and_say_so(explorer):
-    last = _set(explorer, tile=5, step=3)
-    beyond = _set(explorer, tile=5, step=6)
+    last = set_controls(explorer, tile=5, step=3)
+    beyond = set_controls(explorer, tile=5, step=6)
     assert (
         beyond["output"] == last["output"]
         and "makes 3 tiles: step 6 shows the last" in (beyond["readout"])
     )
-    assert "makes 1 tile:" in _set(explorer, tile=12, step=2)["readout"]
-    _set(explorer, tile=4, step=2)
+    assert "makes 1 tile:" in set_controls(explorer, tile=12, step=2)["readout"]
+    set_controls(explorer, tile=4, step=2)
 
 
 def _attention(q, k, v, mask=None, tile_size=64):
