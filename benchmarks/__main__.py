@@ -369,7 +369,33 @@ def variants_section() -> list[str]:
         excess = " / ".join(f"{r['valid']['all']:.4f}" for r in runs)
         cpu = sum(r["cpu_s"] for r in runs) / len(runs)
         out.append(f"| {name} | {table['parameters'][name]:,} | {excess} | {cpu:.0f} |")
-    return [*out, "", variants.markdown(table)]
+    return [*out, "", variants.markdown(table), *screens_section(table)]
+
+
+SCREENS = Path(__file__).resolve().parent / "screens"
+
+
+def screens_section(table: dict) -> list[str]:
+    """Each screen kept in benchmarks/screens/ (`python -m course_lib.variants --screen`): the
+    rows its variants complete, beside the same rows of data/variants.json."""
+    out = []
+    for path in sorted(SCREENS.glob("*.json")):
+        screened = json.loads(path.read_text(encoding="utf-8"))
+        first = variants._first_names()  # an alias ("layers-2" is "base") trains once
+        trained = dict.fromkeys(r["variant"] for r in screened["runs"])
+        names = ", ".join(n for n in trained if first[variants.VARIANTS[n]] == n)
+        out += [
+            "",
+            f"### A screen at {screened['recipe']['steps']:,} steps (benchmarks/screens/"
+            f"{path.name})",
+            "",
+            f"The variants {names} trained over the same seeds for "
+            f"{screened['recipe']['steps']:,} steps instead of {table['recipe']['steps']:,}, "
+            "every other setting the table's; data/variants.json keeps its own runs.",
+            "",
+            variants.compared(screened, table),
+        ]
+    return out
 
 
 def _trained(table: dict) -> set[str]:

@@ -158,9 +158,11 @@ def test_bench_reprints_the_variant_file_with_every_claim():
     from course_lib import variants
 
     table = json.loads(variants.RESULTS.read_text(encoding="utf-8"))
-    text = "\n".join(variants_section())
+    text, *screens = "\n".join(variants_section()).split("\n### A screen at ")
     claims = [c for row in table["rows"] for c in row["claims"]]
     assert text.count(" | yes |") + text.count(" | no |") == len(claims)
+    # then each screen kept in benchmarks/screens/, a row per claim it completes
+    assert [s.split(" ")[0] for s in screens] == ["4,000"]
     for name in table["configs"]:
         assert f"| {name} | {table['parameters'][name]:,} |" in text
 

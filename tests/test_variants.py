@@ -167,3 +167,21 @@ def test_a_screen_aliases_a_config_trained_under_its_first_name():
     named = {(r["variant"], r["seed"]) for r in variants._with_aliases(runs)}
     assert ("layers-2", 0) in named and ("base", 2) in named
     assert not any(r["variant"] == "heads-1" for r in variants._with_aliases(runs))
+
+
+def test_each_kept_screen_checks_its_rows_from_its_own_runs():
+    from benchmarks.__main__ import SCREENS
+
+    screens = sorted(SCREENS.glob("*.json"))
+    assert screens, "benchmarks/screens/ holds the 4,000-step screen"
+    for path in screens:
+        screened = json.loads(path.read_text(encoding="utf-8"))
+        names = {row["name"] for row in screened["rows"]}
+        rows = [row for row in variants.ROWS if row.name in names]
+        checked = json.loads(json.dumps(variants.verdicts(screened["runs"], rows)))  # as stored
+        assert screened["rows"] == checked, path.name
+        assert len(screened["runs"]) >= 3 * len({r["variant"] for r in screened["runs"]})
+        assert screened["recipe"] == {
+            **screened["recipe"],
+            **{k: v for k, v in variants.stored_table()["recipe"].items() if k != "steps"},
+        }, "a screen changes the steps only"
