@@ -77,7 +77,7 @@ def test_the_reference_passes_its_own_check(exercise):
 
 
 # each runs a model or a training loop once per bug: in `make test`, not `make quick`
-SLOW_HINT_CHECKS = {"train_loop", "generate", "generate_cached", "train_step"}
+SLOW_HINT_CHECKS = {"train_loop", "generate", "generate_cached"}
 
 
 @pytest.mark.parametrize("exercise", _each(EXERCISES, SLOW_HINT_CHECKS))
