@@ -15,7 +15,7 @@ import torch
 
 from benchmarks import attention, explorers, kernels, notebooks, training
 from benchmarks.class_capacity import kept_section, with_section
-from course_lib import variants
+from course_lib import variant_screens, variants
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -376,7 +376,7 @@ SCREENS = Path(__file__).resolve().parent / "screens"
 
 
 def screens_section(table: dict) -> list[str]:
-    """Each screen kept in benchmarks/screens/ (`python -m course_lib.variants --screen`): the
+    """Each screen kept in benchmarks/screens/ (`python -m course_lib.variant_screens`): the
     rows its variants complete, beside the same rows of data/variants.json."""
     out = []
     for path in sorted(SCREENS.glob("*.json")):
@@ -393,7 +393,7 @@ def screens_section(table: dict) -> list[str]:
             f"{screened['recipe']['steps']:,} steps instead of {table['recipe']['steps']:,}, "
             "every other setting the table's; data/variants.json keeps its own runs.",
             "",
-            variants.compared(screened, table),
+            variant_screens.compared(screened, table),
         ]
     return out
 

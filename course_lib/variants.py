@@ -4,7 +4,7 @@
     python -m course_lib.variants --jobs 2   # two at a time, one torch thread each
     python -m course_lib.variants --missing  # train only variants not yet in the file
     python -m course_lib.variants --save     # train and ship the models of CHECKPOINTS
-    python -m course_lib.variants --screen 4000 --only base,no-positions --out screen.json
+    python -m course_lib.variant_screens 4000 base,no-positions screen.json
                                              # a screen: those variants at 4,000 steps, the
                                              # rows they complete beside the stored table's
     python -m course_lib.train               # the same models, then lesson 11b's stand-in
@@ -341,55 +341,6 @@ def _with_aliases(runs: list[dict]) -> list[dict]:
     ]  # fmt: skip
 
 
-def screen(names: list[str], steps: int, jobs: int = 1) -> dict:
-    """Train `names` over SEEDS for `steps` steps each (every other setting the table's) and
-    return the rows whose every variant was trained, checked as the table's are. A screen of
-    a direction before the whole table is retrained; data/variants.json is left alone."""
-    for name in names:
-        if name not in VARIANTS:
-            raise ValueError(f"names: expected variants of VARIANTS, got {name!r}")
-    positive_steps = isinstance(steps, int) and not isinstance(steps, bool) and steps > 0
-    if not positive_steps:
-        raise ValueError(f"steps: expected a positive int, got {steps!r}")
-    first = _first_names()
-    trained = list(dict.fromkeys(first[VARIANTS[name]] for name in names))
-    args = [(name, seed, steps) for name in trained for seed in SEEDS]
-    if jobs == 1:
-        runs = [_job(a) for a in args]
-    else:
-        with get_context("spawn").Pool(jobs) as pool:
-            runs = pool.map(_job, args)
-    runs = _with_aliases(runs)
-    have = {run["variant"] for run in runs}
-    rows = verdicts(runs, [row for row in ROWS if {v for pair in row.pairs for v in pair} <= have])
-    return {"recipe": asdict(replace(RECIPE, steps=steps)), "seeds": list(SEEDS), "runs": runs,
-            "rows": rows, "torch": torch.__version__}  # fmt: skip
-
-
-def compared(screened: dict, table: dict) -> str:
-    """Each claim of a screen beside the same claim in `table` (data/variants.json) as
-    markdown: gap, bar and verdict at each number of steps."""
-    steps, before = screened["recipe"]["steps"], table["recipe"]["steps"]
-    stored = {(row["name"], c["better"], c["worse"], c["skill"]): c
-              for row in table["rows"] for c in row["claims"]}  # fmt: skip
-    lines = [
-        f"| row | better | worse | skill | gap, {steps} steps | bar | holds | "
-        f"gap, {before} steps | bar | holds |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in screened["rows"]:
-        split = "" if row["split"] == "valid" else " (long)"
-        for c in row["claims"]:
-            old = stored.get((row["name"], c["better"], c["worse"], c["skill"]))
-            was = (f"{old['gap']:.4f} | {old['bar']:.4f} | {'yes' if old['holds'] else 'no'}"
-                   if old else "- | - | -")  # fmt: skip
-            lines.append(
-                f"| {row['name']} | {c['better']} | {c['worse']} | {c['skill']}{split} | "
-                f"{c['gap']:.4f} | {c['bar']:.4f} | {'yes' if c['holds'] else 'no'} | {was} |"
-            )
-    return "\n".join(lines)
-
-
 def main(argv=None) -> None:
     """python -m course_lib.variants, as the module's docstring says (lesson 01b)."""
     parser = argparse.ArgumentParser(description="Train every variant over three seeds.")
@@ -404,16 +355,6 @@ def main(argv=None) -> None:
         "and train only the rest (a run is the same on one thread wherever it is repeated)",
     )
     parser.add_argument(
-        "--screen",
-        type=int,
-        metavar="STEPS",
-        help="train only the variants of --only, each for STEPS steps, write the rows they "
-        "complete to --out and print them beside the stored table's; data/variants.json is "
-        "left alone",
-    )
-    parser.add_argument("--only", default="", help="with --screen: variants, comma-separated")
-    parser.add_argument("--out", type=Path, help="with --screen: the JSON file to write")
-    parser.add_argument(
         "--save",
         action="store_true",
         help="train the variants of CHECKPOINTS and write their weights and cards; nothing else",
@@ -427,13 +368,6 @@ def main(argv=None) -> None:
         return
     if args.markdown:
         print(markdown(json.loads(RESULTS.read_text(encoding="utf-8"))))
-        return
-    if args.screen is not None:
-        if not args.only or args.out is None:
-            parser.error("--screen needs --only (the variants) and --out (the file to write)")
-        screened = screen(args.only.split(","), args.screen, args.jobs)
-        args.out.write_text(json.dumps(screened, indent=1) + "\n", encoding="utf-8")
-        print(compared(screened, stored_table()))
         return
     names = list(_first_names().values())
     kept = stored_runs(names) if args.missing else []

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from course_lib import language, variants
+from course_lib import language, variant_screens, variants
 from course_lib.model import ModelConfig
 
 
@@ -137,7 +137,7 @@ def test_a_trained_variant_that_is_not_shipped_is_named():
 def test_a_screen_trains_only_its_variants_and_checks_the_rows_they_complete():
     before = variants.RESULTS.read_bytes()
     # "layers-2" is another name of "base": it is trained once, under "base"
-    screened = variants.screen(["1-layer-heads-1", "1-layer-heads-2"], steps=3)
+    screened = variant_screens.screen(["1-layer-heads-1", "1-layer-heads-2"], steps=3)
     assert variants.RESULTS.read_bytes() == before  # the shipped table is left alone
     assert screened["recipe"]["steps"] == 3 and screened["seeds"] == list(variants.SEEDS)
     assert sorted((r["variant"], r["seed"]) for r in screened["runs"]) == [
@@ -151,15 +151,17 @@ def test_a_screen_trains_only_its_variants_and_checks_the_rows_they_complete():
     assert again["valid"] == next(
         r["valid"] for r in screened["runs"] if (r["variant"], r["seed"]) == ("1-layer-heads-2", 1)
     )
-    text = variants.compared(screened, variants.stored_table())
+    text = variant_screens.compared(screened, variants.stored_table())
     assert "| gap, 3 steps |" in text and "gap, 2000 steps" in text
 
 
 def test_a_screen_names_a_bad_variant_or_step_count():
-    with pytest.raises(ValueError, match="names: expected variants of VARIANTS, got 'bass'"):
-        variants.screen(["bass"], steps=10)
+    with pytest.raises(
+        ValueError, match="names: expected variants of course_lib.variants.VARIANTS, got 'bass'"
+    ):
+        variant_screens.screen(["bass"], steps=10)
     with pytest.raises(ValueError, match="steps: expected a positive int, got 0"):
-        variants.screen(["base"], steps=0)
+        variant_screens.screen(["base"], steps=0)
 
 
 def test_a_screen_aliases_a_config_trained_under_its_first_name():

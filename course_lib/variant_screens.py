@@ -1,0 +1,96 @@
+"""Screens of the variant table: some variants trained over the table's three seeds for
+another number of steps, the rows they complete checked as the table's are, and shown beside
+the table's own (benchmarks/RESULTS.md shows the screens kept in benchmarks/screens/).
+
+    python -m course_lib.variant_screens 4000 base,no-positions screen.json [--jobs 2]
+
+A screen tries a direction before the whole table is retrained on it; data/variants.json,
+which the lessons read, is left alone.
+"""
+
+import argparse
+import json
+from dataclasses import asdict, replace
+from multiprocessing import get_context
+from pathlib import Path
+
+import torch
+
+from course_lib import variants
+
+
+def screen(names: list[str], steps: int, jobs: int = 1) -> dict:
+    """Train `names` over the table's seeds for `steps` steps each (every other setting the
+    table's) and return the rows whose every variant was trained, checked as the table's are;
+    data/variants.json is left alone."""
+    for name in names:
+        if name not in variants.VARIANTS:
+            raise ValueError(
+                f"names: expected variants of course_lib.variants.VARIANTS, got {name!r}"
+            )
+    positive_steps = isinstance(steps, int) and not isinstance(steps, bool) and steps > 0
+    if not positive_steps:
+        raise ValueError(f"steps: expected a positive int, got {steps!r}")
+    first = variants._first_names()
+    trained = list(dict.fromkeys(first[variants.VARIANTS[name]] for name in names))
+    args = [(name, seed, steps) for name in trained for seed in variants.SEEDS]
+    if jobs == 1:
+        runs = [variants._job(a) for a in args]
+    else:
+        with get_context("spawn").Pool(jobs) as pool:
+            runs = pool.map(variants._job, args)
+    runs = variants._with_aliases(runs)
+    have = {run["variant"] for run in runs}
+    rows = variants.verdicts(
+        runs, [row for row in variants.ROWS if {v for pair in row.pairs for v in pair} <= have]
+    )
+    recipe = asdict(replace(variants.RECIPE, steps=steps))
+    seeds = list(variants.SEEDS)
+    return {
+        "recipe": recipe,
+        "seeds": seeds,
+        "runs": runs,
+        "rows": rows,
+        "torch": torch.__version__,
+    }
+
+
+def compared(screened: dict, table: dict) -> str:
+    """Each claim of a screen beside the same claim in `table` (data/variants.json) as
+    markdown: gap, bar and verdict at each number of steps."""
+    steps, before = screened["recipe"]["steps"], table["recipe"]["steps"]
+    stored = {(row["name"], c["better"], c["worse"], c["skill"]): c
+              for row in table["rows"] for c in row["claims"]}  # fmt: skip
+    lines = [
+        f"| row | better | worse | skill | gap, {steps} steps | bar | holds | "
+        f"gap, {before} steps | bar | holds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in screened["rows"]:
+        split = "" if row["split"] == "valid" else " (long)"
+        for c in row["claims"]:
+            old = stored.get((row["name"], c["better"], c["worse"], c["skill"]))
+            was = (f"{old['gap']:.4f} | {old['bar']:.4f} | {'yes' if old['holds'] else 'no'}"
+                   if old else "- | - | -")  # fmt: skip
+            lines.append(
+                f"| {row['name']} | {c['better']} | {c['worse']} | {c['skill']}{split} | "
+                f"{c['gap']:.4f} | {c['bar']:.4f} | {'yes' if c['holds'] else 'no'} | {was} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    """python -m course_lib.variant_screens, as the module's docstring says."""
+    parser = argparse.ArgumentParser(description="Screen some variants at another step count.")
+    parser.add_argument("steps", type=int, help="AdamW steps per run (the table's: 2,000)")
+    parser.add_argument("only", help="the variants, comma-separated")
+    parser.add_argument("out", type=Path, help="the JSON file to write")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
+    args = parser.parse_args(argv)
+    screened = screen(args.only.split(","), args.steps, args.jobs)
+    args.out.write_text(json.dumps(screened, indent=1) + "\n", encoding="utf-8")
+    print(compared(screened, variants.stored_table()))
+
+
+if __name__ == "__main__":
+    main()
