@@ -34,6 +34,19 @@ def kernel_path() -> str:
     return f"{torch.backends.cpu.get_cpu_capability()} ({chosen or 'this CPU native'})"
 
 
+def pytest_configure(config):
+    # a notebook's kernel that died on the way up (a port taken by another process's kernel
+    # in the same instant) is started again: tools/kernel_start.py
+    try:
+        import nbval.kernel
+    except ImportError:  # the browser test runs without the nbval plugin
+        return
+    from tools.kernel_start import retrying
+
+    if not hasattr(nbval.kernel.start_new_kernel, "__wrapped__"):
+        nbval.kernel.start_new_kernel = retrying(nbval.kernel.start_new_kernel)
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--lesson-budget",
