@@ -383,7 +383,7 @@ def screens_section(table: dict) -> list[str]:
         screened = json.loads(path.read_text(encoding="utf-8"))
         first = variants._first_names()  # an alias ("layers-2" is "base") trains once
         trained = dict.fromkeys(r["variant"] for r in screened["runs"])
-        names = ", ".join(n for n in trained if first[variants.VARIANTS[n]] == n)
+        names = ", ".join(n for n in trained if first.get(variants.VARIANTS.get(n)) == n)
         out += [
             "",
             f"### A screen at {screened['recipe']['steps']:,} steps (benchmarks/screens/"

@@ -112,7 +112,7 @@ def test_a_backward_that_rebuilds_the_whole_weight_matrix_is_caught():
 
     found = run_backward(whole)
     assert not found.passed and found.bug == "whole matrix", found.message
-    assert "(1, 2, 64, 128)" in found.message
+    assert "(1, 2, 80, 128)" in found.message
 
 
 def test_a_backward_that_rebuilds_each_heads_weights_is_caught():
@@ -137,7 +137,7 @@ def test_a_backward_that_rebuilds_each_heads_weights_is_caught():
 
     found = run_backward(per_head)
     assert not found.passed and found.bug == "whole matrix", found.message
-    assert "(64, 128)" in found.message and "one tile of weights" in found.steps[0]
+    assert "(80, 128)" in found.message and "one tile of weights" in found.steps[0]
 
 
 def test_a_backward_through_the_courses_flash_attention_is_named():

@@ -105,3 +105,78 @@ def test_a_backward_over_every_key_a_row_at_a_time_is_named():
 def test_the_lessons_backward_still_passes():
     found = run_backward(notebook_functions("tiled_backward")["tiled_backward"])
     assert found.passed, found.message
+
+
+def per_head_rows(q, k, v, mask=None, tile_size=64):
+    """Each head on its own, 2-D, one query row's whole softmax at a time: the exponentials
+    have only a key axis, (T_k,)."""
+    *lead, T_q, d = q.shape
+    q_, k_, v_ = (t.reshape(-1, *t.shape[-2:]) for t in (q, k, v))
+    full = None if mask is None else torch.broadcast_to(mask, (*lead, T_q, k.shape[-2]))
+    full = None if full is None else full.reshape(-1, T_q, k.shape[-2])
+    out = torch.empty(q_.shape[0], T_q, v.shape[-1], dtype=q.dtype)
+    for n in range(q_.shape[0]):
+        for i in range(T_q):
+            s = k_[n] @ q_[n, i] / math.sqrt(d)  # (T_k,)
+            if full is not None:
+                s = s.masked_fill(~full[n, i], -INF)
+            out[n, i] = torch.softmax(s, -1) @ v_[n]
+    return out.reshape(*lead, T_q, v.shape[-1])
+
+
+def _rows_exponentiated(power: bool):
+    def rows(q, k, v, mask=None, tile_size=64):
+        out = []
+        for i in range(q.shape[-2]):
+            s = _scores(q, k, mask, i, i + 1)
+            shifted = s - s.amax(dim=-1, keepdim=True)
+            e = math.e**shifted if power else torch.exp(input=shifted)
+            out.append(e @ v / e.sum(dim=-1, keepdim=True))
+        return torch.cat(out, dim=-2)
+
+    return rows
+
+
+rows_by_power = _rows_exponentiated(power=True)  # a row at a time as math.e ** s
+rows_by_keyword = _rows_exponentiated(power=False)  # a row at a time as torch.exp(input=s)
+
+
+@pytest.mark.parametrize(
+    "wrong", [per_head_rows, rows_by_power, rows_by_keyword], ids=["per head", "power", "keyword"]
+)
+def test_a_row_softmax_however_it_is_shaped_or_spelled_is_named(wrong):
+    found = run_online(wrong)
+    assert not found.passed and found.bug == "all keys at once", found.message
+
+
+def flattened_tiles(q, k, v, mask=None, tile_size=64):
+    """A right tile loop whose running maximum, sum and output keep every (batch, head,
+    query) row on one flat axis: (B * H * T_q,), a size the probe must not take for keys."""
+    *lead, T_q, d = q.shape
+    T_k = k.shape[-2]
+    q3, k3, v3 = (t.reshape(-1, *t.shape[-2:]) for t in (q, k, v))  # (N, T, width)
+    full = None if mask is None else torch.broadcast_to(mask, (*lead, T_q, T_k))
+    full = None if full is None else full.reshape(-1, T_q, T_k)
+    rows = q3.shape[0] * T_q
+    m = torch.full((rows,), -INF, dtype=q.dtype)
+    total = torch.zeros_like(m)
+    acc = torch.zeros(rows, v.shape[-1], dtype=q.dtype)
+    for a in range(0, T_k, tile_size):
+        s = q3 @ k3[:, a : a + tile_size].transpose(1, 2) / math.sqrt(d)  # (N, T_q, t)
+        if full is not None:
+            s = s.masked_fill(~full[..., a : a + tile_size], -INF)
+        s = s.reshape(rows, -1)  # (rows, t)
+        new = torch.maximum(m, s.amax(-1))
+        shift = torch.where(torch.isinf(new), 0.0, new)
+        c = torch.exp(m - shift)
+        p = torch.exp(s - shift[:, None])
+        total = total * c + p.sum(-1)
+        pv = p.reshape(q3.shape[0], T_q, -1) @ v3[:, a : a + tile_size]  # (N, T_q, d_v)
+        acc = acc * c[:, None] + pv.reshape(rows, -1)
+        m = new
+    return (acc / total[:, None]).reshape(*lead, T_q, v.shape[-1])
+
+
+def test_a_tile_loop_on_flattened_rows_passes():
+    found = run_online(flattened_tiles)
+    assert found.passed, found.message

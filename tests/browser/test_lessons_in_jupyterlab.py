@@ -127,6 +127,8 @@ def run_to_the_end(page, runnable: int, server_log: Path | None = None) -> None:
     deadline = time.monotonic() + RUN_ALL_TIMEOUT_MS / 1000
     start_run_all(page)
     while True:
+        if time.monotonic() > deadline:  # a dialog that keeps coming back (a dying kernel)
+            raise RunAllStalled(stall_report(page, runnable, server_log))
         left_ms = max(1_000, int((deadline - time.monotonic()) * 1000))
         try:
             page.wait_for_function(RAN_OR_ASKED, arg=runnable, timeout=left_ms, polling=250)
@@ -139,9 +141,9 @@ def run_to_the_end(page, runnable: int, server_log: Path | None = None) -> None:
 
 def stall_report(page, runnable: int, server_log: Path | None) -> str:
     """Why Run All looks stuck, in a few lines: the page's state and the server's last words."""
-    try:
-        state = page.evaluate(RUN_STATE)
-    except Exception as error:  # a crashed page still gets its server log reported
+    try:  # page.evaluate has no timeout: a page whose script is stuck would hang it
+        state = page.wait_for_function(f"() => ({RUN_STATE})()", timeout=5_000).json_value()
+    except Exception as error:  # a stuck or crashed page still gets its server log reported
         state = f"(the page did not answer: {error})"
     lines = [f"Run All: {runnable} code cells to run in {RUN_ALL_TIMEOUT_MS / 1000:.0f} s; "
              f"the page showed {state}"]  # fmt: skip
@@ -397,6 +399,7 @@ class LessonTabs:
         """Wait until the kernels of closed lessons have been stopped."""
         for stop in self.stopping:
             stop.join(timeout=timeout)
+            assert not stop.is_alive(), f"the server took over {timeout} s to stop a kernel"
 
     def _stop(self, sessions: list[str]) -> None:
         for session in sessions:
@@ -517,6 +520,8 @@ def test_learners_copy_runs_and_every_explorer_responds(path, tabs, lab, artefac
             # page and kernel: a lesson that hangs for itself stalls again and fails
             stalled = str(first)
             warnings.warn(f"{path.name}: Run All stalled, tried once more. {stalled}", stacklevel=1)
+            with contextlib.suppress(Exception):
+                page.screenshot(path=shots / "stalled.png")
             tabs.close(path.name, failed=True)
             tabs.wait_for_stopped()  # else the old session's stop could take the new kernel
             page = tabs.open(path.name)

@@ -72,20 +72,20 @@ def sdpa_gradients(q, k, v, grad_out, mask=None):
     return torch.autograd.grad(out, (q, k, v), grad_out)
 
 
-# the probe's problem: 64 queries, tiles of 8 keys over 128. A tensor of one head's whole
-# (T_q, T_k) scores holds 64 * 128 = 8192 numbers, which is the limit; the largest a tile loop
-# needs holds B * H * T_q * 16 = 2048 (the per-tile maxima of all 16 tiles, if kept; one
-# tile's scores of every head holds 1024, k and v 2048), 4 times fewer. So a function that
+# the probe's problem: 80 queries, tiles of 8 keys over 128. A tensor of one head's whole
+# (T_q, T_k) scores holds 80 * 128 = 10240 numbers, which is the limit; the largest a tile
+# loop makes holds B * H * T_q * 16 = 2560 (the maxima of all 16 tiles, if kept; a copy of k
+# or v holds 2048, one tile's scores of every head 1280), 4 times fewer. So a function that
 # takes the whole softmax one head at a time is caught, and every tile passes. A function that
-# takes it one query row at a time holds less than a tile, so the probe also watches the
-# exponentials: in a tile loop none has 128 keys along any axis, and T_q differs from T_k so
-# that a query axis is never taken for a key axis.
-PROBE = {"B": 1, "H": 2, "T_q": 64, "T_k": 128, "d": 8, "tile_size": 8}
+# takes it a query row at a time holds less than a tile, so the probe also watches what is
+# exponentiated: in a tile loop nothing has 128 along any axis, however it is reshaped, since
+# no other size or product of sizes is 128 (B * H * T_q = 160, T_q * tile = 640).
+PROBE = {"B": 1, "H": 2, "T_q": 80, "T_k": 128, "d": 8, "tile_size": 8}
 WHOLE = PROBE["T_q"] * PROBE["T_k"]
 # the torch functions that exponentiate: a softmax of any kind is built on one of them
 EXPONENTIALS = frozenset(
     {"exp", "exp_", "exp2", "exp2_", "expm1", "expm1_", "softmax", "_softmax", "log_softmax",
-     "logsumexp", "softmin"}
+     "logsumexp", "softmin", "__rpow__"}
 )  # fmt: skip
 
 
@@ -108,7 +108,7 @@ class _Watch(TorchFunctionMode):
     """Notes the first floating-point tensor any torch function returns with at least `limit`
     elements, any call of F.scaled_dot_product_attention, any torch call made from inside the
     course's tiled code, any made with gradients on, and the first exponential (EXPONENTIALS)
-    of a tensor with `keys` along one of its axes after the batch and head axes. `outer` is the
+    of a tensor with `keys` along one of its axes. `outer` is the
     code of the frame the learner's function is called from: the stack is read from the torch
     call out to it."""
 
@@ -134,11 +134,11 @@ class _Watch(TorchFunctionMode):
             frame = frame.f_back
         return found
 
-    def _over_all_keys(self, name: str, args) -> str | None:
-        """'exp of (1, 2, 1, 128)' if the tensor exponentiated has every key along an axis
-        after the batch and head axes, else None."""
-        t = args[0] if args else None
-        if isinstance(t, torch.Tensor) and self.keys in tuple(t.shape)[2:]:
+    def _over_all_keys(self, name: str, args, kwargs) -> str | None:
+        """'exp of (1, 2, 1, 128)' if the tensor exponentiated (passed first, or as `input`)
+        has every key along one of its axes, else None."""
+        t = args[0] if args else kwargs.get("input")
+        if isinstance(t, torch.Tensor) and self.keys in t.shape:
             return f"{name} of {tuple(t.shape)}"
         return None
 
@@ -148,7 +148,7 @@ class _Watch(TorchFunctionMode):
         if self.course is None:
             self.course = self._course_caller()
         if self.all_keys is None and getattr(func, "__name__", "") in EXPONENTIALS:
-            self.all_keys = self._over_all_keys(func.__name__, args)
+            self.all_keys = self._over_all_keys(func.__name__, args, kwargs or {})
         out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, tuple | list) else (out,):
             if (
