@@ -20,13 +20,14 @@ import math
 import torch
 
 from course_lib.attention import causal_mask
-from course_lib.exercises.core import FAILED, PASSED, Bug, Case, Exercise, Verdict, run
+from course_lib.exercises.core import PASSED, Bug, Case, Exercise, Verdict, run
 from course_lib.exercises.lesson17a_online_softmax.inputs import (
     PROBE,
     left_padding,
     qkv,
     randn,
     random_mask,
+    refused,
     scores_of,
     sdpa_gradients,
     watch,
@@ -230,76 +231,56 @@ def run_backward(fn) -> Verdict:
         prepare,
     )
     if seen.fused:
-        return Verdict(
-            False,
+        return refused(
             "tiled_backward: your function calls torch's F.scaled_dot_product_attention, the "
             "reference the check compares with",
-            (
-                "Taking its gradients passes every number and teaches nothing: write the five "
-                "products of the backward, tile by tile, with torch's plain operations.",
-                f"See {IDEA}.",
-            ),
-            FAILED,
+            "Taking its gradients passes every number and teaches nothing: write the five "
+            "products of the backward, tile by tile, with torch's plain operations.",
+            IDEA,
             "torch's kernel",
         )
     if seen.course is not None:
-        return Verdict(
-            False,
+        return refused(
             f"tiled_backward: your function calls the course's own {seen.course}, "
             "which already does what the exercise asks",
-            (
-                "Letting the course's tiled code take the gradients passes every number and "
-                "teaches nothing: write the five products of the backward, tile by tile, with "
-                "torch's plain operations.",
-                f"See {IDEA}.",
-            ),
-            FAILED,
+            "Letting the course's tiled code take the gradients passes every number and "
+            "teaches nothing: write the five products of the backward, tile by tile, with "
+            "torch's plain operations.",
+            IDEA,
             "the course's loop",
         )
     if seen.autograd:
-        return Verdict(
-            False,
+        return refused(
             "tiled_backward: your function switches autograd back on and lets it take the "
             "gradients",
-            (
-                "Autograd through a tiled forward keeps every tile for its backward, which is "
-                "what this exercise does without: take no gradient with autograd; write the "
-                "five products of the backward, tile by tile, with torch's plain operations.",
-                f"See {IDEA}.",
-            ),
-            FAILED,
+            "Autograd through a tiled forward keeps every tile for its backward, which is "
+            "what this exercise does without: take no gradient with autograd; write the "
+            "five products of the backward, tile by tile, with torch's plain operations.",
+            IDEA,
             "autograd",
         )
     if seen.whole is not None:
-        return Verdict(
-            False,
+        return refused(
             f"tiled_backward: your gradients are right, but your function made a tensor of "
             f"shape {seen.whole}, as large as all of one head's weights at once "
             f"({PROBE['T_q']} queries, {PROBE['T_k']} keys, tile_size {PROBE['tile_size']})",
-            (
-                "Your backward rebuilds the whole weight matrix (of all heads, or of one "
-                "head at a time), which is what autograd "
-                "through lesson 02b's attention keeps. Rebuild one tile of weights at a time "
-                "from lse, and use it at once for that tile's share of dq, dk and dv.",
-                f"See {IDEA}.",
-            ),
-            FAILED,
+            "Your backward rebuilds the whole weight matrix (of all heads, or of one "
+            "head at a time), which is what autograd "
+            "through lesson 02b's attention keeps. Rebuild one tile of weights at a time "
+            "from lse, and use it at once for that tile's share of dq, dk and dv.",
+            IDEA,
             "whole matrix",
         )
     if seen.all_keys is not None:
-        return Verdict(
-            False,
+        return refused(
             f"tiled_backward: your gradients are right, but your function rebuilds weights "
             f"over all {PROBE['T_k']} keys at once ({seen.all_keys}, tile_size "
             f"{PROBE['tile_size']})",
-            (
-                "Your backward takes exp(scores - lse) of every key at once, one query row "
-                "(or a few) at a time: little memory, but not the tile loop the exercise asks "
-                "for. Rebuild one tile of weights, for all the queries together, and use it at "
-                "once for that tile's share of dq, dk and dv.",
-                f"See {IDEA}.",
-            ),
-            FAILED,
+            "Your backward takes exp(scores - lse) of every key at once, one query row "
+            "(or a few) at a time: little memory, but not the tile loop the exercise asks "
+            "for. Rebuild one tile of weights, for all the queries together, and use it at "
+            "once for that tile's share of dq, dk and dv.",
+            IDEA,
             "all keys at once",
         )
     return Verdict(

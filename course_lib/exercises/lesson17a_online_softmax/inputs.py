@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from course_lib.exercises.core import FAILED, Verdict
+
 # the modules of the course's own tiled code and of this checker: a learner's function that
 # calls into them passes every number without writing the loop (lesson 17a imports
 # tile_steps, lesson 17b tiled_attention, tiled_forward and flash_attention, for their own
@@ -178,3 +180,9 @@ def watch(call, prepare=None) -> Watched:
         except Exception:  # the learner's code, on a problem of its own: reported as far as it got
             pass
     return Watched(seen.whole, seen.fused, seen.course, seen.autograd, seen.all_keys)
+
+
+def refused(message: str, cause: str, idea: str, bug: str) -> Verdict:
+    """The verdict on right numbers reached the wrong way, as the probe saw it: its message,
+    the cause, then where the lesson explains the idea (lessons 17a and 17b)."""
+    return Verdict(False, message, (cause, f"See {idea}."), FAILED, bug)

@@ -13,13 +13,14 @@ import torch
 import torch.nn.functional as F
 
 from course_lib.attention import causal_mask
-from course_lib.exercises.core import FAILED, PASSED, Bug, Case, Exercise, Verdict, run
+from course_lib.exercises.core import PASSED, Bug, Case, Exercise, Verdict, run
 from course_lib.exercises.lesson17a_online_softmax.inputs import (
     PROBE,
     left_padding,
     qkv,
     randn,
     random_mask,
+    refused,
     sdpa_gradients,
     watch,
 )
@@ -383,41 +384,37 @@ def run_online(fn) -> Verdict:
         return verdict
     seen = watch(lambda q, k, v, tile: fn(q, k, v, tile_size=tile))
     if seen.fused:
-        return Verdict(
-            False,
+        return refused(
             "online_attention: your function calls torch's F.scaled_dot_product_attention, "
             "the reference the check compares with",
-            (FUSED_CAUSE, f"See {IDEA}."),
-            FAILED,
+            FUSED_CAUSE,
+            IDEA,
             "torch's kernel",
         )
     if seen.course is not None:
-        return Verdict(
-            False,
+        return refused(
             f"online_attention: your function calls the course's own {seen.course}, "
             "which already does what the exercise asks",
-            (COURSE_CAUSE, f"See {IDEA}."),
-            FAILED,
+            COURSE_CAUSE,
+            IDEA,
             "the course's loop",
         )
     if seen.whole is not None:
-        return Verdict(
-            False,
+        return refused(
             f"online_attention: your numbers are right, but your function made a tensor of "
             f"shape {seen.whole}, as large as all of one head's scores at once "
             f"({PROBE['T_q']} queries, {PROBE['T_k']} keys, tile_size {PROBE['tile_size']})",
-            (WHOLE_MATRIX_CAUSE, f"See {IDEA}."),
-            FAILED,
+            WHOLE_MATRIX_CAUSE,
+            IDEA,
             "whole matrix",
         )
     if seen.all_keys is not None:
-        return Verdict(
-            False,
+        return refused(
             f"online_attention: your numbers are right, but your function takes the softmax "
             f"over all {PROBE['T_k']} keys at once ({seen.all_keys}, tile_size "
             f"{PROBE['tile_size']})",
-            (ALL_KEYS_CAUSE, f"See {IDEA}."),
-            FAILED,
+            ALL_KEYS_CAUSE,
+            IDEA,
             "all keys at once",
         )
     cases, grads = len(ONLINE_ATTENTION.case_list()), len(GRADIENTS.case_list())
