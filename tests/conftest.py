@@ -8,8 +8,11 @@ import pytest
 
 import course_lib
 from course_lib.runtime import one_thread
+from tools.slow_tests import listed
 
 matplotlib.use("Agg")
+
+MEASURED_SLOW = frozenset(listed())  # tests/slow_tests.txt: see tools/slow_tests.py
 
 
 def pytest_collection_modifyitems(config, items):
@@ -19,6 +22,9 @@ def pytest_collection_modifyitems(config, items):
         uses = getattr(item, "fixturenames", ())  # a notebook cell (nbval) has none
         if item.path.name.startswith("test_widgets") or "built_explorer" in uses:
             item.add_marker(pytest.mark.explorers)
+        # Tests measured at 0.05 s or more: `make quick` leaves them to `make test` too.
+        if item.nodeid in MEASURED_SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
