@@ -32,7 +32,7 @@ def test_tradeoff_figure_labels_every_setting_and_no_two_labels_overlap():
     fig.draw(renderer)
     labels = [t for t in ax.texts if t.get_text()]
     said = {t.get_text().split(" (")[0] for t in labels}
-    assert {"T=0.5", "T=0.8", "T=1", "k=5", "k=10", "T=1.5, k=3"} <= said
+    assert {"temp 0.5", "temp 0.8", "temp 1", "k=5", "k=10", "temp 1.5, k=3"} <= said
     assert len(labels) == len(table["rows"]) - 1  # k=1 shares greedy's point and label
     boxes = [Text.get_window_extent(t, renderer) for t in labels]  # the words, not the lines
     for i, a in enumerate(boxes):
@@ -42,7 +42,7 @@ def test_tradeoff_figure_labels_every_setting_and_no_two_labels_overlap():
     # to the right, each label joined to its own point by a line
     plotted = {tuple(xy) for line in ax.lines for xy in line.get_xydata()}
     crowded = [t for t in labels if t.xy[0] > table["samples"] - 2.5]
-    assert {t.get_text() for t in crowded} >= {"T=0.5", "T=0.8", "T=1", "k=5", "k=10"}
+    assert {t.get_text() for t in crowded} >= {"temp 0.5", "temp 0.8", "temp 1", "k=5", "k=10"}
     for t in crowded:
         assert t.arrow_patch is not None and tuple(t.xy) in plotted, t.get_text()
         assert t.xyann[0] > table["samples"]  # right of every point

@@ -9,11 +9,11 @@ from course_lib.viz.style import BLUE, GREEN, ORANGE, _numbers, new_figure
 
 def _setting(row) -> str:
     if row["top_k"] is None:
-        return f"T={row['temperature']:g}"
+        return f"temp {row['temperature']:g}"  # not T: lesson 10's T is the sequence length
     return (
         f"k={row['top_k']}"
         if row["temperature"] == 1
-        else f"T={row['temperature']:g}, k={row['top_k']}"
+        else f"temp {row['temperature']:g}, k={row['top_k']}"
     )
 
 
@@ -46,8 +46,8 @@ def tradeoff_figure(table: dict) -> Figure:
             yerr[0].append(k.mean() - k.min())
             yerr[1].append(k.max() - k.mean())
             said = _setting(row)
-            if said == "T=0":
-                said = "T=0 (greedy), the same lines as k=1"
+            if said == "temp 0":
+                said = "temp 0 (greedy), the same lines as k=1"
             (dx, dy), align = offsets[colour]
             if said == "k=1" or (colour == GREEN and row["temperature"] == 1):
                 continue  # drawn already: greedy's point, top-3's at temperature 1
