@@ -125,6 +125,9 @@ def test_what_the_sink_rows_show(results):
     for label in ("window 15 + 1 sink, own position", "window 15 + 1 sink, cache position"):
         gaps = _gaps(results, label, "window 16")
         assert gaps[0] > 0 and gaps[2] > 0
+    # "by at most 0.020 with a cache of 16, up on all three"
+    one_in_16 = _gaps(results, "window 15 + 1 sink, cache position", "window 16")
+    assert min(one_in_16) > 0 and round(max(one_in_16), 3) == 0.020
     # 35 entries: "seed 1 gains 0.378, where the same sinks beside a window of 29 gain 0.483"
     assert round(-_gaps(results, "window 32 + 3 sinks, cache positions")[1], 3) == 0.378
     assert round(-_gaps(results, "window 29 + 3 sinks, cache positions")[1], 3) == 0.483
@@ -237,7 +240,8 @@ def test_every_line_opens_with_a_preposition_and_its_noun():
 
 def test_the_prose_quotes_the_numbers_above(prose):
     for said in ("4.3 nats", "0.47 nats", "0.002 and 0.014", "0.017 to 0.020", "0.378", "0.483",
-                 "at most 0.014 nats", "full attention's 2.7", "0.483 and 0.489 on seed 1",
+                 "at most 0.014 nats", "at most 0.020 with a cache of 16, up on all three",
+                 "full attention's 2.7", "0.483 and 0.489 on seed 1",
                  "by 0.023 to 0.035", "0.095 lower", "more than 25 times (seed 0)",
                  "at least 4 times", "against 0.001", "0.474 nats", "0.050 to 0.524",
                  "0.173 against a bar of 1.42", "0.87 to 2.47", "$L(W - 1) = 62$",

@@ -60,3 +60,30 @@ def test_make_quick_does_not_collect_a_listed_test():
     )
     assert node in everything.stdout, everything.stdout + everything.stderr
     assert node not in collected.stdout
+
+
+def test_writing_the_list_keeps_unmeasured_tests_that_still_exist(tmp_path, monkeypatch):
+    here = "tests/test_slow_tests.py::"
+    listed = tmp_path / "slow_tests.txt"
+    listed.write_text(
+        "# a comment\n"
+        f"{here}test_a_renamed_test_is_not_still_there\n"  # not measured (deselected): kept
+        f"{here}test_that_was_renamed\n"  # gone: dropped
+        "tests/test_b.py::test_quick\n",  # measured under the threshold: dropped
+        encoding="utf-8",
+    )
+    durations = tmp_path / "durations.txt"
+    durations.write_text(
+        "1.62s call     tests/test_a.py::test_forming\n"
+        "0.42s call     tests/test_b.py::test_table[window 29 + 3 sinks, cache positions]\n"
+        "0.03s call     tests/test_b.py::test_quick\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(slow_tests, "LIST", listed)
+    assert slow_tests.main([str(durations)]) == 0
+    assert slow_tests.listed(listed) == [
+        "tests/test_a.py::test_forming",
+        "tests/test_b.py::test_table[window 29 + 3 sinks, cache positions]",
+        f"{here}test_a_renamed_test_is_not_still_there",
+    ]
+    assert slow_tests.main([]) == 2  # no durations file: the usage, and nothing written

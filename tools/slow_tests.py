@@ -39,8 +39,10 @@ def durations(text: str) -> dict[str, float]:
     return dict(total)
 
 
-def listed(path: Path = LIST) -> list[str]:
-    """The node ids on the list, without its comments and blank lines."""
+def listed(path: Path | None = None) -> list[str]:
+    """The node ids on the list (tests/slow_tests.txt unless another path), without its
+    comments and blank lines."""
+    path = path or LIST
     if not path.exists():
         return []
     lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
@@ -68,7 +70,7 @@ def main(argv: list[str]) -> int:
     kept = {node for node in listed() if node not in measured and still_there(node)}
     LIST.write_text(HEADER + "".join(f"{node}\n" for node in sorted(slow | kept)), encoding="utf-8")
     print(
-        f"{LIST.relative_to(ROOT)}: {len(slow | kept)} tests ({len(slow)} measured at "
+        f"{LIST.name}: {len(slow | kept)} tests ({len(slow)} measured at "
         f"{THRESHOLD_S} s or more, {len(kept)} kept from the list)"
     )
     return 0

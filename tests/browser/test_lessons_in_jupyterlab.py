@@ -123,9 +123,17 @@ def run_to_the_end(page, runnable: int, server_log: Path | None = None) -> None:
     the kernel JupyterLab proposes and running all again if it asks for one meanwhile.
 
     Raises RunAllStalled, naming what the page showed and the server log's last lines, if
-    the cells have not all run within RUN_ALL_TIMEOUT_MS."""
+    the cells have not all run within RUN_ALL_TIMEOUT_MS, or if no cell started at all (a
+    kernel that never came up: JupyterLab asks which kernel to start, again and again)."""
+
+    def start() -> None:
+        try:
+            start_run_all(page)
+        except AssertionError as error:  # tools.lab_page: Run All did not start the notebook
+            raise RunAllStalled(f"{error}\n{stall_report(page, runnable, server_log)}") from None
+
     deadline = time.monotonic() + RUN_ALL_TIMEOUT_MS / 1000
-    start_run_all(page)
+    start()
     while True:
         if time.monotonic() > deadline:  # a dialog that keeps coming back (a dying kernel)
             raise RunAllStalled(stall_report(page, runnable, server_log))
@@ -136,7 +144,7 @@ def run_to_the_end(page, runnable: int, server_log: Path | None = None) -> None:
             raise RunAllStalled(stall_report(page, runnable, server_log)) from None
         if not accept_kernel_dialog(page):
             return
-        start_run_all(page)
+        start()
 
 
 def stall_report(page, runnable: int, server_log: Path | None) -> str:
@@ -457,6 +465,26 @@ def assert_slip_is_flagged(page, explorer, shots: Path) -> None:
     explorer.screenshot(path=shots / "learner_attention_differs.png")
 
 
+def test_a_kernel_that_never_starts_is_a_stall_with_its_report(monkeypatch, tmp_path):
+    # no browser: a page that answers nothing, and a Run All that gives up as tools.lab_page
+    # does when JupyterLab keeps asking which kernel to start
+    def gives_up(page):
+        raise AssertionError("Run All Cells did not start the notebook (3 clicks, 4 dialogs)")
+
+    class SilentPage:
+        def wait_for_function(self, *args, **kwargs):
+            raise PlaywrightTimeout("no answer")
+
+    log = tmp_path / "server.log"
+    log.write_text("[I] Kernel started\n[E] Kernel died before replying to kernel_info\n")
+    monkeypatch.setitem(globals(), "start_run_all", gives_up)
+    with pytest.raises(RunAllStalled) as stalled:
+        run_to_the_end(SilentPage(), 12, log)
+    said = str(stalled.value)
+    assert "did not start the notebook (3 clicks, 4 dialogs)" in said
+    assert "the page did not answer" in said and "Kernel died before replying" in said
+
+
 def test_a_stored_lesson_shows_its_explorers_stills_before_running(tabs):
     """The course's lesson as stored: while the widget does not exist yet, JupyterLab falls
     back to each explorer's HTML part (ranked before its PNG), the still, which must show its
@@ -516,8 +544,9 @@ def test_learners_copy_runs_and_every_explorer_responds(path, tabs, lab, artefac
             run_to_the_end(page, facts["runnable"], server_log)
         except RunAllStalled as first:
             # Once in CI a lesson that runs in 7 s here stalled for the whole 240 s, with
-            # nothing left to say why. Say what the page showed, then try once more on a fresh
-            # page and kernel: a lesson that hangs for itself stalls again and fails
+            # nothing left to say why; once here a kernel never started (4 kernel dialogs). Say
+            # what the page showed, then try once more on a fresh page and kernel: a lesson
+            # that hangs for itself stalls again and fails
             stalled = str(first)
             warnings.warn(f"{path.name}: Run All stalled, tried once more. {stalled}", stacklevel=1)
             with contextlib.suppress(Exception):
