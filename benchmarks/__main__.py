@@ -6,6 +6,7 @@ python -m benchmarks --quick    # fewer repetitions, no `make test` timing
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -384,18 +385,55 @@ def screens_section(table: dict) -> list[str]:
         first = variants._first_names()  # an alias ("layers-2" is "base") trains once
         trained = dict.fromkeys(r["variant"] for r in screened["runs"])
         names = ", ".join(n for n in trained if first.get(variants.VARIANTS.get(n)) == n)
+        now = variant_screens.label(screened["recipe"], table)
         out += [
             "",
-            f"### A screen at {screened['recipe']['steps']:,} steps (benchmarks/screens/"
-            f"{path.name})",
+            f"### A screen at {now} (benchmarks/screens/{path.name})",
             "",
-            f"The variants {names} trained over the same seeds for "
-            f"{screened['recipe']['steps']:,} steps instead of {table['recipe']['steps']:,}, "
-            "every other setting the table's; data/variants.json keeps its own runs.",
+            f"The variants {names} trained over the same seeds at {now} instead of "
+            f"{variant_screens.label(table['recipe'], screened)}, every other setting the "
+            "table's; data/variants.json keeps its own runs."
+            + _tally(screened, table)
+            + _diverged(screened["runs"], table),
             "",
             variant_screens.compared(screened, table),
         ]
     return out
+
+
+def _tally(screened: dict, table: dict) -> str:
+    """A sentence counting the claims a screen holds, against the same claims in `table`."""
+    stored = {(row["name"], c["better"], c["worse"], c["skill"]): c["holds"]
+              for row in table["rows"] for c in row["claims"]}  # fmt: skip
+    claims = [(row["name"], c["better"], c["worse"], c["skill"], c["holds"])
+              for row in screened["rows"] for c in row["claims"]]  # fmt: skip
+    held = sum(c[-1] for c in claims)
+    before = sum(stored.get(c[:4], False) for c in claims)
+    return (
+        f" {held} of these {len(claims)} claims hold, against {before} with the table's "
+        f"recipe; a base model's run took {_base_cpu(screened['runs'])} s of CPU."
+    )
+
+
+def _base_cpu(runs: list[dict]) -> str:
+    """The base model's CPU seconds per seed in a screen, "81-87" (or "-" if not screened)."""
+    cpu = [r["cpu_s"] for r in runs if r["variant"] == "base"]
+    return f"{min(cpu):.0f}-{max(cpu):.0f}" if cpu else "-"
+
+
+def _diverged(runs: list[dict], table: dict) -> str:
+    """A sentence naming the runs of a screen that ended worse than a uniform guess over the
+    vocabulary (or not a number), or "" where none did."""
+    vocab = table["configs"]["base"]["vocab_size"]
+    worst = math.log(vocab) - table["floor"]["valid"]["all"]  # a uniform guess's excess
+    first = variants._first_names()
+    bad = [f"{r['variant']} seed {r['seed']}" for r in runs
+           if first.get(variants.VARIANTS.get(r["variant"])) == r["variant"]
+           and not r["valid"]["all"] <= worst]  # fmt: skip
+    if not bad:
+        return ""
+    return (f" Diverged (excess above a uniform guess's {worst:.2f}, or not a number): "
+            f"{', '.join(bad)}.")  # fmt: skip
 
 
 def _trained(table: dict) -> set[str]:

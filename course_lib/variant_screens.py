@@ -1,8 +1,10 @@
 """Screens of the variant table: some variants trained over the table's three seeds for
-another number of steps, the rows they complete checked as the table's are, and shown beside
-the table's own (benchmarks/RESULTS.md shows the screens kept in benchmarks/screens/).
+another number of steps or at another learning rate, the rows they complete checked as the
+table's are, and shown beside the table's own (benchmarks/RESULTS.md shows the screens kept in
+benchmarks/screens/).
 
     python -m course_lib.variant_screens 4000 base,no-positions screen.json [--jobs 2]
+    python -m course_lib.variant_screens 2000 base,heads-1 screen.json --lr 0.01
 
 A screen tries a direction before the whole table is retrained on it; data/variants.json,
 which the lessons read, is left alone.
@@ -19,10 +21,10 @@ import torch
 from course_lib import variants
 
 
-def screen(names: list[str], steps: int, jobs: int = 1) -> dict:
-    """Train `names` over the table's seeds for `steps` steps each (every other setting the
-    table's) and return the rows whose every variant was trained, checked as the table's are;
-    data/variants.json is left alone."""
+def screen(names: list[str], steps: int, jobs: int = 1, *, lr: float | None = None) -> dict:
+    """Train `names` over the table's seeds for `steps` steps each, at learning rate `lr` where
+    given (every other setting the table's), and return the rows whose every variant was
+    trained, checked as the table's are; data/variants.json is left alone."""
     for name in names:
         if name not in variants.VARIANTS:
             raise ValueError(
@@ -31,9 +33,13 @@ def screen(names: list[str], steps: int, jobs: int = 1) -> dict:
     positive_steps = isinstance(steps, int) and not isinstance(steps, bool) and steps > 0
     if not positive_steps:
         raise ValueError(f"steps: expected a positive int, got {steps!r}")
+    positive_lr = isinstance(lr, (int, float)) and not isinstance(lr, bool) and 0 < lr < 1
+    if lr is not None and not positive_lr:
+        raise ValueError(f"lr: expected a learning rate between 0 and 1, or None, got {lr!r}")
+    changes = {"steps": steps, **({} if lr is None else {"lr": float(lr)})}
     first = variants._first_names()
     trained = list(dict.fromkeys(first[variants.VARIANTS[name]] for name in names))
-    args = [(name, seed, steps) for name in trained for seed in variants.SEEDS]
+    args = [(name, seed, changes) for name in trained for seed in variants.SEEDS]
     if jobs == 1:
         runs = [variants._job(a) for a in args]
     else:
@@ -44,7 +50,7 @@ def screen(names: list[str], steps: int, jobs: int = 1) -> dict:
     rows = variants.verdicts(
         runs, [row for row in variants.ROWS if {v for pair in row.pairs for v in pair} <= have]
     )
-    recipe = asdict(replace(variants.RECIPE, steps=steps))
+    recipe = asdict(replace(variants.RECIPE, **changes))
     seeds = list(variants.SEEDS)
     return {
         "recipe": recipe,
@@ -55,15 +61,25 @@ def screen(names: list[str], steps: int, jobs: int = 1) -> dict:
     }
 
 
+def label(recipe: dict, table: dict) -> str:
+    """What a screen's `recipe` changes from `table`'s: "4,000 steps", "learning rate 0.01"
+    (both, joined by "and", where both differ; the steps where nothing does)."""
+    base = table["recipe"]
+    parts = [f"{recipe['steps']:,} steps"] if recipe["steps"] != base["steps"] else []
+    if recipe["lr"] != base["lr"]:
+        parts.append(f"learning rate {recipe['lr']:g}")
+    return " and ".join(parts) or f"{recipe['steps']:,} steps"
+
+
 def compared(screened: dict, table: dict) -> str:
     """Each claim of a screen beside the same claim in `table` (data/variants.json) as
-    markdown: gap, bar and verdict at each number of steps."""
-    steps, before = screened["recipe"]["steps"], table["recipe"]["steps"]
+    markdown: gap, bar and verdict with the screen's recipe and with the table's."""
+    steps, before = label(screened["recipe"], table), label(table["recipe"], screened)
     stored = {(row["name"], c["better"], c["worse"], c["skill"]): c
               for row in table["rows"] for c in row["claims"]}  # fmt: skip
     lines = [
-        f"| row | better | worse | skill | gap, {steps} steps | bar | holds | "
-        f"gap, {before} steps | bar | holds |",
+        f"| row | better | worse | skill | gap, {steps} | bar | holds | "
+        f"gap, {before} | bar | holds |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in screened["rows"]:
@@ -81,13 +97,16 @@ def compared(screened: dict, table: dict) -> str:
 
 def main(argv=None) -> None:
     """python -m course_lib.variant_screens, as the module's docstring says."""
-    parser = argparse.ArgumentParser(description="Screen some variants at another step count.")
+    parser = argparse.ArgumentParser(
+        description="Screen some variants at another step count or learning rate."
+    )
     parser.add_argument("steps", type=int, help="AdamW steps per run (the table's: 2,000)")
     parser.add_argument("only", help="the variants, comma-separated")
     parser.add_argument("out", type=Path, help="the JSON file to write")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
+    parser.add_argument("--lr", type=float, help="peak learning rate (the table's: 0.003)")
     args = parser.parse_args(argv)
-    screened = screen(args.only.split(","), args.steps, args.jobs)
+    screened = screen(args.only.split(","), args.steps, args.jobs, lr=args.lr)
     args.out.write_text(json.dumps(screened, indent=1) + "\n", encoding="utf-8")
     print(compared(screened, variants.stored_table()))
 

@@ -4,9 +4,10 @@
     python -m course_lib.variants --jobs 2   # two at a time, one torch thread each
     python -m course_lib.variants --missing  # train only variants not yet in the file
     python -m course_lib.variants --save     # train and ship the models of CHECKPOINTS
-    python -m course_lib.variant_screens 4000 base,no-positions screen.json
-                                             # a screen: those variants at 4,000 steps, the
-                                             # rows they complete beside the stored table's
+    python -m course_lib.variant_screens 4000 base,no-positions screen.json [--lr 0.01]
+                                             # a screen: those variants at 4,000 steps (or
+                                             # another learning rate), the rows they complete
+                                             # beside the stored table's
     python -m course_lib.train               # the same models, then lesson 11b's stand-in
 
 Each variant is one model with one thing changed (D = 64, 4 heads, d_ff = 256, two layers,
@@ -175,17 +176,15 @@ def split_floor(split: str) -> dict[str, float]:
     return corpus.split_floor(split)
 
 
-def train_run(variant: str, seed: int, *, curve: bool = False, steps: int | None = None) -> dict:
-    """Train one variant from `seed` with the capstone's recipe (for `steps` steps instead of
-    its 2,000, where given: a screen); return its measurements (lesson 01b)."""
-    return _trained(variant, seed, curve=curve, steps=steps)[1]
+def train_run(variant: str, seed: int, *, curve: bool = False, **changes) -> dict:
+    """Train one variant from `seed` with the capstone's recipe, `changes` to it where given
+    (a screen's steps=4000 or lr=0.01); return its measurements (lesson 01b)."""
+    return _trained(variant, seed, curve=curve, **changes)[1]
 
 
-def _trained(
-    variant: str, seed: int, *, curve: bool, steps: int | None = None
-) -> tuple[TinyTransformer, dict]:
+def _trained(variant: str, seed: int, *, curve: bool, **changes) -> tuple[TinyTransformer, dict]:
     torch.set_num_threads(1)
-    recipe = replace(RECIPE, seed=seed, **({} if steps is None else {"steps": steps}))
+    recipe = replace(RECIPE, seed=seed, **changes)  # a screen's steps or lr
     config = VARIANTS[variant]
     train_ids = load_split("train")
     valid_ids, valid_floor, valid_skills = floored_split("valid")
@@ -318,8 +317,8 @@ def jump_step(curve: list[list[float]]) -> int:
 
 
 def _job(args):
-    variant, seed, steps = args
-    return train_run(variant, seed, curve=variant == "base" and steps is None, steps=steps)
+    variant, seed, changes = args  # changes: the recipe's steps or lr, for a screen
+    return train_run(variant, seed, curve=variant == "base" and not changes, **changes)
 
 
 def _first_names() -> dict[ModelConfig, str]:
@@ -372,7 +371,7 @@ def main(argv=None) -> None:
     names = list(_first_names().values())
     kept = stored_runs(names) if args.missing else []
     done = {(run["variant"], run["seed"]) for run in kept}
-    jobs = [(name, seed, None) for name in names for seed in SEEDS if (name, seed) not in done]
+    jobs = [(name, seed, {}) for name in names for seed in SEEDS if (name, seed) not in done]
     with get_context("spawn").Pool(args.jobs) as pool:
         runs = list(kept)
         for run in pool.imap_unordered(_job, jobs):

@@ -162,7 +162,21 @@ def test_bench_reprints_the_variant_file_with_every_claim():
     claims = [c for row in table["rows"] for c in row["claims"]]
     assert text.count(" | yes |") + text.count(" | no |") == len(claims)
     # then each screen kept in benchmarks/screens/, a row per claim it completes
-    assert [s.split(" ")[0] for s in screens] == ["4,000"]
+    assert [s.split(" (")[0] for s in screens] == [
+        "4,000 steps",
+        "learning rate 0.001",
+        "learning rate 0.01",
+    ]
+    # each screen counts the claims it holds against the table's recipe on the same claims
+    assert "12 of these 33 claims hold, against 9 with the table's recipe" in screens[0]
+    assert "15 of these 40 claims hold, against 16 with the table's recipe" in screens[1]
+    # the bare four-layer model diverges at learning rate 0.01, and the screen says so
+    assert "Diverged" not in screens[0] + screens[1]
+    diverged = ", ".join(f"layers-4-bare seed {s}" for s in (0, 1, 2))
+    assert (
+        f"Diverged (excess above a uniform guess's 3.62, or not a number): {diverged}."
+        in (screens[2])
+    )
     for name in table["configs"]:
         assert f"| {name} | {table['parameters'][name]:,} |" in text
 

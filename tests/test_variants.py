@@ -152,7 +152,7 @@ def test_a_screen_trains_only_its_variants_and_checks_the_rows_they_complete():
         r["valid"] for r in screened["runs"] if (r["variant"], r["seed"]) == ("1-layer-heads-2", 1)
     )
     text = variant_screens.compared(screened, variants.stored_table())
-    assert "| gap, 3 steps |" in text and "gap, 2000 steps" in text
+    assert "| gap, 3 steps |" in text and "gap, 2,000 steps |" in text
 
 
 def test_a_screen_names_a_bad_variant_or_step_count():
@@ -162,6 +162,34 @@ def test_a_screen_names_a_bad_variant_or_step_count():
         variant_screens.screen(["bass"], steps=10)
     with pytest.raises(ValueError, match="steps: expected a positive int, got 0"):
         variant_screens.screen(["base"], steps=0)
+    for lr in (0, -0.01, 3.0, "0.01", True):
+        with pytest.raises(ValueError, match="lr: expected a learning rate between 0 and 1"):
+            variant_screens.screen(["base"], steps=10, lr=lr)
+
+
+def test_a_screen_is_labelled_by_what_it_changes():
+    table = variants.stored_table()
+    recipe = table["recipe"]
+    label = variant_screens.label
+    assert label({**recipe, "steps": 4000}, table) == "4,000 steps"
+    assert label({**recipe, "lr": 0.01}, table) == "learning rate 0.01"
+    assert label({**recipe, "steps": 500, "lr": 0.001}, table) == (
+        "500 steps and learning rate 0.001"
+    )
+    assert label(recipe, {"recipe": {**recipe, "lr": 0.01}}) == "learning rate 0.003"
+
+
+@pytest.mark.slow
+def test_a_learning_rate_screen_trains_at_that_rate():
+    screened = variant_screens.screen(["1-layer-heads-1", "1-layer-heads-2"], steps=3, lr=0.01)
+    assert screened["recipe"]["lr"] == 0.01 and screened["recipe"]["steps"] == 3
+    again = variants.train_run("1-layer-heads-2", 2, steps=3, lr=0.01)
+    assert again["valid"] == next(
+        r["valid"] for r in screened["runs"] if (r["variant"], r["seed"]) == ("1-layer-heads-2", 2)
+    )
+    assert again["valid"] != variants.train_run("1-layer-heads-2", 2, steps=3)["valid"]
+    text = variant_screens.compared(screened, variants.stored_table())
+    assert "| gap, 3 steps and learning rate 0.01 |" in text and "gap, 2,000 steps and" in text
 
 
 def test_a_screen_aliases_a_config_trained_under_its_first_name():
@@ -180,10 +208,11 @@ def test_each_kept_screen_checks_its_rows_from_its_own_runs():
         screened = json.loads(path.read_text(encoding="utf-8"))
         names = {row["name"] for row in screened["rows"]}
         rows = [row for row in variants.ROWS if row.name in names]
-        checked = json.loads(json.dumps(variants.verdicts(screened["runs"], rows)))  # as stored
-        assert screened["rows"] == checked, path.name
+        checked = json.dumps(variants.verdicts(screened["runs"], rows))  # as stored, NaN too
+        assert json.dumps(screened["rows"]) == checked, path.name
         assert len(screened["runs"]) >= 3 * len({r["variant"] for r in screened["runs"]})
         assert screened["recipe"] == {
             **screened["recipe"],
-            **{k: v for k, v in variants.stored_table()["recipe"].items() if k != "steps"},
-        }, "a screen changes the steps only"
+            **{k: v for k, v in variants.stored_table()["recipe"].items()
+               if k not in ("steps", "lr")},
+        }, "a screen changes the steps or the learning rate only"  # fmt: skip
