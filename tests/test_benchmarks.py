@@ -173,10 +173,8 @@ def test_bench_reprints_the_variant_file_with_every_claim():
     # the bare four-layer model diverges at learning rate 0.01, and the screen says so
     assert "Diverged" not in screens[0] + screens[1]
     diverged = ", ".join(f"layers-4-bare seed {s}" for s in (0, 1, 2))
-    assert (
-        f"Diverged (excess above a uniform guess's 3.62, or not a number): {diverged}."
-        in (screens[2])
-    )
+    said = f"Diverged (excess above a uniform guess's 3.62, or not a number): {diverged}."
+    assert said in screens[2]
     for name in table["configs"]:
         assert f"| {name} | {table['parameters'][name]:,} |" in text
 
