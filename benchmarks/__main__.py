@@ -382,9 +382,7 @@ def screens_section(table: dict) -> list[str]:
     out = []
     for path in sorted(SCREENS.glob("*.json")):
         screened = json.loads(path.read_text(encoding="utf-8"))
-        first = variants._first_names()  # an alias ("layers-2" is "base") trains once
-        trained = dict.fromkeys(r["variant"] for r in screened["runs"])
-        names = ", ".join(n for n in trained if first.get(variants.VARIANTS.get(n)) == n)
+        names = ", ".join(dict.fromkeys(r["variant"] for r in _own_runs(screened["runs"])))
         now = variant_screens.label(screened["recipe"], table)
         out += [
             "",
@@ -403,16 +401,20 @@ def screens_section(table: dict) -> list[str]:
 
 def _tally(screened: dict, table: dict) -> str:
     """A sentence counting the claims a screen holds, against the same claims in `table`."""
-    stored = {(row["name"], c["better"], c["worse"], c["skill"]): c["holds"]
-              for row in table["rows"] for c in row["claims"]}  # fmt: skip
-    claims = [(row["name"], c["better"], c["worse"], c["skill"], c["holds"])
-              for row in screened["rows"] for c in row["claims"]]  # fmt: skip
-    held = sum(c[-1] for c in claims)
-    before = sum(stored.get(c[:4], False) for c in claims)
+    stored, claims = variant_screens.claims(table), variant_screens.claims(screened)
+    held = sum(c["holds"] for c in claims.values())
+    before = sum(stored[key]["holds"] for key in claims if key in stored)
     return (
         f" {held} of these {len(claims)} claims hold, against {before} with the table's "
         f"recipe; a base model's run took {_base_cpu(screened['runs'])} s of CPU."
     )
+
+
+def _own_runs(runs: list[dict]) -> list[dict]:
+    """A screen's runs without the copies stored under a config's other names ("layers-2" is
+    "base", trained once under "base")."""
+    first = variants._first_names()
+    return [r for r in runs if first.get(variants.VARIANTS.get(r["variant"])) == r["variant"]]
 
 
 def _base_cpu(runs: list[dict]) -> str:
@@ -426,10 +428,8 @@ def _diverged(runs: list[dict], table: dict) -> str:
     vocabulary (or not a number), or "" where none did."""
     vocab = table["configs"]["base"]["vocab_size"]
     worst = math.log(vocab) - table["floor"]["valid"]["all"]  # a uniform guess's excess
-    first = variants._first_names()
-    bad = [f"{r['variant']} seed {r['seed']}" for r in runs
-           if first.get(variants.VARIANTS.get(r["variant"])) == r["variant"]
-           and not r["valid"]["all"] <= worst]  # fmt: skip
+    bad = [f"{r['variant']} seed {r['seed']}" for r in _own_runs(runs)
+           if not r["valid"]["all"] <= worst]  # fmt: skip
     if not bad:
         return ""
     return (f" Diverged (excess above a uniform guess's {worst:.2f}, or not a number): "

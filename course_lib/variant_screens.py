@@ -71,12 +71,18 @@ def label(recipe: dict, table: dict) -> str:
     return " and ".join(parts) or f"{recipe['steps']:,} steps"
 
 
+def claims(table: dict) -> dict[tuple[str, str, str, str], dict]:
+    """Every claim of a table or screen by (row, better, worse, skill): its gap, bar and
+    verdict."""
+    return {(row["name"], c["better"], c["worse"], c["skill"]): c
+            for row in table["rows"] for c in row["claims"]}  # fmt: skip
+
+
 def compared(screened: dict, table: dict) -> str:
     """Each claim of a screen beside the same claim in `table` (data/variants.json) as
     markdown: gap, bar and verdict with the screen's recipe and with the table's."""
     steps, before = label(screened["recipe"], table), label(table["recipe"], screened)
-    stored = {(row["name"], c["better"], c["worse"], c["skill"]): c
-              for row in table["rows"] for c in row["claims"]}  # fmt: skip
+    stored = claims(table)
     lines = [
         f"| row | better | worse | skill | gap, {steps} | bar | holds | "
         f"gap, {before} | bar | holds |",
